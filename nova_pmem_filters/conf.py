@@ -1,0 +1,173 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The ``[pmem]`` options of nova.conf."""
+
+from oslo_config import cfg
+from oslo_config import types
+
+from nova_pmem_filters import profile
+
+pmem_group = cfg.OptGroup(
+    name='pmem',
+    title='Persistent-memory scheduling options',
+    help="""
+Options of the nova-pmem-filters scheduler filters and weighers
+(PmemModeFilter, PmemCacheFilter, PmemTierWeigher, PmemCacheHeadroomWeigher).
+Set them where nova-scheduler runs.
+""")
+
+pmem_opts = [
+    cfg.StrOpt('default_host_mode',
+        default=profile.DRAM,
+        choices=[
+            (profile.DRAM, 'All guest RAM is DRAM.'),
+            (profile.MEMORY_MODE, 'PMem is the system memory and DRAM is a '
+                                  'hardware cache in front of it.'),
+            (profile.APP_DIRECT, 'DRAM is the system memory; PMem is offered '
+                                 'as persistent namespaces (vPMEM).'),
+        ],
+        help="""
+Memory mode of a host that is in no aggregate with ``pmem_mode`` metadata.
+
+Possible values:
+
+* ``dram``, ``memory_mode`` or ``app_direct``. A ``memory_mode`` default only
+  makes sense where every such host is also in an aggregate with
+  ``pmem_dram_cache_gb``; without it the host's profile is unknown.
+
+Related options:
+
+* ``default_flavor_modes``
+"""),
+    cfg.ListOpt('default_flavor_modes',
+        default=list(profile.MODES),
+        item_type=types.String(choices=profile.MODES),
+        help="""
+Host memory modes a flavor may use when it has no ``pmem:modes`` extra spec.
+
+Possible values:
+
+* A comma-separated list of ``dram``, ``memory_mode`` and ``app_direct``. The
+  default, all three, lets unlabelled flavors run anywhere. Restrict it, for
+  example to ``dram``, to keep every flavor off PMem hosts unless it opts in.
+
+Related options:
+
+* ``default_host_mode``
+"""),
+    cfg.FloatOpt('default_hot_ratio',
+        default=0.5,
+        min=0.0001,
+        max=1.0,
+        help="""
+Share of a flavor's RAM counted as hot when it has no ``pmem:hot_ratio``.
+
+PmemCacheFilter keeps the hot RAM of all instances on a ``memory_mode`` host
+within its DRAM cache. The default, 0.5, follows published measurements that
+about half of cloud VMs never touch half of the memory they rent; set the
+extra spec per flavor when the workload is known.
+
+Possible values:
+
+* A number greater than 0 and at most 1. 1 counts all RAM as hot, which caps
+  a Memory-Mode host at its DRAM cache size.
+
+Related options:
+
+* ``cache_overcommit_ratio``
+"""),
+    cfg.FloatOpt('cache_overcommit_ratio',
+        default=1.0,
+        min=0.0,
+        help="""
+How much hot RAM a ``memory_mode`` host may hold, as a multiple of its DRAM
+cache (``pmem_dram_cache_gb`` aggregate metadata).
+
+Possible values:
+
+* A non-negative number. 1.0 keeps hot RAM within the cache; above 1.0
+  accepts some cache misses; 0 admits nothing on ``memory_mode`` hosts.
+
+Related options:
+
+* ``default_hot_ratio``
+"""),
+    cfg.FloatOpt('tier_weight_multiplier',
+        default=10.0,
+        help="""
+Multiplier of PmemTierWeigher, which steers ``pmem:priority=high`` flavors to
+DRAM-backed hosts and ``low`` flavors to ``memory_mode`` hosts.
+
+The default, 10.0, outweighs the sum of Nova's default weighers (RAM, CPU,
+disk, I/O, PCI, hypervisor version, affinity: each at most 1.0 after
+normalisation), so priority decides between tiers, while staying far below
+the build-failure and cross-cell weighers. Aggregate metadata
+``pmem_tier_weight_multiplier`` overrides it per host; the smallest value
+wins when several aggregates set it.
+
+Possible values:
+
+* A positive number makes priority steer; 0 disables the weigher; a negative
+  number inverts the preference (not useful in practice).
+
+Related options:
+
+* ``[filter_scheduler] weight_classes``
+"""),
+    cfg.FloatOpt('cache_headroom_weight_multiplier',
+        default=1.0,
+        help="""
+Multiplier of PmemCacheHeadroomWeigher, which prefers the ``memory_mode`` host
+with the most free DRAM cache (spreading hot RAM across caches).
+
+Hosts of other modes score 0 on this weigher, so a positive multiplier also
+nudges flavors of ``normal`` priority toward ``memory_mode`` hosts that have
+cache to spare, keeping DRAM hosts free for ``high`` priority.
+
+Possible values:
+
+* A positive number spreads hot RAM; a negative number packs it onto the
+  fullest cache first; 0 disables the weigher.
+
+Related options:
+
+* ``tier_weight_multiplier``
+"""),
+    cfg.IntOpt('instance_cache_ttl',
+        default=600,
+        min=0,
+        help="""
+Seconds PmemCacheFilter trusts its per-process record of an instance's hot
+RAM.
+
+The scheduler usually knows instances only by UUID; their flavors are read in
+one batched database query per request for the instances not yet recorded,
+and then kept. An entry is dropped when the instance shows up on another host
+(move, resize) or after this many seconds, which bounds how long a same-host
+resize can go unnoticed. Full instance records pushed by nova-compute
+(``[filter_scheduler] track_instance_changes``) refresh entries at no cost.
+
+Possible values:
+
+* 0 reads every instance's flavor on each request (one batched query);
+  a positive number of seconds.
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_group(pmem_group)
+    conf.register_opts(pmem_opts, group=pmem_group)
+
+
+def list_opts():
+    return [(pmem_group, pmem_opts)]

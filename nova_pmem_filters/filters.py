@@ -1,0 +1,156 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Scheduler filters for hosts with DRAM, Memory-Mode and App-Direct PMem.
+
+Both filters parse the flavor once per request in ``filter_all`` and then
+decide per host; a flavor or host that cannot be understood is rejected with
+a log line, never with an exception.
+"""
+
+from oslo_log import log as logging
+
+from nova.scheduler import filters
+from nova.scheduler import utils as scheduler_utils
+
+from nova_pmem_filters import hostinfo
+from nova_pmem_filters import profile
+
+LOG = logging.getLogger(__name__)
+CONF = hostinfo.CONF
+
+
+class _PmemFilter(filters.BaseHostFilter):
+    """Common request-level flow of the pmem filters.
+
+    Subclasses implement ``_filter_hosts(hosts, spec_obj)``, which returns
+    the passing hosts.
+    """
+
+    def filter_all(self, filter_obj_list, spec_obj):
+        hosts = list(filter_obj_list)
+        if (not self.RUN_ON_REBUILD
+                and scheduler_utils.request_is_rebuild(spec_obj)):
+            return hosts
+        try:
+            return self._filter_hosts(hosts, spec_obj)
+        except Exception as exc:
+            LOG.warning("%(cls)s rejects all %(count)d hosts: unexpected "
+                        "error %(error)r",
+                        {'cls': self.__class__.__name__,
+                         'count': len(hosts), 'error': exc})
+            return []
+
+    def host_passes(self, host_state, spec_obj):
+        return bool(self.filter_all([host_state], spec_obj))
+
+
+class PmemModeFilter(_PmemFilter):
+    """Pass hosts whose memory mode is one the flavor allows."""
+
+    # A rebuild keeps the flavor and the host, so the mode cannot stop
+    # fitting; re-checking would only fail rebuilds on hosts whose aggregate
+    # was relabelled after boot.
+    RUN_ON_REBUILD = False
+
+    def _filter_hosts(self, hosts, spec_obj):
+        request, error = hostinfo.spec_request(spec_obj)
+        if request is None:
+            LOG.warning("PmemModeFilter rejects every host for instance "
+                        "%(uuid)s: %(error)s",
+                        {'uuid': spec_obj.instance_uuid, 'error': error})
+            return []
+        if request.conflict:
+            LOG.warning("PmemModeFilter rejects every host for instance "
+                        "%(uuid)s: flavor %(flavor)s is contradictory: "
+                        "%(conflict)s",
+                        {'uuid': spec_obj.instance_uuid,
+                         'flavor': spec_obj.flavor.name,
+                         'conflict': request.conflict})
+            return []
+        if not request.constrains_modes:
+            return hosts
+        allowed = ','.join(sorted(request.modes))
+        passing = []
+        for host_state in hosts:
+            prof = hostinfo.host_profile(host_state)
+            if prof.mode in request.modes:
+                passing.append(host_state)
+            elif prof.known:
+                LOG.debug("%(host_state)s fails pmem mode check: host mode "
+                          "%(mode)s is not in the flavor's modes %(allowed)s",
+                          {'host_state': host_state, 'mode': prof.mode,
+                           'allowed': allowed})
+            else:
+                LOG.debug("%(host_state)s fails pmem mode check: unknown "
+                          "host profile (%(problem)s)",
+                          {'host_state': host_state,
+                           'problem': prof.problem})
+        return passing
+
+
+class PmemCacheFilter(_PmemFilter):
+    """Keep the hot RAM of a Memory-Mode host within its DRAM cache."""
+
+    # On a rebuild the instance is already on the host and counted in its
+    # usage; checking again would count it twice and could refuse a rebuild
+    # of an instance that fits.
+    RUN_ON_REBUILD = False
+
+    def _filter_hosts(self, hosts, spec_obj):
+        request, error = hostinfo.spec_request(spec_obj)
+        if request is None:
+            LOG.warning("PmemCacheFilter rejects every host for instance "
+                        "%(uuid)s: %(error)s",
+                        {'uuid': spec_obj.instance_uuid, 'error': error})
+            return []
+        profiles = [hostinfo.host_profile(hs) for hs in hosts]
+        usage = hostinfo.memory_mode_usage(hosts, profiles, spec_obj)
+        new_hot_mb = request.hot_mb(spec_obj.flavor.memory_mb)
+        ratio = CONF.pmem.cache_overcommit_ratio
+        passing = []
+        for host_state, prof in zip(hosts, profiles):
+            if not prof.known:
+                LOG.debug("%(host_state)s fails pmem cache check: unknown "
+                          "host profile (%(problem)s), so its DRAM-cache "
+                          "bound cannot be checked",
+                          {'host_state': host_state,
+                           'problem': prof.problem})
+                continue
+            if prof.mode != profile.MEMORY_MODE:
+                passing.append(host_state)
+                continue
+            used = usage.get(hostinfo.node_key(host_state))
+            capacity = prof.cache_capacity_mb(ratio)
+            if used is None:
+                LOG.debug("%(host_state)s fails pmem cache check: the "
+                          "flavors of its instances could not be read",
+                          {'host_state': host_state})
+            elif profile.fits_cache(used, new_hot_mb, capacity):
+                passing.append(host_state)
+            else:
+                LOG.debug("%(host_state)s fails pmem cache check: hot RAM "
+                          "%(used).0f MB + %(new).0f MB requested exceeds "
+                          "the DRAM-cache bound of %(capacity).0f MB "
+                          "(%(cache)s GB x cache_overcommit_ratio %(ratio)s)",
+                          {'host_state': host_state, 'used': used,
+                           'new': new_hot_mb, 'capacity': capacity,
+                           'cache': prof.dram_cache_gb, 'ratio': ratio})
+        return passing
+
+
+def all_filters():
+    """Return the filter classes of nova-pmem-filters.
+
+    For ``[filter_scheduler] available_filters``, next to Nova's own
+    ``nova.scheduler.filters.all_filters``.
+    """
+    return [PmemModeFilter, PmemCacheFilter]

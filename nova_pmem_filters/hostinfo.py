@@ -1,0 +1,244 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Adapters from Nova's HostState and RequestSpec to the shared core.
+
+Everything here runs inside nova-scheduler, once per request or once per
+host, and never raises: a host or flavor that cannot be understood is
+reported as such and the caller rejects it with a log line.
+"""
+
+import time
+
+from oslo_log import log as logging
+
+import nova.conf
+from nova import context as nova_context
+from nova import objects
+
+from nova_pmem_filters import conf as pmem_conf
+from nova_pmem_filters import extra_specs
+from nova_pmem_filters import profile
+
+LOG = logging.getLogger(__name__)
+
+CONF = nova.conf.CONF
+pmem_conf.register_opts(CONF)
+
+# (host, problem) pairs already warned about, so that a mislabelled host
+# gives one warning per scheduler process rather than one per request.
+_WARNED = set()
+_WARNED_MAX = 10000
+
+
+def warn_once(key, msg, args):
+    if key in _WARNED:
+        LOG.debug(msg, args)
+        return
+    if len(_WARNED) >= _WARNED_MAX:
+        _WARNED.clear()
+    _WARNED.add(key)
+    LOG.warning(msg, args)
+
+
+def host_profile(host_state):
+    """The HostProfile of a host, from its aggregates; never raises."""
+    try:
+        result = profile.from_metadata(
+            (agg.metadata for agg in host_state.aggregates or ()),
+            default_mode=CONF.pmem.default_host_mode)
+    except Exception as exc:
+        # Aggregates that are not Nova objects at all; keep serving.
+        result = profile.HostProfile(problem='unreadable aggregates: %s'
+                                     % exc)
+    if not result.known:
+        warn_once((host_state.host, host_state.nodename, result.problem),
+                  "Host %(host)s (node %(node)s) has an unknown pmem "
+                  "profile: %(problem)s. Filters that need its memory mode "
+                  "reject it until its aggregate metadata is fixed.",
+                  {'host': host_state.host, 'node': host_state.nodename,
+                   'problem': result.problem})
+    return result
+
+
+def flavor_request(flavor):
+    """Parse a flavor's ``pmem:`` extra specs with the configured defaults.
+
+    :returns: (PmemRequest, None) or (None, error message).
+    """
+    try:
+        return extra_specs.parse(
+            _loaded(flavor, 'extra_specs') or {},
+            default_modes=CONF.pmem.default_flavor_modes,
+            default_hot_ratio=CONF.pmem.default_hot_ratio), None
+    except extra_specs.InvalidExtraSpec as exc:
+        return None, str(exc)
+    except Exception as exc:
+        return None, 'unreadable flavor: %s' % exc
+
+
+def _loaded(obj, name):
+    """``obj.name`` if it is set, without a lazy-load (a database query)."""
+    is_set = getattr(obj, 'obj_attr_is_set', None)
+    if is_set is not None and not is_set(name):
+        return None
+    return getattr(obj, name, None)
+
+
+def spec_request(spec_obj):
+    """The PmemRequest of a RequestSpec's flavor: (request, error)."""
+    try:
+        flavor = spec_obj.flavor
+    except Exception as exc:
+        return None, 'request has no flavor: %s' % exc
+    return flavor_request(flavor)
+
+
+def node_key(host_state):
+    return (host_state.host, host_state.nodename)
+
+
+class HotRamLedger(object):
+    """Hot RAM, in MB, of the instances already on each host.
+
+    The scheduler usually knows the instances of a host only by UUID
+    (``HostManager._get_instances_by_host``), and reading ``instance.flavor``
+    from such an object costs a database query per instance. The ledger keeps
+    a per-process record ``uuid -> (host, hot MB, time)`` and fills what is
+    missing with one batched query per cell per request. Instances that
+    nova-compute pushed with their flavor loaded
+    (``track_instance_changes``) are read directly and refresh the record.
+
+    An entry is reloaded when its instance appears on another host than the
+    one it was recorded on (a move or resize) or when it is older than
+    ``[pmem] instance_cache_ttl``.
+    """
+
+    def __init__(self, clock=time.monotonic):
+        self._clock = clock
+        self._entries = {}
+        self._last_prune = clock()
+        # Counts, for the benchmark and for operators reading debug logs.
+        self.queries = 0
+
+    def _hot_mb_of_flavor(self, uuid, flavor):
+        request, error = flavor_request(flavor)
+        memory_mb = _loaded(flavor, 'memory_mb') or 0
+        if request is None:
+            # Count the whole flavor as hot: the cache bound must hold even
+            # when an old flavor carries specs the API would now refuse.
+            warn_once(('instance', uuid, error),
+                      "Instance %(uuid)s has a flavor with invalid pmem extra "
+                      "specs (%(error)s); counting all its RAM as hot.",
+                      {'uuid': uuid, 'error': error})
+            return float(memory_mb)
+        return request.hot_mb(memory_mb)
+
+    def _prune(self, now, ttl):
+        # Walking every entry is not free on large clouds: do it rarely.
+        if now - self._last_prune < max(ttl, 60):
+            return
+        self._last_prune = now
+        horizon = now - 2 * max(ttl, 60)
+        self._entries = {uuid: entry for uuid, entry in self._entries.items()
+                         if entry[2] >= horizon}
+
+    def used_by_host(self, host_states, exclude_uuid=None):
+        """Hot MB in use per host, loading unknown flavors in one batch.
+
+        :param host_states: the HostStates to account.
+        :param exclude_uuid: an instance not to count (the one being moved).
+        :returns: ``{(host, nodename): hot MB or None}``; None means an
+            instance's flavor could not be read and the host's usage is
+            unknown.
+        """
+        now = self._clock()
+        ttl = CONF.pmem.instance_cache_ttl
+        self._prune(now, ttl)
+        entries = self._entries
+        missing = {}
+        for host_state in host_states:
+            host = host_state.host
+            for uuid, inst in (host_state.instances or {}).items():
+                if uuid == exclude_uuid:
+                    continue
+                flavor = _loaded(inst, 'flavor')
+                if flavor is not None:
+                    entries[uuid] = (host, self._hot_mb_of_flavor(
+                        uuid, flavor), now)
+                    continue
+                entry = entries.get(uuid)
+                if (entry is not None and entry[0] == host
+                        and now - entry[2] < ttl):
+                    continue
+                ctxt = getattr(inst, '_context', None)
+                cell = getattr(ctxt, 'cell_uuid', None)
+                batch = missing.setdefault(cell, (ctxt, {}))
+                batch[1][uuid] = host
+        for ctxt, hosts_by_uuid in missing.values():
+            self._load(ctxt, hosts_by_uuid, now)
+
+        used = {}
+        for host_state in host_states:
+            total = 0.0
+            for uuid in (host_state.instances or {}):
+                if uuid == exclude_uuid:
+                    continue
+                entry = entries.get(uuid)
+                if entry is None:
+                    total = None
+                    break
+                total += entry[1]
+            used[node_key(host_state)] = total
+        return used
+
+    def _load(self, ctxt, hosts_by_uuid, now):
+        if ctxt is None:
+            ctxt = nova_context.get_admin_context()
+        uuids = sorted(hosts_by_uuid)
+        self.queries += 1
+        try:
+            found = objects.InstanceList.get_by_filters(
+                ctxt, {'uuid': uuids}, expected_attrs=['flavor'])
+        except Exception as exc:
+            LOG.warning("Could not read the flavors of %(count)d instances "
+                        "(%(error)s); memory_mode hosts with those instances "
+                        "are rejected by PmemCacheFilter for this request.",
+                        {'count': len(uuids), 'error': exc})
+            return
+        seen = set()
+        for inst in found:
+            if inst.deleted:
+                continue
+            seen.add(inst.uuid)
+            self._entries[inst.uuid] = (
+                hosts_by_uuid.get(inst.uuid),
+                self._hot_mb_of_flavor(inst.uuid, inst.flavor), now)
+        for uuid in uuids:
+            if uuid not in seen:
+                # Deleted since the host state was built: it holds no RAM.
+                self._entries[uuid] = (hosts_by_uuid[uuid], 0.0, now)
+
+
+# One ledger per scheduler process, shared by PmemCacheFilter and
+# PmemCacheHeadroomWeigher so that a request reads each flavor at most once.
+LEDGER = HotRamLedger()
+
+
+def memory_mode_usage(host_states, profiles, spec_obj):
+    """Hot MB used on each known memory_mode host of ``host_states``."""
+    mm_hosts = [hs for hs, prof in zip(host_states, profiles)
+                if prof.mode == profile.MEMORY_MODE]
+    if not mm_hosts:
+        return {}
+    exclude = getattr(spec_obj, 'instance_uuid', None)
+    return LEDGER.used_by_host(mm_hosts, exclude_uuid=exclude)
+

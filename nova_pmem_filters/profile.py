@@ -1,0 +1,146 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Host memory profiles and the DRAM-cache arithmetic.
+
+A host's profile (its memory mode and, in Memory Mode, the size of the DRAM
+cache in front of the persistent memory) is read from host-aggregate
+metadata. The same arithmetic decides what fits in the scheduler and in the
+planner.
+
+Units follow Nova: ``memory_mb`` is MiB, and a "GB" of aggregate metadata is
+1024 of those.
+
+This module imports nothing from Nova.
+"""
+
+import dataclasses
+import math
+
+DRAM = 'dram'
+MEMORY_MODE = 'memory_mode'
+APP_DIRECT = 'app_direct'
+MODES = (DRAM, MEMORY_MODE, APP_DIRECT)
+
+# Modes whose guest RAM is plain DRAM.
+DRAM_BACKED = frozenset([DRAM, APP_DIRECT])
+
+MODE_KEY = 'pmem_mode'
+DRAM_CACHE_KEY = 'pmem_dram_cache_gb'
+TIER_WEIGHT_MULTIPLIER_KEY = 'pmem_tier_weight_multiplier'
+
+MB_PER_GB = 1024
+
+# Tolerance when comparing sums of hot MB against the cache size: hot MB are
+# products of floats, and a bound that is met exactly must admit.
+_EPSILON_MB = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class HostProfile:
+    """What a host is, from its aggregates' metadata.
+
+    ``mode`` is None when the profile is unknown; ``problem`` then says why.
+    """
+
+    mode: str = None
+    dram_cache_gb: float = None
+    problem: str = None
+
+    @property
+    def known(self):
+        return self.mode is not None
+
+    def cache_capacity_mb(self, overcommit_ratio=1.0):
+        """Hot RAM, in MB, a Memory-Mode host may hold; None otherwise."""
+        if self.mode != MEMORY_MODE:
+            return None
+        return self.dram_cache_gb * MB_PER_GB * overcommit_ratio
+
+
+def _positive_gb(raw):
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value) or value <= 0:
+        return None
+    return value
+
+
+def _one_value(values, key):
+    """The single value of ``key`` across aggregates, or an error string."""
+    distinct = sorted({str(v).strip() for v in values})
+    if len(distinct) > 1:
+        return None, ('aggregates disagree on %s: %s'
+                      % (key, ', '.join(repr(v) for v in distinct)))
+    return (distinct[0] if distinct else None), None
+
+
+def from_metadata(metadata_list, default_mode=DRAM):
+    """Build a :class:`HostProfile` from the metadata of a host's aggregates.
+
+    :param metadata_list: iterable of metadata mappings, one per aggregate.
+    :param default_mode: mode of a host whose aggregates set no ``pmem_mode``.
+    :returns: a HostProfile; unknown (``mode`` None, ``problem`` set) when the
+        aggregates disagree or carry a value that does not parse. Never raises
+        on bad metadata.
+    """
+    modes = []
+    caches = []
+    for metadata in metadata_list:
+        if not metadata:
+            continue
+        if MODE_KEY in metadata:
+            modes.append(metadata[MODE_KEY])
+        if DRAM_CACHE_KEY in metadata:
+            caches.append(metadata[DRAM_CACHE_KEY])
+
+    mode, problem = _one_value(modes, MODE_KEY)
+    if problem:
+        return HostProfile(problem=problem)
+    if mode is None:
+        mode = default_mode
+    elif mode not in MODES:
+        return HostProfile(problem='%s=%r is not one of %s'
+                           % (MODE_KEY, mode, ', '.join(MODES)))
+
+    raw_cache, problem = _one_value(caches, DRAM_CACHE_KEY)
+    if problem:
+        return HostProfile(problem=problem)
+    cache_gb = None
+    if raw_cache is not None:
+        cache_gb = _positive_gb(raw_cache)
+        if cache_gb is None:
+            return HostProfile(problem='%s=%r is not a positive number of GB'
+                               % (DRAM_CACHE_KEY, raw_cache))
+    if mode == MEMORY_MODE and cache_gb is None:
+        return HostProfile(problem='%s=%s needs %s to bound the DRAM cache'
+                           % (MODE_KEY, MEMORY_MODE, DRAM_CACHE_KEY))
+    if mode != MEMORY_MODE:
+        # Only Memory Mode has a DRAM cache; the key means nothing elsewhere.
+        cache_gb = None
+    return HostProfile(mode=mode, dram_cache_gb=cache_gb)
+
+
+def hot_mb(memory_mb, hot_ratio):
+    """Hot RAM, in MB, of an instance with ``memory_mb`` of RAM."""
+    return memory_mb * hot_ratio
+
+
+def fits_cache(used_hot_mb, new_hot_mb, capacity_mb):
+    """Whether ``new_hot_mb`` more hot RAM fits next to ``used_hot_mb``."""
+    return used_hot_mb + new_hot_mb <= capacity_mb + _EPSILON_MB
+
+
+def cache_headroom_mb(used_hot_mb, capacity_mb):
+    """DRAM cache, in MB, not yet taken by hot RAM (never negative)."""
+    return max(capacity_mb - used_hot_mb, 0.0)

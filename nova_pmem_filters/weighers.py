@@ -1,0 +1,111 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Weighers for hosts with DRAM, Memory-Mode and App-Direct PMem.
+
+PmemTierWeigher steers flavors by ``pmem:priority``: ``high`` to DRAM-backed
+hosts (``dram``, ``app_direct``), ``low`` to ``memory_mode`` hosts, so that
+DRAM stays free for the flavors that need it; ``normal`` gets no preference.
+A negative multiplier inverts the preference.
+
+PmemCacheHeadroomWeigher prefers the ``memory_mode`` host with the largest
+share of its DRAM cache still free after the new instance; other hosts score
+0. A negative multiplier packs hot RAM onto the fullest cache instead.
+
+Both use fixed bounds (0 and 1) for Nova's normalisation, so a score means the
+same whichever hosts are left after filtering.
+"""
+
+from oslo_log import log as logging
+
+from nova.scheduler import utils as scheduler_utils
+from nova.scheduler import weights
+
+from nova_pmem_filters import extra_specs
+from nova_pmem_filters import hostinfo
+from nova_pmem_filters import profile
+
+LOG = logging.getLogger(__name__)
+CONF = hostinfo.CONF
+
+
+class _PmemWeigher(weights.BaseHostWeigher):
+    minval = 0.0
+    maxval = 1.0
+
+    def weigh_objects(self, weighed_obj_list, weight_properties):
+        hosts = [obj.obj for obj in weighed_obj_list]
+        try:
+            return self._weigh_hosts(hosts, weight_properties)
+        except Exception as exc:
+            LOG.warning("%(cls)s gives no preference: unexpected error "
+                        "%(error)r",
+                        {'cls': self.__class__.__name__, 'error': exc})
+            return [0.0] * len(hosts)
+
+    def _weigh_object(self, host_state, weight_properties):
+        return self.weigh_objects(
+            [weights.WeighedHost(host_state, 0.0)], weight_properties)[0]
+
+
+class PmemTierWeigher(_PmemWeigher):
+    """Prefer the memory tier that matches the flavor's pmem:priority."""
+
+    def weight_multiplier(self, host_state):
+        return scheduler_utils.get_weight_multiplier(
+            host_state, profile.TIER_WEIGHT_MULTIPLIER_KEY,
+            CONF.pmem.tier_weight_multiplier)
+
+    def _weigh_hosts(self, hosts, spec_obj):
+        request, _error = hostinfo.spec_request(spec_obj)
+        if request is None or request.priority == extra_specs.PRIORITY_NORMAL:
+            return [0.0] * len(hosts)
+        if request.priority == extra_specs.PRIORITY_HIGH:
+            preferred = profile.DRAM_BACKED
+        else:
+            preferred = frozenset([profile.MEMORY_MODE])
+        return [1.0 if hostinfo.host_profile(hs).mode in preferred else 0.0
+                for hs in hosts]
+
+
+class PmemCacheHeadroomWeigher(_PmemWeigher):
+    """Prefer Memory-Mode hosts with the most free DRAM cache."""
+
+    def weight_multiplier(self, host_state):
+        return CONF.pmem.cache_headroom_weight_multiplier
+
+    def _weigh_hosts(self, hosts, spec_obj):
+        request, _error = hostinfo.spec_request(spec_obj)
+        if request is None:
+            return [0.0] * len(hosts)
+        profiles = [hostinfo.host_profile(hs) for hs in hosts]
+        usage = hostinfo.memory_mode_usage(hosts, profiles, spec_obj)
+        new_hot_mb = request.hot_mb(spec_obj.flavor.memory_mb)
+        ratio = CONF.pmem.cache_overcommit_ratio
+        scores = []
+        for host_state, prof in zip(hosts, profiles):
+            used = usage.get(hostinfo.node_key(host_state))
+            capacity = prof.cache_capacity_mb(ratio)
+            if used is None or not capacity:
+                scores.append(0.0)
+                continue
+            free = profile.cache_headroom_mb(used + new_hot_mb, capacity)
+            scores.append(free / capacity)
+        return scores
+
+
+def all_weighers():
+    """Return the weigher classes of nova-pmem-filters.
+
+    For ``[filter_scheduler] weight_classes``, next to Nova's own
+    ``nova.scheduler.weights.all_weighers``.
+    """
+    return [PmemTierWeigher, PmemCacheHeadroomWeigher]
