@@ -21,12 +21,13 @@ pmem_group = cfg.OptGroup(
     title='Persistent-memory scheduling options',
     help="""
 Options of the nova-pmem-filters scheduler filters and weighers
-(PmemModeFilter, PmemCacheFilter, PmemTierWeigher, PmemCacheHeadroomWeigher).
-Set them where nova-scheduler runs.
+(PmemModeFilter, PmemCacheFilter, PmemTierWeigher,
+PmemCacheHeadroomWeigher). Set them where nova-scheduler runs.
 """)
 
 pmem_opts = [
-    cfg.StrOpt('default_host_mode',
+    cfg.StrOpt(
+        'default_host_mode',
         default=profile.DRAM,
         choices=[
             (profile.DRAM, 'All guest RAM is DRAM.'),
@@ -38,17 +39,16 @@ pmem_opts = [
         help="""
 Memory mode of a host that is in no aggregate with ``pmem_mode`` metadata.
 
-Possible values:
-
-* ``dram``, ``memory_mode`` or ``app_direct``. A ``memory_mode`` default only
-  makes sense where every such host is also in an aggregate with
-  ``pmem_dram_cache_gb``; without it the host's profile is unknown.
+A ``memory_mode`` default only makes sense where every such host is also in
+an aggregate with ``pmem_dram_cache_gb``; without it the host's profile is
+unknown and the filters reject it.
 
 Related options:
 
 * ``default_flavor_modes``
 """),
-    cfg.ListOpt('default_flavor_modes',
+    cfg.ListOpt(
+        'default_flavor_modes',
         default=list(profile.MODES),
         item_type=types.String(choices=profile.MODES),
         help="""
@@ -56,15 +56,17 @@ Host memory modes a flavor may use when it has no ``pmem:modes`` extra spec.
 
 Possible values:
 
-* A comma-separated list of ``dram``, ``memory_mode`` and ``app_direct``. The
-  default, all three, lets unlabelled flavors run anywhere. Restrict it, for
-  example to ``dram``, to keep every flavor off PMem hosts unless it opts in.
+* A comma-separated list of ``dram``, ``memory_mode`` and ``app_direct``.
+  The default, all three, lets unlabelled flavors run anywhere. Restrict it,
+  for example to ``dram``, to keep every flavor off PMem hosts unless it
+  opts in.
 
 Related options:
 
 * ``default_host_mode``
 """),
-    cfg.FloatOpt('default_hot_ratio',
+    cfg.FloatOpt(
+        'default_hot_ratio',
         default=0.5,
         min=0.0001,
         max=1.0,
@@ -85,7 +87,8 @@ Related options:
 
 * ``cache_overcommit_ratio``
 """),
-    cfg.FloatOpt('cache_overcommit_ratio',
+    cfg.FloatOpt(
+        'cache_overcommit_ratio',
         default=1.0,
         min=0.0,
         help="""
@@ -101,11 +104,12 @@ Related options:
 
 * ``default_hot_ratio``
 """),
-    cfg.FloatOpt('tier_weight_multiplier',
+    cfg.FloatOpt(
+        'tier_weight_multiplier',
         default=10.0,
         help="""
-Multiplier of PmemTierWeigher, which steers ``pmem:priority=high`` flavors to
-DRAM-backed hosts and ``low`` flavors to ``memory_mode`` hosts.
+Multiplier of PmemTierWeigher, which steers ``pmem:priority=high`` flavors
+to DRAM-backed hosts and ``low`` flavors to ``memory_mode`` hosts.
 
 The default, 10.0, outweighs the sum of Nova's default weighers (RAM, CPU,
 disk, I/O, PCI, hypervisor version, affinity: each at most 1.0 after
@@ -123,11 +127,12 @@ Related options:
 
 * ``[filter_scheduler] weight_classes``
 """),
-    cfg.FloatOpt('cache_headroom_weight_multiplier',
+    cfg.FloatOpt(
+        'cache_headroom_weight_multiplier',
         default=1.0,
         help="""
-Multiplier of PmemCacheHeadroomWeigher, which prefers the ``memory_mode`` host
-with the most free DRAM cache (spreading hot RAM across caches).
+Multiplier of PmemCacheHeadroomWeigher, which prefers the ``memory_mode``
+host with the most free DRAM cache (spreading hot RAM across caches).
 
 Hosts of other modes score 0 on this weigher, so a positive multiplier also
 nudges flavors of ``normal`` priority toward ``memory_mode`` hosts that have
@@ -142,24 +147,26 @@ Related options:
 
 * ``tier_weight_multiplier``
 """),
-    cfg.IntOpt('instance_cache_ttl',
+    cfg.IntOpt(
+        'instance_cache_ttl',
         default=600,
         min=0,
         help="""
 Seconds PmemCacheFilter trusts its per-process record of an instance's hot
 RAM.
 
-The scheduler usually knows instances only by UUID; their flavors are read in
-one batched database query per request for the instances not yet recorded,
-and then kept. An entry is dropped when the instance shows up on another host
-(move, resize) or after this many seconds, which bounds how long a same-host
-resize can go unnoticed. Full instance records pushed by nova-compute
-(``[filter_scheduler] track_instance_changes``) refresh entries at no cost.
+The scheduler usually knows instances only by UUID; their flavors are read
+in one batched database query per request for the instances not yet
+recorded, and then kept. An entry is dropped when the instance shows up on
+another host (move, resize) or after this many seconds, which bounds how
+long a same-host resize can go unnoticed. Full instance records pushed by
+nova-compute (``[filter_scheduler] track_instance_changes``) refresh entries
+at no cost.
 
 Possible values:
 
-* 0 reads every instance's flavor on each request (one batched query);
-  a positive number of seconds.
+* 0 reads every instance's flavor on each request (one batched query); a
+  positive number of seconds.
 """),
 ]
 

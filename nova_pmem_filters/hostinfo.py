@@ -241,4 +241,3 @@ def memory_mode_usage(host_states, profiles, spec_obj):
         return {}
     exclude = getattr(spec_obj, 'instance_uuid', None)
     return LEDGER.used_by_host(mm_hosts, exclude_uuid=exclude)
-
