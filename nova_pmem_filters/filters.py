@@ -113,7 +113,8 @@ class PmemCacheFilter(_PmemFilter):
                         {'uuid': spec_obj.instance_uuid, 'error': error})
             return []
         profiles = [hostinfo.host_profile(hs) for hs in hosts]
-        usage = hostinfo.memory_mode_usage(hosts, profiles, spec_obj)
+        usage = hostinfo.memory_mode_usage(
+            hosts, profiles, spec_obj, request)
         new_hot_mb = request.hot_mb(spec_obj.flavor.memory_mb)
         ratio = CONF.pmem.cache_overcommit_ratio
         passing = []

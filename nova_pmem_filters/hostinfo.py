@@ -17,6 +17,7 @@ reported as such and the caller rejects it with a log line.
 """
 
 import time
+import weakref
 
 from oslo_log import log as logging
 
@@ -175,11 +176,16 @@ class HotRamLedger(object):
                     entries[uuid] = (host, self._hot_mb_of_flavor(
                         uuid, flavor), now)
                     continue
+                ctxt = getattr(inst, '_context', None)
+                if ctxt is None:
+                    # A stub the scheduler itself adds for an instance it
+                    # has just placed in this request; it is not in any
+                    # database yet and is counted by pending_hot_mb().
+                    continue
                 entry = entries.get(uuid)
                 if (entry is not None and entry[0] == host
                         and now - entry[2] < ttl):
                     continue
-                ctxt = getattr(inst, '_context', None)
                 cell = getattr(ctxt, 'cell_uuid', None)
                 batch = missing.setdefault(cell, (ctxt, {}))
                 batch[1][uuid] = host
@@ -189,11 +195,13 @@ class HotRamLedger(object):
         used = {}
         for host_state in host_states:
             total = 0.0
-            for uuid in (host_state.instances or {}):
+            for uuid, inst in (host_state.instances or {}).items():
                 if uuid == exclude_uuid:
                     continue
                 entry = entries.get(uuid)
                 if entry is None:
+                    if getattr(inst, '_context', None) is None:
+                        continue
                     total = None
                     break
                 total += entry[1]
@@ -232,12 +240,42 @@ class HotRamLedger(object):
 # PmemCacheHeadroomWeigher so that a request reads each flavor at most once.
 LEDGER = HotRamLedger()
 
+# RequestSpec -> {(host, node): free_ram_mb when the request first saw it}.
+# Nova schedules the instances of a multi-create request one by one and
+# consumes each chosen host's free_ram_mb in memory, but it does not add
+# them to host_state.instances; the drop in free RAM since the request's
+# first pass is what this request has already put on the host.
+_REQUEST_BASELINES = weakref.WeakKeyDictionary()
 
-def memory_mode_usage(host_states, profiles, spec_obj):
-    """Hot MB used on each known memory_mode host of ``host_states``."""
+
+def pending_ram_mb(host_state, spec_obj):
+    """RAM, in MB, this request already placed on the host."""
+    try:
+        baselines = _REQUEST_BASELINES.setdefault(spec_obj, {})
+    except TypeError:
+        return 0.0
+    free = host_state.free_ram_mb
+    baseline = baselines.setdefault(node_key(host_state), free)
+    return max(baseline - free, 0.0)
+
+
+def memory_mode_usage(host_states, profiles, spec_obj, request):
+    """Hot MB used on each known memory_mode host of ``host_states``.
+
+    Counts the instances already on the host (through the ledger) plus the
+    instances of this same request placed on it before this pass, at the
+    request's own hot ratio.
+    """
     mm_hosts = [hs for hs, prof in zip(host_states, profiles)
                 if prof.mode == profile.MEMORY_MODE]
     if not mm_hosts:
         return {}
-    exclude = getattr(spec_obj, 'instance_uuid', None)
-    return LEDGER.used_by_host(mm_hosts, exclude_uuid=exclude)
+    # A RequestSpec raises, not AttributeError, for an unset field.
+    exclude = _loaded(spec_obj, 'instance_uuid')
+    used = LEDGER.used_by_host(mm_hosts, exclude_uuid=exclude)
+    for host_state in mm_hosts:
+        key = node_key(host_state)
+        pending = pending_ram_mb(host_state, spec_obj)
+        if pending and used[key] is not None:
+            used[key] += request.hot_mb(pending)
+    return used

@@ -87,7 +87,8 @@ class PmemCacheHeadroomWeigher(_PmemWeigher):
         if request is None:
             return [0.0] * len(hosts)
         profiles = [hostinfo.host_profile(hs) for hs in hosts]
-        usage = hostinfo.memory_mode_usage(hosts, profiles, spec_obj)
+        usage = hostinfo.memory_mode_usage(
+            hosts, profiles, spec_obj, request)
         new_hot_mb = request.hot_mb(spec_obj.flavor.memory_mb)
         ratio = CONF.pmem.cache_overcommit_ratio
         scores = []
