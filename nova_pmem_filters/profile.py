@@ -71,7 +71,8 @@ def _positive_gb(raw):
         value = float(raw)
     except (TypeError, ValueError):
         return None
-    if not math.isfinite(value) or value <= 0:
+    # Finite in MB too: an infinite capacity makes headroom shares NaN.
+    if not math.isfinite(value * MB_PER_GB) or value <= 0:
         return None
     return value
 
@@ -139,6 +140,28 @@ def hot_mb(memory_mb, hot_ratio):
 def fits_cache(used_hot_mb, new_hot_mb, capacity_mb):
     """Whether ``new_hot_mb`` more hot RAM fits next to ``used_hot_mb``."""
     return used_hot_mb + new_hot_mb <= capacity_mb + _EPSILON_MB
+
+
+def instances_in_cache(capacity_mb, hot_mb_each):
+    """How many instances of ``hot_mb_each`` hot MB fit in ``capacity_mb``.
+
+    The largest n for which PmemCacheFilter admits the n-th instance, i.e.
+    ``fits_cache((n - 1) * hot_mb_each, hot_mb_each, capacity_mb)``; the
+    planner counts Memory-Mode density with it.
+    """
+    if hot_mb_each <= 0:
+        raise ValueError('hot_mb_each must be positive, got %r'
+                         % (hot_mb_each,))
+    if capacity_mb < 0:
+        return 0
+    count = int(math.floor((capacity_mb + _EPSILON_MB) / hot_mb_each))
+    # Settle rounding at the boundary with the filter's own comparison.
+    while count > 0 and not fits_cache((count - 1) * hot_mb_each,
+                                       hot_mb_each, capacity_mb):
+        count -= 1
+    while fits_cache(count * hot_mb_each, hot_mb_each, capacity_mb):
+        count += 1
+    return count
 
 
 def cache_headroom_mb(used_hot_mb, capacity_mb):

@@ -1,0 +1,43 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Pieces every planner command shares."""
+
+import sys
+
+from planner import scenario
+
+
+def add_scenario_argument(parser):
+    parser.add_argument(
+        '--scenario', metavar='FILE|NAME', default=None,
+        help='scenario YAML file, or the name of a built-in scenario '
+             '(%s); default: %s' % (', '.join(scenario.builtin_names()),
+                                    scenario.BUILTIN_SCENARIO))
+    return parser
+
+
+def load_scenario(parsed_args):
+    return scenario.load(parsed_args.scenario)
+
+
+def frame_rows(frame):
+    """cliff (columns, rows) from a DataFrame."""
+    return (tuple(frame.columns),
+            list(frame.itertuples(index=False, name=None)))
+
+
+def show_warnings(findings_by_config, stream=None):
+    """Print population warnings once per configuration on stderr."""
+    stream = stream or sys.stderr
+    for name, findings in findings_by_config.items():
+        for finding in findings:
+            stream.write('%s: %s\n' % (name, finding))

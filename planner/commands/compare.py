@@ -1,0 +1,51 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""compare and calibration commands."""
+
+from cliff import lister
+
+from planner.commands import base
+from planner import tables
+
+
+class Compare(lister.Lister):
+    """Compare the baseline configuration with its cost-matched candidates."""
+
+    def get_parser(self, prog_name):
+        return base.add_scenario_argument(super().get_parser(prog_name))
+
+    def take_action(self, parsed_args):
+        scen = base.load_scenario(parsed_args)
+        base.show_warnings(tables.findings_by_config(scen))
+        return base.frame_rows(tables.comparison(scen))
+
+
+class Calibration(lister.Lister):
+    """Show how the performance model is calibrated on published gains."""
+
+    def get_parser(self, prog_name):
+        return base.add_scenario_argument(super().get_parser(prog_name))
+
+    def take_action(self, parsed_args):
+        scen = base.load_scenario(parsed_args)
+        return base.frame_rows(tables.calibration(scen))
+
+
+class Configs(lister.Lister):
+    """List the scenario's node configurations and their population checks."""
+
+    def get_parser(self, prog_name):
+        return base.add_scenario_argument(super().get_parser(prog_name))
+
+    def take_action(self, parsed_args):
+        scen = base.load_scenario(parsed_args)
+        return base.frame_rows(tables.configs(scen))

@@ -1,0 +1,312 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The node model: how many VMs of a workload one node holds, and why.
+
+VMs per node is the minimum over every constraint, and the constraint that
+gives the minimum is named (the "binding" resource):
+
+``mode``
+    the flavor's ``pmem:`` extra specs exclude the node's memory mode (read
+    by the scheduler's own parser): 0 VMs.
+``vcpu``
+    ``floor(sockets x threads x cpu_overcommit / flavor vCPUs)``.
+``memory``
+    ``floor((visible GB - host_reserve_gb) x memory_cap / used GB)``: the
+    field notes' rule (90% of visible memory, divided by what a VM really
+    uses). Visible memory is the DRAM on ``dram`` and ``app_direct`` nodes and
+    the PMem on ``memory_mode`` nodes.
+``dram_cache``
+    ``memory_mode`` only: the number of instances PmemCacheFilter admits,
+    computed by the same function from the aggregate metadata the planner
+    emits for the node (``pmem_dram_cache_gb``) and the flavor's hot ratio.
+``pmem_namespaces``
+    flavors with vPMEM (``hw:pmem``): whole namespaces of the flavor's size
+    that fit in each socket's App-Direct region after namespace overhead.
+
+Performance model (per-VM throughput relative to the same VM on DRAM):
+
+* ``dram`` and ``app_direct``: ``throughput[mode]`` of the workload, 1.0 if
+  not given.
+* ``memory_mode``: ``t = t_hit x (h + (1 - h) x dram_latency / pmem_latency)``
+  where ``h = min(1, cache bound / hot RAM of all VMs on the node)`` is the
+  share of the hot working set the DRAM cache holds, and ``t_hit`` the
+  per-VM throughput while it holds all of it. Misses run at PMem latency
+  (pessimistic: all of a miss is memory-bound). ``t_hit`` is the workload's
+  ``throughput.memory_mode`` or, with a ``calibration``, solved from a
+  published node-throughput gain (see :func:`calibrate`).
+"""
+
+import dataclasses
+import math
+
+from nova_pmem_filters import profile
+
+from planner import population
+
+# Order in which tied constraints are named.
+CONSTRAINTS = ('mode', 'vcpu', 'memory', 'dram_cache', 'pmem_namespaces')
+
+# Floors of quotients that are integers on paper must not drop by one
+# through float rounding (0.9 x 240 / 24 is 8.999...).
+_EPS = 1e-9
+
+
+def _floor(x):
+    return int(math.floor(x + _EPS))
+
+
+def _gb_text(value):
+    return ('%d' % value) if float(value).is_integer() else ('%g' % value)
+
+
+def aggregate_metadata(config):
+    """The host-aggregate metadata that describes ``config`` to Nova."""
+    metadata = {profile.MODE_KEY: config.mode}
+    if config.mode == profile.MEMORY_MODE:
+        metadata[profile.DRAM_CACHE_KEY] = _gb_text(config.dram_gb)
+    return metadata
+
+
+def host_profile(config):
+    """The profile the scheduler will read from ``config``'s metadata."""
+    return profile.from_metadata([aggregate_metadata(config)])
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """What one node of a configuration offers."""
+
+    config: object
+    profile: profile.HostProfile
+    visible_memory_gb: float
+    dram_cache_gb: float
+    # Usable App-Direct capacity per socket, after namespace overhead.
+    region_gb: tuple
+    vcpus: int
+    cost: float
+    watts: float
+    findings: tuple
+
+    @property
+    def namespace_gb(self):
+        return sum(self.region_gb)
+
+    @property
+    def valid(self):
+        return not population.errors(self.findings)
+
+
+def node(config, policies):
+    """Build the :class:`Node` of a configuration."""
+    prof = host_profile(config)
+    mode = config.mode
+    if mode == profile.MEMORY_MODE:
+        visible = config.pmem_gb
+    else:
+        visible = config.dram_gb
+    cache = prof.dram_cache_gb or 0.0
+    if mode == profile.APP_DIRECT:
+        keep = 1.0 - policies.namespace_overhead
+        regions = tuple(sum(d.capacity_gb * n for d, n in sock.items()
+                            if d.is_pmem) * keep
+                        for sock in config.sockets)
+    else:
+        regions = tuple(0.0 for _ in config.sockets)
+    plat, cpu = config.platform, config.cpu
+    dimms = [(d, n) for sock in config.sockets for d, n in sock.items()]
+    cost = (plat.base_cost + cpu.price * plat.sockets
+            + sum(d.price * n for d, n in dimms))
+    watts = (plat.base_watts + cpu.watts * plat.sockets
+             + sum(d.watts * n for d, n in dimms))
+    return Node(config=config, profile=prof, visible_memory_gb=visible,
+                dram_cache_gb=cache, region_gb=regions,
+                vcpus=plat.sockets * cpu.threads, cost=cost, watts=watts,
+                findings=tuple(population.check(config)))
+
+
+def limits(node_, workload, policies):
+    """VMs per node allowed by each constraint that applies."""
+    mode = node_.config.mode
+    request = workload.request
+    result = {}
+    if mode not in request.modes:
+        result['mode'] = 0
+    result['vcpu'] = _floor(node_.vcpus * policies.cpu_overcommit
+                            / workload.vcpus)
+    usable = max(node_.visible_memory_gb - policies.host_reserve_gb, 0.0)
+    result['memory'] = _floor(usable * policies.memory_cap
+                              / workload.used_gb)
+    if mode == profile.MEMORY_MODE:
+        capacity = node_.profile.cache_capacity_mb(policies.cache_overcommit)
+        result['dram_cache'] = profile.instances_in_cache(
+            capacity, request.hot_mb(workload.ram_mb))
+    if workload.vpmem_gb:
+        result['pmem_namespaces'] = sum(_floor(region / workload.vpmem_gb)
+                                        for region in node_.region_gb)
+    return result
+
+
+def density(node_, workload, policies):
+    """(VMs per node, binding constraints joined by '+')."""
+    allowed = limits(node_, workload, policies)
+    vms = max(min(allowed.values()), 0)
+    binding = '+'.join(name for name in CONSTRAINTS
+                       if name in allowed and allowed[name] == vms)
+    return vms, binding
+
+
+def hit_fraction(node_, workload, vms, policies):
+    """Share of the node's hot working set the DRAM cache holds."""
+    if node_.config.mode != profile.MEMORY_MODE or vms <= 0:
+        return 1.0
+    capacity = node_.profile.cache_capacity_mb(policies.cache_overcommit)
+    hot = vms * workload.request.hot_mb(workload.ram_mb)
+    return min(1.0, capacity / hot) if hot > 0 else 1.0
+
+
+def miss_factor(performance):
+    """Throughput of a cache miss relative to a hit."""
+    return performance.dram_latency_ns / performance.pmem_latency_ns
+
+
+def per_vm_throughput(node_, workload, vms, policies, performance,
+                      t_hit=None):
+    """Per-VM throughput relative to the same VM on a DRAM node."""
+    mode = node_.config.mode
+    if mode != profile.MEMORY_MODE:
+        return float(workload.throughput.get(mode, 1.0))
+    if t_hit is None:
+        t_hit = float(workload.throughput.get(profile.MEMORY_MODE, 1.0))
+    h = hit_fraction(node_, workload, vms, policies)
+    return t_hit * (h + (1.0 - h) * miss_factor(performance))
+
+
+@dataclasses.dataclass(frozen=True)
+class Fit:
+    """One workload on one configuration: the row of a comparison."""
+
+    config: str
+    workload: str
+    mode: str
+    visible_memory_gb: float
+    dram_cache_gb: float
+    vms_per_node: int
+    binding: str
+    node_cost: float
+    cost_per_vm: float
+    node_watts: float
+    vms_per_kw: float
+    per_vm_throughput: float
+    node_throughput: float
+    hit_fraction: float
+    warnings: tuple
+
+
+def fit(node_, workload, policies, performance, t_hit=None):
+    vms, binding = density(node_, workload, policies)
+    t = per_vm_throughput(node_, workload, vms, policies, performance,
+                          t_hit=t_hit)
+    return Fit(
+        config=node_.config.name, workload=workload.name,
+        mode=node_.config.mode,
+        visible_memory_gb=node_.visible_memory_gb,
+        dram_cache_gb=node_.dram_cache_gb,
+        vms_per_node=vms, binding=binding, node_cost=node_.cost,
+        cost_per_vm=(node_.cost / vms) if vms else math.inf,
+        node_watts=node_.watts,
+        vms_per_kw=vms / (node_.watts / 1000.0) if node_.watts else math.inf,
+        per_vm_throughput=t, node_throughput=vms * t,
+        hit_fraction=hit_fraction(node_, workload, vms, policies),
+        warnings=tuple(f.code for f in population.warnings(
+            node_.findings)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    workload: str
+    config: str
+    published_gain: float
+    source: str
+    baseline_vms: int
+    config_vms: int
+    hit_fraction: float
+    t_hit: float
+    model_gain: float
+
+
+def calibrate(scenario):
+    """Solve each calibrated workload's ``t_hit`` from its published gain.
+
+    A calibration says: on the first ``memory_mode`` configuration of the
+    scenario, node throughput was ``node_gain`` times the baseline's. With
+    the model's own densities n_b and n_m and hit fraction h:
+    ``node_gain = n_m x t_hit x (h + (1 - h) x miss) / (n_b x t_base)``.
+
+    :returns: {workload name: Calibration}
+    """
+    policies, performance = scenario.policies, scenario.performance
+    base = node(scenario.configs[scenario.baseline], policies)
+    result = {}
+    for workload in scenario.workloads.values():
+        cal = workload.calibration
+        if not cal:
+            continue
+        target = next((c for c in scenario.configs.values()
+                       if c.mode == cal['mode']), None)
+        if target is None:
+            continue
+        tnode = node(target, policies)
+        n_b, _ = density(base, workload, policies)
+        n_m, _ = density(tnode, workload, policies)
+        t_base = per_vm_throughput(base, workload, n_b, policies,
+                                   performance)
+        if not n_b or not n_m:
+            continue
+        h = hit_fraction(tnode, workload, n_m, policies)
+        shape = h + (1.0 - h) * miss_factor(performance)
+        t_hit = cal['node_gain'] * n_b * t_base / (n_m * shape)
+        model_gain = (n_m * per_vm_throughput(
+            tnode, workload, n_m, policies, performance, t_hit=t_hit)
+            / (n_b * t_base))
+        result[workload.name] = Calibration(
+            workload=workload.name, config=target.name,
+            published_gain=cal['node_gain'], source=cal.get('source', ''),
+            baseline_vms=n_b, config_vms=n_m, hit_fraction=h, t_hit=t_hit,
+            model_gain=model_gain)
+    return result
+
+
+def compare(scenario):
+    """Fits of every workload on the baseline and every other config.
+
+    :returns: a list of (Fit, relative_throughput, cost_vs_baseline) in
+        scenario order, baseline first.
+    """
+    policies, performance = scenario.policies, scenario.performance
+    cal = calibrate(scenario)
+    names = [scenario.baseline] + [n for n in scenario.configs
+                                   if n != scenario.baseline]
+    nodes = {n: node(scenario.configs[n], policies) for n in names}
+    base_node = nodes[scenario.baseline]
+    rows = []
+    for name in names:
+        for workload in scenario.workloads.values():
+            t_hit = cal[workload.name].t_hit if workload.name in cal else None
+            this = fit(nodes[name], workload, policies, performance,
+                       t_hit=t_hit)
+            base = fit(base_node, workload, policies, performance,
+                       t_hit=t_hit)
+            relative = (this.node_throughput / base.node_throughput
+                        if base.node_throughput else math.nan)
+            cost_delta = this.node_cost / base.node_cost - 1.0
+            rows.append((this, relative, cost_delta))
+    return rows

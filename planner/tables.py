@@ -1,0 +1,108 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Report tables as pandas DataFrames: pure functions of a scenario.
+
+The CLI commands and the HTML report both render these frames, so a number
+reads the same everywhere.
+"""
+
+import math
+
+import pandas as pd
+
+from planner import model
+from planner import population
+
+COMPARISON_COLUMNS = (
+    'config', 'workload', 'mode', 'visible_memory_gb', 'dram_cache_gb',
+    'vms_per_node', 'binding', 'node_cost', 'memory_cost', 'cost_vs_baseline',
+    'cost_per_vm', 'node_watts', 'vms_per_kw', 'per_vm_throughput',
+    'relative_throughput', 'warnings')
+
+
+def _round(value, digits):
+    if value is None or (isinstance(value, float) and not
+                         math.isfinite(value)):
+        return None
+    return round(value, digits)
+
+
+def memory_cost(config):
+    return sum(d.price * n for sock in config.sockets
+               for d, n in sock.items())
+
+
+def comparison(scen):
+    """One row per (config, workload), baseline first."""
+    rows = []
+    for fit, relative, cost_delta in model.compare(scen):
+        config = scen.configs[fit.config]
+        rows.append({
+            'config': fit.config,
+            'workload': fit.workload,
+            'mode': fit.mode,
+            'visible_memory_gb': _round(fit.visible_memory_gb, 1),
+            'dram_cache_gb': _round(fit.dram_cache_gb, 1),
+            'vms_per_node': fit.vms_per_node,
+            'binding': fit.binding,
+            'node_cost': _round(fit.node_cost, 2),
+            'memory_cost': _round(memory_cost(config), 2),
+            'cost_vs_baseline': '%+.1f%%' % (100.0 * cost_delta),
+            'cost_per_vm': _round(fit.cost_per_vm, 2),
+            'node_watts': _round(fit.node_watts, 1),
+            'vms_per_kw': _round(fit.vms_per_kw, 2),
+            'per_vm_throughput': _round(fit.per_vm_throughput, 3),
+            'relative_throughput': _round(relative, 3),
+            'warnings': ','.join(fit.warnings),
+        })
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def calibration(scen):
+    cols = ('workload', 'config', 'published_gain', 'source', 'baseline_vms',
+            'config_vms', 'hit_fraction', 'miss_factor', 't_hit',
+            'model_gain')
+    miss = model.miss_factor(scen.performance)
+    rows = [{'workload': c.workload, 'config': c.config,
+             'published_gain': c.published_gain, 'source': c.source,
+             'baseline_vms': c.baseline_vms, 'config_vms': c.config_vms,
+             'hit_fraction': round(c.hit_fraction, 3),
+             'miss_factor': round(miss, 3), 't_hit': round(c.t_hit, 4),
+             'model_gain': round(c.model_gain, 4)}
+            for c in model.calibrate(scen).values()]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def findings_by_config(scen):
+    return {name: population.check(config)
+            for name, config in scen.configs.items()}
+
+
+def configs(scen):
+    cols = ('config', 'platform', 'cpu', 'mode', 'population', 'dram_gb',
+            'pmem_gb', 'node_cost', 'node_watts', 'errors', 'warnings')
+    rows = []
+    for name, config in scen.configs.items():
+        node = model.node(config, scen.policies)
+        rows.append({
+            'config': name, 'platform': config.platform.name,
+            'cpu': config.cpu.name, 'mode': config.mode,
+            'population': config.population_label(),
+            'dram_gb': config.dram_gb, 'pmem_gb': config.pmem_gb,
+            'node_cost': round(node.cost, 2),
+            'node_watts': round(node.watts, 1),
+            'errors': '; '.join(f.message for f in population.errors(
+                node.findings)),
+            'warnings': '; '.join(f.message for f in population.warnings(
+                node.findings)),
+        })
+    return pd.DataFrame(rows, columns=cols)
