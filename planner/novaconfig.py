@@ -1,0 +1,155 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The Nova settings that make Nova admit what the planner counted.
+
+For each node configuration: the aggregate metadata of its host profile and
+the compute-node allocation settings; for each workload: the flavor and its
+``pmem:`` extra specs; for the scheduler: the ``[pmem]`` options of the
+policies. Each constraint of the node model maps onto one Nova mechanism:
+
+=============== ==========================================================
+constraint      Nova mechanism
+=============== ==========================================================
+vcpu            Placement VCPU inventory: ``cpu_allocation_ratio``
+memory          Placement MEMORY_MB inventory: ``reserved_host_memory_mb``
+                and ``ram_allocation_ratio`` (memory cap x flavor RAM /
+                RAM really used), so ``(total - reserved) x ratio / flavor
+                RAM`` is the planner's memory bound
+dram_cache      PmemCacheFilter: aggregate ``pmem_dram_cache_gb``, flavor
+                ``pmem:hot_ratio``, ``[pmem] cache_overcommit_ratio``
+mode            PmemModeFilter: aggregate ``pmem_mode``, flavor
+                ``pmem:modes`` / ``hw:pmem``
+=============== ==========================================================
+"""
+
+import math
+
+import pandas as pd
+
+from nova_pmem_filters import profile
+
+from planner import model
+
+COLUMNS = ('scope', 'target', 'key', 'value', 'command')
+
+# Precision of the printed allocation ratios.
+_RATIO_DIGITS = 4
+
+
+def aggregate_name(config_name):
+    return 'pmem-%s' % config_name
+
+
+def placement_admits(total_mb, reserved_mb, ratio, flavor_mb):
+    """How many instances Placement admits on one MEMORY_MB inventory."""
+    capacity = (total_mb - reserved_mb) * ratio
+    return max(int(math.floor(capacity / flavor_mb + 1e-9)), 0)
+
+
+def memory_settings(node_, workload, policies):
+    """(reserved_host_memory_mb, ram_allocation_ratio) for one workload.
+
+    The ratio is printed with a few decimals; it is checked against
+    Placement's own arithmetic and, where rounding would move the count,
+    replaced by the ratio that puts the bound half-way between two
+    instances.
+    """
+    total_mb = int(round(node_.visible_memory_gb * profile.MB_PER_GB))
+    reserved_mb = int(round(policies.host_reserve_gb * profile.MB_PER_GB))
+    flavor_mb = workload.ram_mb
+    target = model.limits(node_, workload, policies)['memory']
+    ratio = round(policies.memory_cap * workload.ram_gb / workload.used_gb,
+                  _RATIO_DIGITS)
+    if placement_admits(total_mb, reserved_mb, ratio, flavor_mb) != target:
+        ratio = round((target + 0.5) * flavor_mb / (total_mb - reserved_mb),
+                      _RATIO_DIGITS)
+    return reserved_mb, ratio
+
+
+def _fmt(value):
+    if isinstance(value, float):
+        return ('%.*f' % (_RATIO_DIGITS, value)).rstrip('0').rstrip('.')
+    return str(value)
+
+
+def settings(scen, workloads=None):
+    """DataFrame of every Nova setting that realises the scenario's plan.
+
+    :param workloads: names of the workloads to plan for (default all); the
+        memory allocation ratio of a configuration is the smallest any of
+        them needs, so that none is over-admitted.
+    """
+    policies = scen.policies
+    chosen = [scen.workloads[name] for name in (workloads or scen.workloads)]
+    rows = []
+
+    def add(scope, target, key, value, command):
+        rows.append({'scope': scope, 'target': target, 'key': key,
+                     'value': _fmt(value), 'command': command})
+
+    for name, config in scen.configs.items():
+        agg = aggregate_name(name)
+        add('aggregate', agg, 'create', agg,
+            'openstack aggregate create %s' % agg)
+        for key, value in sorted(model.aggregate_metadata(config).items()):
+            add('aggregate', agg, key, value,
+                'openstack aggregate set --property %s=%s %s'
+                % (key, value, agg))
+        node_ = model.node(config, policies)
+        fitting = [w for w in chosen if config.mode in w.request.modes]
+        if fitting:
+            pairs = [memory_settings(node_, w, policies) for w in fitting]
+            reserved = pairs[0][0]
+            ratio = min(p[1] for p in pairs)
+        else:
+            reserved = int(round(policies.host_reserve_gb
+                                 * profile.MB_PER_GB))
+            ratio = policies.memory_cap
+        target = 'nova.conf of the hosts in %s' % agg
+        add('compute', target, '[DEFAULT] reserved_host_memory_mb',
+            reserved, '[DEFAULT] reserved_host_memory_mb = %d' % reserved)
+        add('compute', target, '[DEFAULT] ram_allocation_ratio', ratio,
+            '[DEFAULT] ram_allocation_ratio = %s' % _fmt(ratio))
+        add('compute', target, '[DEFAULT] cpu_allocation_ratio',
+            float(policies.cpu_overcommit),
+            '[DEFAULT] cpu_allocation_ratio = %s'
+            % _fmt(float(policies.cpu_overcommit)))
+
+    sched = 'nova.conf of the schedulers'
+    add('scheduler', sched, '[filter_scheduler] available_filters',
+        'nova_pmem_filters.filters.all_filters',
+        '[filter_scheduler] available_filters = '
+        'nova_pmem_filters.filters.all_filters  # in addition to Nova\'s')
+    add('scheduler', sched, '[filter_scheduler] enabled_filters',
+        'PmemModeFilter,PmemCacheFilter',
+        '[filter_scheduler] enabled_filters = <your filters>,'
+        'PmemModeFilter,PmemCacheFilter')
+    add('scheduler', sched, '[filter_scheduler] weight_classes',
+        'nova_pmem_filters.weighers.all_weighers',
+        '[filter_scheduler] weight_classes = '
+        'nova.scheduler.weights.all_weighers,'
+        'nova_pmem_filters.weighers.all_weighers')
+    add('scheduler', sched,
+        '[pmem] cache_overcommit_ratio', float(policies.cache_overcommit),
+        '[pmem] cache_overcommit_ratio = %s'
+        % _fmt(float(policies.cache_overcommit)))
+
+    for workload in chosen:
+        add('flavor', workload.name, 'create',
+            '%d vCPU, %d MB' % (workload.vcpus, workload.ram_mb),
+            'openstack flavor create --vcpus %d --ram %d --disk 0 %s'
+            % (workload.vcpus, workload.ram_mb, workload.name))
+        for key, value in sorted(workload.extra_specs.items()):
+            add('flavor', workload.name, key, value,
+                'openstack flavor set --property %s=%s %s'
+                % (key, value, workload.name))
+    return pd.DataFrame(rows, columns=COLUMNS)
