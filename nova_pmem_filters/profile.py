@@ -155,12 +155,16 @@ def instances_in_cache(capacity_mb, hot_mb_each):
     if capacity_mb < 0:
         return 0
     count = int(math.floor((capacity_mb + _EPSILON_MB) / hot_mb_each))
-    # Settle rounding at the boundary with the filter's own comparison.
-    while count > 0 and not fits_cache((count - 1) * hot_mb_each,
-                                       hot_mb_each, capacity_mb):
-        count -= 1
-    while fits_cache(count * hot_mb_each, hot_mb_each, capacity_mb):
-        count += 1
+    # Settle rounding at the boundary with the filter's own comparison;
+    # the quotient is at most an ulp or two away from it.
+    for _ in range(4):
+        if count > 0 and not fits_cache((count - 1) * hot_mb_each,
+                                        hot_mb_each, capacity_mb):
+            count -= 1
+        elif fits_cache(count * hot_mb_each, hot_mb_each, capacity_mb):
+            count += 1
+        else:
+            break
     return count
 
 

@@ -65,7 +65,9 @@ def _floor(x):
 
 
 def _gb_text(value):
-    return ('%d' % value) if float(value).is_integer() else ('%g' % value)
+    # repr, not %g: %g keeps 6 digits, so 1234.5678 GB would be emitted as
+    # 1234.57 and the scheduler would count a larger cache than installed.
+    return ('%d' % value) if float(value).is_integer() else repr(float(value))
 
 
 def aggregate_metadata(config):
@@ -168,7 +170,10 @@ def hit_fraction(node_, workload, vms, policies):
     """Share of the node's hot working set the DRAM cache holds."""
     if node_.config.mode != profile.MEMORY_MODE or vms <= 0:
         return 1.0
-    capacity = node_.profile.cache_capacity_mb(policies.cache_overcommit)
+    # The DRAM itself, not the overcommitted bound: with cache_overcommit
+    # above 1 the filter admits more hot RAM than the cache can hold, and
+    # that excess is what misses.
+    capacity = node_.profile.cache_capacity_mb()
     hot = vms * workload.request.hot_mb(workload.ram_mb)
     return min(1.0, capacity / hot) if hot > 0 else 1.0
 
@@ -307,6 +312,8 @@ def compare(scenario):
                        t_hit=t_hit)
             relative = (this.node_throughput / base.node_throughput
                         if base.node_throughput else math.nan)
-            cost_delta = this.node_cost / base.node_cost - 1.0
+            # A baseline priced at zero (prices left out) has no ratio.
+            cost_delta = (this.node_cost / base.node_cost - 1.0
+                          if base.node_cost else math.nan)
             rows.append((this, relative, cost_delta))
     return rows

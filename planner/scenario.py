@@ -23,6 +23,7 @@ scenario's own ``catalog`` section adds entries or replaces them by name.
 """
 
 import dataclasses
+import decimal
 import importlib.resources
 import os
 
@@ -159,8 +160,12 @@ class ScenarioError(ValueError):
         self.source = source
         self.path = path
         self.rule = rule
-        where = '.'.join(str(p) for p in path) or '(top level)'
-        super().__init__('%s: %s: %s' % (source, where, rule))
+        # A key is shown as written unless it holds a line break or another
+        # unprintable character (a YAML key may end in a newline).
+        where = '.'.join(str(p) if str(p).isprintable() else repr(p)
+                         for p in path) or '(top level)'
+        message = '%s: %s: %s' % (source, where, rule)
+        super().__init__(' '.join(message.splitlines()))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +180,8 @@ class Cpu:
     pmem_max_module_gb: float = 0
     generation: str = ''
     description: str = ''
+    price_source: str = ''
+    watts_source: str = ''
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,6 +211,8 @@ class Platform:
     base_watts: float
     pmem_generations: tuple = ()
     description: str = ''
+    base_cost_source: str = ''
+    base_watts_source: str = ''
 
     @property
     def slots_per_socket(self):
@@ -320,9 +329,18 @@ def _read_yaml(text, source):
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, 'problem_mark', None)
-        where = ['line %d' % (mark.line + 1)] if mark else []
+        problem = getattr(exc, 'problem', None)
+        if mark:
+            where = ['line %d' % (mark.line + 1)]
+        elif isinstance(exc, yaml.reader.ReaderError):
+            # A character YAML does not allow: no mark, and str(exc) spans
+            # two lines.
+            where = ['line %d' % (text.count('\n', 0, exc.position) + 1)]
+            problem = '%s (character #x%04x)' % (exc.reason, exc.character)
+        else:
+            where = []
         raise ScenarioError(source, where, 'not valid YAML: %s'
-                            % getattr(exc, 'problem', exc))
+                            % (problem or exc))
     if not isinstance(data, dict):
         raise ScenarioError(source, [], 'expected a mapping of keys to '
                             'values, got %s' % type(data).__name__)
@@ -378,7 +396,7 @@ def builtin_names():
     return sorted(names)
 
 
-def _build_catalog(raw, source):
+def _build_catalog(raw, source, path=()):
     cpus = {name: Cpu(name=name, cores=c['cores'], threads=c['threads'],
                       price=float(c['price']), watts=float(c['watts']),
                       memory_limit_gb=float(c['memory_limit_gb']),
@@ -386,12 +404,15 @@ def _build_catalog(raw, source):
                       pmem_max_module_gb=float(
                           c.get('pmem_max_module_gb', 0)),
                       generation=c.get('generation', ''),
-                      description=c.get('description', ''))
+                      description=c.get('description', ''),
+                      price_source=c.get('price_source', ''),
+                      watts_source=c.get('watts_source', ''))
             for name, c in raw.get('cpus', {}).items()}
     dimms = {}
     for name, d in raw.get('dimms', {}).items():
         if d['type'] == 'pmem' and 'generation' not in d:
-            raise ScenarioError(source, ['dimms', name, 'generation'],
+            raise ScenarioError(source,
+                                list(path) + ['dimms', name, 'generation'],
                                 'a pmem DIMM needs its generation '
                                 '(100 or 200)')
         dimms[name] = Dimm(name=name, type=d['type'],
@@ -407,7 +428,9 @@ def _build_catalog(raw, source):
         slots_per_channel=p['slots_per_channel'],
         base_cost=float(p['base_cost']), base_watts=float(p['base_watts']),
         pmem_generations=tuple(p.get('pmem_generations', ())),
-        description=p.get('description', ''))
+        description=p.get('description', ''),
+        base_cost_source=p.get('base_cost_source', ''),
+        base_watts_source=p.get('base_watts_source', ''))
         for name, p in raw.get('platforms', {}).items()}
     return cpus, dimms, platforms
 
@@ -421,7 +444,7 @@ def builtin_catalog():
 
 
 def _merge(base, raw, source):
-    cpus, dimms, platforms = _build_catalog(raw, source)
+    cpus, dimms, platforms = _build_catalog(raw, source, ['catalog'])
     return Catalog(cpus={**base.cpus, **cpus},
                    dimms={**base.dimms, **dimms},
                    platforms={**base.platforms, **platforms})
@@ -471,7 +494,9 @@ def _spec_value(value):
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, float):
-        return repr(value)
+        # A plain decimal, as the flavor carries it: repr(0.00001) is
+        # '1e-05', which the shared grammar (no exponents) refuses.
+        return format(decimal.Decimal(repr(value)), 'f')
     return str(value)
 
 
@@ -503,6 +528,10 @@ def _build_workload(name, raw, source):
                             % (exc.key, exc.value, exc.allowed))
     if request.conflict:
         raise ScenarioError(source, path, request.conflict)
+    if round(raw['ram_gb'] * profile.MB_PER_GB) < 1:
+        # Nova's memory_mb is a whole number of MB; 0 has no hot RAM.
+        raise ScenarioError(source, path + ['ram_gb'], 'a flavor has at '
+                            'least 1 MB of RAM, got %r GB' % raw['ram_gb'])
     used_gb = float(raw.get('used_gb', raw['ram_gb']))
     return Workload(name=name, vcpus=raw['vcpus'],
                     ram_gb=float(raw['ram_gb']), used_gb=used_gb,

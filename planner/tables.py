@@ -56,7 +56,8 @@ def comparison(scen):
             'binding': fit.binding,
             'node_cost': _round(fit.node_cost, 2),
             'memory_cost': _round(memory_cost(config), 2),
-            'cost_vs_baseline': '%+.1f%%' % (100.0 * cost_delta),
+            'cost_vs_baseline': ('%+.1f%%' % (100.0 * cost_delta)
+                                 if math.isfinite(cost_delta) else None),
             'cost_per_vm': _round(fit.cost_per_vm, 2),
             'node_watts': _round(fit.node_watts, 1),
             'vms_per_kw': _round(fit.vms_per_kw, 2),

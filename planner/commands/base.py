@@ -11,6 +11,7 @@
 #    under the License.
 """Pieces every planner command shares."""
 
+import math
 import sys
 
 from planner import scenario
@@ -29,10 +30,19 @@ def load_scenario(parsed_args):
     return scenario.load(parsed_args.scenario)
 
 
+def _cell(value):
+    # pandas stores a missing number as NaN, which is not JSON; a cell with
+    # no value (cost per VM of a node that holds none) is shown empty.
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
 def frame_rows(frame):
     """cliff (columns, rows) from a DataFrame."""
     return (tuple(frame.columns),
-            list(frame.itertuples(index=False, name=None)))
+            [tuple(_cell(v) for v in row)
+             for row in frame.itertuples(index=False, name=None)])
 
 
 def show_warnings(findings_by_config, stream=None):

@@ -1,0 +1,336 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The nova-pmem-planner command line: output formats, columns, sorting.
+
+Commands run in-process through planner.cli.main with sys.stdout and
+sys.stderr replaced, except the no-Nova check, which needs a fresh
+interpreter.
+"""
+
+import csv
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import fixtures
+import testtools
+import yaml
+
+from planner import cli
+
+COMMANDS = ('compare', 'calibration', 'configs')
+
+# Columns every consumer of `compare -f json` may rely on.
+COMPARE_COLUMNS = ('config', 'workload', 'mode', 'visible_memory_gb',
+                   'vms_per_node', 'binding', 'node_cost', 'cost_per_vm',
+                   'node_watts', 'vms_per_kw', 'relative_throughput')
+
+# Field notes, section 1: VMs per node (DRAM node, Memory-Mode node) and
+# the Memory-Mode node's published node-throughput gain.
+PUBLISHED_VMS = {'redis': (14, 19), 'mysql': (15, 20)}
+PUBLISHED_GAIN = {'redis': 1.10, 'mysql': 1.20}
+
+
+def run_cli(test, argv):
+    """Run the planner in-process; returns (exit status, stdout, stderr).
+
+    cliff adds a console handler to the root logger on every run and sets
+    its level; both are put back when the test ends.
+    """
+    root = logging.getLogger()
+    test.addCleanup(setattr, root, 'handlers', list(root.handlers))
+    test.addCleanup(root.setLevel, root.level)
+    out = io.StringIO()
+    err = io.StringIO()
+    with fixtures.MonkeyPatch('sys.stdout', out), \
+            fixtures.MonkeyPatch('sys.stderr', err):
+        status = cli.main(list(argv))
+    return status, out.getvalue(), err.getvalue()
+
+
+def _strict_json(text):
+    """json.loads that refuses NaN and Infinity, as strict parsers do."""
+    def refuse(name):
+        raise ValueError('not JSON: %s' % name)
+    return json.loads(text, parse_constant=refuse)
+
+
+class CliTestCase(testtools.TestCase):
+
+    def run_ok(self, *argv):
+        status, out, err = run_cli(self, argv)
+        self.assertEqual(0, status, err)
+        return out, err
+
+    def rows(self, command, *argv):
+        out, _err = self.run_ok(command, '-f', 'json', *argv)
+        return _strict_json(out)
+
+
+class OutputFormatTestCase(CliTestCase):
+
+    def test_json(self):
+        for command in COMMANDS:
+            rows = self.rows(command)
+            self.assertIsInstance(rows, list, command)
+            self.assertTrue(rows, command)
+            for row in rows:
+                self.assertIsInstance(row, dict, command)
+
+    def test_yaml(self):
+        for command in COMMANDS:
+            out, _err = self.run_ok(command, '-f', 'yaml')
+            self.assertEqual(self.rows(command), yaml.safe_load(out),
+                             command)
+
+    def test_csv(self):
+        for command in COMMANDS:
+            out, _err = self.run_ok(command, '-f', 'csv')
+            table = list(csv.reader(io.StringIO(out)))
+            expected = self.rows(command)
+            self.assertEqual(list(expected[0]), table[0], command)
+            self.assertEqual(len(expected), len(table) - 1, command)
+            for row, line in zip(expected, table[1:]):
+                self.assertEqual(len(row), len(line), command)
+                self.assertEqual(row[table[0][0]], line[0], command)
+
+    def test_value(self):
+        for command in COMMANDS:
+            out, _err = self.run_ok(command, '-f', 'value', '-c', 'config')
+            expected = [row['config'] for row in self.rows(command)]
+            self.assertEqual(expected, out.splitlines(), command)
+
+    def test_value_several_columns(self):
+        out, _err = self.run_ok('compare', '-f', 'value', '-c', 'config',
+                                '-c', 'workload', '-c', 'vms_per_node')
+        lines = [line.split() for line in out.splitlines()]
+        self.assertEqual(
+            [[row['config'], row['workload'], str(row['vms_per_node'])]
+             for row in self.rows('compare')], lines)
+
+    def test_table(self):
+        for command in COMMANDS:
+            out, _err = self.run_ok(command, '-f', 'table')
+            lines = out.splitlines()
+            borders = [line for line in lines if line.startswith('+')]
+            cells = [[c.strip() for c in line.strip('|').split('|')]
+                     for line in lines if line.startswith('|')]
+            rows = self.rows(command)
+            # Top, under the header, bottom; long cells may wrap onto more
+            # lines, so only the header is compared cell by cell.
+            self.assertEqual(3, len(borders), command)
+            self.assertEqual(list(rows[0]), cells[0], command)
+            self.assertGreaterEqual(len(cells) - 1, len(rows), command)
+
+    def test_table_is_the_default(self):
+        default, _err = self.run_ok('compare')
+        table, _err = self.run_ok('compare', '-f', 'table')
+        self.assertEqual(table, default)
+
+    def test_compare_columns(self):
+        rows = self.rows('compare')
+        self.assertEqual(2 * 2, len(rows))
+        for row in rows:
+            for column in COMPARE_COLUMNS:
+                self.assertIn(column, row)
+            self.assertIsInstance(row['vms_per_node'], int)
+            self.assertIsInstance(row['binding'], str)
+            for column in ('visible_memory_gb', 'node_cost', 'cost_per_vm',
+                           'node_watts', 'vms_per_kw',
+                           'relative_throughput'):
+                self.assertIsInstance(row[column], (int, float), column)
+
+    def test_select_columns(self):
+        rows = self.rows('compare', '-c', 'workload', '-c', 'vms_per_node')
+        self.assertEqual(4, len(rows))
+        for row in rows:
+            self.assertEqual(['workload', 'vms_per_node'], list(row))
+
+    def test_select_columns_csv(self):
+        out, _err = self.run_ok('calibration', '-f', 'csv', '-c', 't_hit',
+                                '-c', 'workload')
+        table = list(csv.reader(io.StringIO(out)))
+        # cliff keeps the command's own column order.
+        self.assertEqual(['workload', 't_hit'], table[0])
+        self.assertEqual(['redis', 'mysql'], [r[0] for r in table[1:]])
+
+    def test_sort_column(self):
+        rows = self.rows('compare', '--sort-column', 'vms_per_node')
+        vms = [row['vms_per_node'] for row in rows]
+        self.assertEqual(sorted(vms), vms)
+        self.assertEqual(14, vms[0])
+        rows = self.rows('compare', '--sort-column', 'vms_per_node',
+                         '--sort-descending')
+        vms = [row['vms_per_node'] for row in rows]
+        self.assertEqual(sorted(vms, reverse=True), vms)
+
+    def test_sort_on_two_columns(self):
+        rows = self.rows('compare', '--sort-column', 'workload',
+                         '--sort-column', 'cost_per_vm')
+        keys = [(row['workload'], row['cost_per_vm']) for row in rows]
+        self.assertEqual(sorted(keys), keys)
+
+    def test_builtin_scenario_by_name_and_file(self):
+        default = self.rows('compare')
+        self.assertEqual(default, self.rows('compare', '--scenario',
+                                            'telco-cost-matched'))
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'telco.yaml')
+        here = os.path.dirname(cli.__file__)
+        with open(os.path.join(here, 'data', 'telco-cost-matched.yaml'),
+                  encoding='utf-8') as src:
+            text = src.read()
+        with open(path, 'w', encoding='utf-8') as dst:
+            dst.write(text)
+        self.assertEqual(default, self.rows('compare', '--scenario', path))
+
+
+class CommandContentTestCase(CliTestCase):
+    """The numbers the commands print are the field notes' numbers."""
+
+    def test_compare_rows(self):
+        rows = self.rows('compare')
+        self.assertEqual(['dram-384', 'dram-384', 'mm-192-512',
+                          'mm-192-512'], [r['config'] for r in rows])
+        by_key = {(r['config'], r['workload']): r for r in rows}
+        for workload, (n_dram, n_mm) in PUBLISHED_VMS.items():
+            base = by_key['dram-384', workload]
+            mm = by_key['mm-192-512', workload]
+            self.assertEqual(n_dram, base['vms_per_node'])
+            self.assertEqual(n_mm, mm['vms_per_node'])
+            self.assertEqual(1.0, base['relative_throughput'])
+            self.assertAlmostEqual(PUBLISHED_GAIN[workload],
+                                   mm['relative_throughput'], places=3)
+            for row in (base, mm):
+                self.assertAlmostEqual(
+                    row['node_cost'] / row['vms_per_node'],
+                    row['cost_per_vm'], places=2)
+        self.assertEqual('mm-ratio', by_key['mm-192-512', 'redis'][
+            'warnings'])
+
+    def test_compare_reports_population_warnings_on_stderr(self):
+        _out, err = self.run_ok('compare', '-f', 'json')
+        lines = err.splitlines()
+        self.assertEqual(1, len(lines), err)
+        self.assertIn('mm-192-512', lines[0])
+        self.assertIn('mm-ratio', lines[0])
+        self.assertIn('1:2.7', lines[0])
+
+    def test_calibration_rows(self):
+        rows = self.rows('calibration')
+        self.assertEqual(['redis', 'mysql'], [r['workload'] for r in rows])
+        for row in rows:
+            gain = PUBLISHED_GAIN[row['workload']]
+            n_dram, n_mm = PUBLISHED_VMS[row['workload']]
+            self.assertEqual('mm-192-512', row['config'])
+            self.assertEqual(gain, row['published_gain'])
+            self.assertAlmostEqual(gain, row['model_gain'], places=4)
+            self.assertEqual((n_dram, n_mm),
+                             (row['baseline_vms'], row['config_vms']))
+            self.assertAlmostEqual(gain * n_dram / n_mm, row['t_hit'],
+                                   places=4)
+
+    def test_configs_rows(self):
+        rows = {r['config']: r for r in self.rows('configs')}
+        self.assertEqual({'dram-384', 'mm-192-512'}, set(rows))
+        self.assertEqual('24 x ddr4-16', rows['dram-384']['population'])
+        self.assertEqual('12 x ddr4-16 + 4 x pmem100-128',
+                         rows['mm-192-512']['population'])
+        self.assertEqual((384, 0), (rows['dram-384']['dram_gb'],
+                                    rows['dram-384']['pmem_gb']))
+        self.assertEqual((192, 512), (rows['mm-192-512']['dram_gb'],
+                                      rows['mm-192-512']['pmem_gb']))
+        for row in rows.values():
+            self.assertEqual('', row['errors'])
+        self.assertEqual('', rows['dram-384']['warnings'])
+        self.assertIn('1:2.7', rows['mm-192-512']['warnings'])
+
+    def test_zero_priced_baseline(self):
+        # Prices are inputs the operator replaces; leaving them at zero must
+        # not divide by zero, and the JSON stays strict (null, not NaN).
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'free.yaml')
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(textwrap.dedent("""\
+                name: free
+                catalog:
+                  cpus:
+                    xeon-gold-6148: {cores: 20, threads: 40, price: 0,
+                                     watts: 0, memory_limit_gb: 768}
+                  dimms:
+                    ddr4-16: {type: ddr4, capacity_gb: 16, price: 0,
+                              watts: 0}
+                  platforms:
+                    purley-2s: {sockets: 2, controllers_per_socket: 2,
+                                channels_per_socket: 6, slots_per_channel: 2,
+                                base_cost: 0, base_watts: 0}
+                configs:
+                  free: {platform: purley-2s, cpu: xeon-gold-6148,
+                         mode: dram, per_socket: {ddr4-16: 12}}
+                workloads:
+                  w: {vcpus: 4, ram_gb: 32}
+                """))
+        rows = self.rows('compare', '--scenario', path)
+        self.assertEqual(1, len(rows))
+        self.assertEqual(10, rows[0]['vms_per_node'])
+        self.assertEqual(0, rows[0]['cost_per_vm'])
+        self.assertIsNone(rows[0]['cost_vs_baseline'])
+        self.assertIsNone(rows[0]['vms_per_kw'])
+
+
+# Runs in a fresh interpreter: a meta path finder refuses nova and every
+# submodule, as if Nova were not installed.
+_NO_NOVA = textwrap.dedent("""
+    import importlib.abc
+    import sys
+
+    class NoNova(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == 'nova' or name.startswith('nova.'):
+                raise ImportError('nova is blocked: ' + name)
+            return None
+
+    sys.meta_path.insert(0, NoNova())
+    try:
+        import nova  # noqa
+    except ImportError:
+        pass
+    else:
+        sys.exit('the nova blocker does not work')
+
+    from planner import cli
+    status = cli.main(%(argv)r)
+    leaked = sorted(m for m in sys.modules
+                    if m == 'nova' or m.startswith('nova.'))
+    if leaked:
+        sys.exit('nova modules imported: %%s' %% leaked)
+    sys.exit(status)
+""")
+
+
+class NoNovaTestCase(testtools.TestCase):
+
+    def _run(self, argv):
+        script = _NO_NOVA % {'argv': list(argv)}
+        return subprocess.run([sys.executable, '-c', script],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_planner_runs_without_nova(self):
+        proc = self._run(['compare', '-f', 'json'])
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        rows = _strict_json(proc.stdout)
+        self.assertEqual([14, 15, 19, 20],
+                         [r['vms_per_node'] for r in rows])
