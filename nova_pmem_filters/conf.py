@@ -91,13 +91,14 @@ Related options:
         'cache_overcommit_ratio',
         default=1.0,
         min=0.0,
+        max=100.0,
         help="""
 How much hot RAM a ``memory_mode`` host may hold, as a multiple of its DRAM
 cache (``pmem_dram_cache_gb`` aggregate metadata).
 
 Possible values:
 
-* A non-negative number. 1.0 keeps hot RAM within the cache; above 1.0
+* A number from 0 to 100. 1.0 keeps hot RAM within the cache; above 1.0
   accepts some cache misses; 0 admits nothing on ``memory_mode`` hosts.
 
 Related options:

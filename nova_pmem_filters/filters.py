@@ -66,14 +66,15 @@ class PmemModeFilter(_PmemFilter):
         if request is None:
             LOG.warning("PmemModeFilter rejects every host for instance "
                         "%(uuid)s: %(error)s",
-                        {'uuid': spec_obj.instance_uuid, 'error': error})
+                        {'uuid': hostinfo.loaded(spec_obj, 'instance_uuid'),
+                         'error': error})
             return []
         if request.conflict:
             LOG.warning("PmemModeFilter rejects every host for instance "
                         "%(uuid)s: flavor %(flavor)s is contradictory: "
                         "%(conflict)s",
-                        {'uuid': spec_obj.instance_uuid,
-                         'flavor': spec_obj.flavor.name,
+                        {'uuid': hostinfo.loaded(spec_obj, 'instance_uuid'),
+                         'flavor': hostinfo.loaded(spec_obj.flavor, 'name'),
                          'conflict': request.conflict})
             return []
         if not request.constrains_modes:
@@ -110,7 +111,8 @@ class PmemCacheFilter(_PmemFilter):
         if request is None:
             LOG.warning("PmemCacheFilter rejects every host for instance "
                         "%(uuid)s: %(error)s",
-                        {'uuid': spec_obj.instance_uuid, 'error': error})
+                        {'uuid': hostinfo.loaded(spec_obj, 'instance_uuid'),
+                         'error': error})
             return []
         profiles = [hostinfo.host_profile(hs) for hs in hosts]
         usage = hostinfo.memory_mode_usage(

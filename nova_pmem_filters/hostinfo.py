@@ -20,6 +20,7 @@ import time
 import weakref
 
 from oslo_log import log as logging
+from oslo_versionedobjects import base as ovo_base
 
 import nova.conf
 from nova import context as nova_context
@@ -50,12 +51,58 @@ def warn_once(key, msg, args):
     LOG.warning(msg, args)
 
 
+# Profiles by what from_metadata() reads of a host's aggregates. Hosts share
+# a few aggregates, and from_metadata() and reading the option cost more per
+# host than the filters' own work. Keyed by content, so a metadata change is
+# seen at once.
+_PROFILES = {}
+_PROFILES_MAX = 1000
+
+
+def _profile_key(host_state):
+    """The pmem values of the host's aggregates, or None if not cacheable."""
+    try:
+        key = []
+        has_mode = False
+        for agg in host_state.aggregates or ():
+            metadata = agg.metadata
+            if not metadata:
+                continue
+            mode = cache = None
+            if profile.MODE_KEY in metadata:
+                mode = metadata[profile.MODE_KEY]
+                if type(mode) is not str:
+                    return None
+                has_mode = True
+            if profile.DRAM_CACHE_KEY in metadata:
+                cache = metadata[profile.DRAM_CACHE_KEY]
+                if type(cache) is not str:
+                    return None
+            if mode is not None or cache is not None:
+                key.append((mode, cache))
+        if not has_mode:
+            # from_metadata() uses the default only when no aggregate sets
+            # a mode.
+            key.append(CONF.pmem.default_host_mode)
+        return tuple(key)
+    except Exception:
+        # Let from_metadata() meet the same problem and report it.
+        return None
+
+
 def host_profile(host_state):
     """The HostProfile of a host, from its aggregates; never raises."""
+    key = _profile_key(host_state)
+    result = _PROFILES.get(key) if key is not None else None
     try:
-        result = profile.from_metadata(
-            (agg.metadata for agg in host_state.aggregates or ()),
-            default_mode=CONF.pmem.default_host_mode)
+        if result is None:
+            result = profile.from_metadata(
+                (agg.metadata for agg in host_state.aggregates or ()),
+                default_mode=CONF.pmem.default_host_mode)
+            if key is not None:
+                if len(_PROFILES) >= _PROFILES_MAX:
+                    _PROFILES.clear()
+                _PROFILES[key] = result
     except Exception as exc:
         # Aggregates that are not Nova objects at all; keep serving.
         result = profile.HostProfile(problem='unreadable aggregates: %s'
@@ -77,7 +124,7 @@ def flavor_request(flavor):
     """
     try:
         return extra_specs.parse(
-            _loaded(flavor, 'extra_specs') or {},
+            loaded(flavor, 'extra_specs') or {},
             default_modes=CONF.pmem.default_flavor_modes,
             default_hot_ratio=CONF.pmem.default_hot_ratio), None
     except extra_specs.InvalidExtraSpec as exc:
@@ -86,10 +133,22 @@ def flavor_request(flavor):
         return None, 'unreadable flavor: %s' % exc
 
 
-def _loaded(obj, name):
+# VersionedObject.obj_attr_is_set builds the list of all field names on
+# every call (some 4 us for an Instance); the ledger asks it of every
+# instance of every memory_mode host on every request.
+_OVO_ATTR_IS_SET = ovo_base.VersionedObject.obj_attr_is_set
+_FLAVOR_ATTR = ovo_base._get_attrname('flavor')
+
+
+def loaded(obj, name):
     """``obj.name`` if it is set, without a lazy-load (a database query)."""
     is_set = getattr(obj, 'obj_attr_is_set', None)
-    if is_set is not None and not is_set(name):
+    if (getattr(is_set, '__func__', None) is _OVO_ATTR_IS_SET
+            and name in obj.fields):
+        # The same test as that obj_attr_is_set, without the list.
+        if not hasattr(obj, ovo_base._get_attrname(name)):
+            return None
+    elif is_set is not None and not is_set(name):
         return None
     return getattr(obj, name, None)
 
@@ -132,7 +191,7 @@ class HotRamLedger(object):
 
     def _hot_mb_of_flavor(self, uuid, flavor):
         request, error = flavor_request(flavor)
-        memory_mb = _loaded(flavor, 'memory_mb') or 0
+        memory_mb = loaded(flavor, 'memory_mb') or 0
         if request is None:
             # Count the whole flavor as hot: the cache bound must hold even
             # when an old flavor carries specs the API would now refuse.
@@ -166,29 +225,50 @@ class HotRamLedger(object):
         self._prune(now, ttl)
         entries = self._entries
         missing = {}
+        # Sums of the entries as this pass finds them; the answer when
+        # nothing is loaded or refreshed, which saves a second walk.
+        totals = []
+        refreshed = False
         for host_state in host_states:
             host = host_state.host
+            total = 0.0
             for uuid, inst in (host_state.instances or {}).items():
                 if uuid == exclude_uuid:
                     continue
-                flavor = _loaded(inst, 'flavor')
+                # loaded(inst, 'flavor'), inlined for the common case: this
+                # loop runs for every instance of every memory_mode host.
+                is_set = getattr(inst, 'obj_attr_is_set', None)
+                if (getattr(is_set, '__func__', None) is _OVO_ATTR_IS_SET
+                        and 'flavor' in inst.fields):
+                    flavor = (getattr(inst, 'flavor', None)
+                              if hasattr(inst, _FLAVOR_ATTR) else None)
+                else:
+                    flavor = loaded(inst, 'flavor')
                 if flavor is not None:
                     entries[uuid] = (host, self._hot_mb_of_flavor(
                         uuid, flavor), now)
+                    refreshed = True
+                    continue
+                entry = entries.get(uuid)
+                if (entry is not None and entry[0] == host
+                        and now - entry[2] < ttl):
+                    total += entry[1]
                     continue
                 ctxt = getattr(inst, '_context', None)
                 if ctxt is None:
                     # A stub the scheduler itself adds for an instance it
                     # has just placed in this request; it is not in any
                     # database yet and is counted by pending_hot_mb().
-                    continue
-                entry = entries.get(uuid)
-                if (entry is not None and entry[0] == host
-                        and now - entry[2] < ttl):
+                    if entry is not None:
+                        total += entry[1]
                     continue
                 cell = getattr(ctxt, 'cell_uuid', None)
                 batch = missing.setdefault(cell, (ctxt, {}))
                 batch[1][uuid] = host
+            totals.append(total)
+        if not missing and not refreshed:
+            return {node_key(host_state): total
+                    for host_state, total in zip(host_states, totals)}
         for ctxt, hosts_by_uuid in missing.values():
             self._load(ctxt, hosts_by_uuid, now)
 
@@ -271,7 +351,7 @@ def memory_mode_usage(host_states, profiles, spec_obj, request):
     if not mm_hosts:
         return {}
     # A RequestSpec raises, not AttributeError, for an unset field.
-    exclude = _loaded(spec_obj, 'instance_uuid')
+    exclude = loaded(spec_obj, 'instance_uuid')
     used = LEDGER.used_by_host(mm_hosts, exclude_uuid=exclude)
     for host_state in mm_hosts:
         key = node_key(host_state)
