@@ -143,7 +143,7 @@ class PmemCacheFilter(_PmemFilter):
                 LOG.debug("%(host_state)s fails pmem cache check: hot RAM "
                           "%(used).0f MB + %(new).0f MB requested exceeds "
                           "the DRAM-cache bound of %(capacity).0f MB "
-                          "(%(cache)s GB x cache_overcommit_ratio %(ratio)s)",
+                          "(%(cache)g GB x cache_overcommit_ratio %(ratio)s)",
                           {'host_state': host_state, 'used': used,
                            'new': new_hot_mb, 'capacity': capacity,
                            'cache': prof.dram_cache_gb, 'ratio': ratio})

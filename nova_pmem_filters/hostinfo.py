@@ -166,6 +166,23 @@ def node_key(host_state):
     return (host_state.host, host_state.nodename)
 
 
+def _newly_pushed(instances, idents):
+    """Whether nova-compute pushed an instance object since ``idents``.
+
+    Pushed objects carry their flavor; nova-compute replaces an object when
+    it pushes it again, so an object with a flavor that is not among the
+    identities recorded may carry a new flavor (a resize on the same host).
+    """
+    for inst in instances.values():
+        try:
+            pushed = _FLAVOR_ATTR in inst.__dict__
+        except AttributeError:
+            pushed = False
+        if pushed and (idents is None or id(inst) not in idents):
+            return True
+    return False
+
+
 class HotRamLedger(object):
     """Hot RAM, in MB, of the instances already on each host.
 
@@ -185,13 +202,27 @@ class HotRamLedger(object):
     def __init__(self, clock=time.monotonic):
         self._clock = clock
         self._entries = {}
+        # host -> (frozenset of its instance UUIDs, their hot MB, time of
+        # the oldest entry summed, identities of the instance objects if
+        # nova-compute pushed them): the total of a host whose instances
+        # have not changed since it was summed.
+        self._hosts = {}
+        self._parsed = {}
         self._last_prune = clock()
         # Counts, for the benchmark and for operators reading debug logs.
         self.queries = 0
 
     def _hot_mb_of_flavor(self, uuid, flavor):
-        request, error = flavor_request(flavor)
         memory_mb = loaded(flavor, 'memory_mb') or 0
+        try:
+            # Most instances share a few flavors: parse each once per pass.
+            key = (memory_mb, frozenset(
+                (loaded(flavor, 'extra_specs') or {}).items()))
+            request, error = self._parsed[key]
+        except KeyError:
+            request, error = self._parsed[key] = flavor_request(flavor)
+        except TypeError:
+            request, error = flavor_request(flavor)
         if request is None:
             # Count the whole flavor as hot: the cache bound must hold even
             # when an old flavor carries specs the API would now refuse.
@@ -210,6 +241,8 @@ class HotRamLedger(object):
         horizon = now - 2 * max(ttl, 60)
         self._entries = {uuid: entry for uuid, entry in self._entries.items()
                          if entry[2] >= horizon}
+        self._hosts = {host: record for host, record in self._hosts.items()
+                       if record[2] >= horizon}
 
     def used_by_host(self, host_states, exclude_uuid=None):
         """Hot MB in use per host, loading unknown flavors in one batch.
@@ -223,16 +256,30 @@ class HotRamLedger(object):
         now = self._clock()
         ttl = CONF.pmem.instance_cache_ttl
         self._prune(now, ttl)
+        # Parsed flavors live for one pass, so option changes take effect.
+        self._parsed = {}
         entries = self._entries
+        records = self._hosts
+        used = {}
+        walked = []
+        pushed = set()
         missing = {}
-        # Sums of the entries as this pass finds them; the answer when
-        # nothing is loaded or refreshed, which saves a second walk.
-        totals = []
-        refreshed = False
         for host_state in host_states:
             host = host_state.host
-            total = 0.0
-            for uuid, inst in (host_state.instances or {}).items():
+            instances = host_state.instances or {}
+            record = records.get(host)
+            # The host holds the instances it held when its total was
+            # summed, none of them has expired, and none is being moved:
+            # the total stands, without a look at each instance.
+            if (record is not None and now - record[2] < ttl
+                    and (exclude_uuid is None
+                         or exclude_uuid not in instances)
+                    and instances.keys() == record[0]
+                    and not _newly_pushed(instances, record[3])):
+                used[node_key(host_state)] = record[1]
+                continue
+            walked.append(host_state)
+            for uuid, inst in instances.items():
                 if uuid == exclude_uuid:
                     continue
                 # loaded(inst, 'flavor'), inlined for the common case: this
@@ -247,45 +294,54 @@ class HotRamLedger(object):
                 if flavor is not None:
                     entries[uuid] = (host, self._hot_mb_of_flavor(
                         uuid, flavor), now)
-                    refreshed = True
+                    pushed.add(host)
                     continue
                 entry = entries.get(uuid)
                 if (entry is not None and entry[0] == host
                         and now - entry[2] < ttl):
-                    total += entry[1]
                     continue
                 ctxt = getattr(inst, '_context', None)
                 if ctxt is None:
                     # A stub the scheduler itself adds for an instance it
                     # has just placed in this request; it is not in any
-                    # database yet and is counted by pending_hot_mb().
-                    if entry is not None:
-                        total += entry[1]
+                    # database yet and is counted by pending_ram_mb().
                     continue
                 cell = getattr(ctxt, 'cell_uuid', None)
                 batch = missing.setdefault(cell, (ctxt, {}))
                 batch[1][uuid] = host
-            totals.append(total)
-        if not missing and not refreshed:
-            return {node_key(host_state): total
-                    for host_state, total in zip(host_states, totals)}
         for ctxt, hosts_by_uuid in missing.values():
             self._load(ctxt, hosts_by_uuid, now)
 
-        used = {}
-        for host_state in host_states:
+        for host_state in walked:
+            instances = host_state.instances or {}
             total = 0.0
-            for uuid, inst in (host_state.instances or {}).items():
+            oldest = now
+            whole = True
+            for uuid, inst in instances.items():
                 if uuid == exclude_uuid:
+                    whole = False
                     continue
                 entry = entries.get(uuid)
                 if entry is None:
                     if getattr(inst, '_context', None) is None:
+                        whole = False
                         continue
                     total = None
                     break
                 total += entry[1]
+                if entry[2] < oldest:
+                    oldest = entry[2]
             used[node_key(host_state)] = total
+            if total is not None and whole:
+                # nova-compute replaces the Instance objects it pushes, so
+                # the identities of a host's pushed objects tell whether a
+                # flavor may have changed (a resize on the same host).
+                idents = (frozenset(map(id, instances.values()))
+                          if host_state.host in pushed else None)
+                records[host_state.host] = (frozenset(instances), total,
+                                            oldest, idents)
+            else:
+                records.pop(host_state.host, None)
         return used
 
     def _load(self, ctxt, hosts_by_uuid, now):
@@ -339,6 +395,26 @@ def pending_ram_mb(host_state, spec_obj):
     return max(baseline - free, 0.0)
 
 
+# RequestSpec -> (excluded uuid, {(host, node): hot MB from the ledger}).
+# PmemCacheFilter and PmemCacheHeadroomWeigher see the same hosts in one
+# request; the weigher reuses what the filter summed.
+_REQUEST_USAGE = weakref.WeakKeyDictionary()
+
+
+def _request_usage(spec_obj, host_states, exclude):
+    try:
+        cached_exclude, usage = _REQUEST_USAGE.get(spec_obj, (None, None))
+    except TypeError:
+        return LEDGER.used_by_host(host_states, exclude_uuid=exclude)
+    if usage is None or cached_exclude != exclude:
+        usage = {}
+        _REQUEST_USAGE[spec_obj] = (exclude, usage)
+    todo = [hs for hs in host_states if node_key(hs) not in usage]
+    if todo:
+        usage.update(LEDGER.used_by_host(todo, exclude_uuid=exclude))
+    return {node_key(hs): usage[node_key(hs)] for hs in host_states}
+
+
 def memory_mode_usage(host_states, profiles, spec_obj, request):
     """Hot MB used on each known memory_mode host of ``host_states``.
 
@@ -352,7 +428,7 @@ def memory_mode_usage(host_states, profiles, spec_obj, request):
         return {}
     # A RequestSpec raises, not AttributeError, for an unset field.
     exclude = loaded(spec_obj, 'instance_uuid')
-    used = LEDGER.used_by_host(mm_hosts, exclude_uuid=exclude)
+    used = _request_usage(spec_obj, mm_hosts, exclude)
     for host_state in mm_hosts:
         key = node_key(host_state)
         pending = pending_ram_mb(host_state, spec_obj)

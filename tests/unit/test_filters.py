@@ -209,7 +209,7 @@ class PmemCacheFilterTestCase(fakes.PmemTestCase):
         self.assertEqual(
             ["DEBUG nova_pmem_filters.filters %s fails pmem cache check: hot "
              "RAM 1024 MB + 1025 MB requested exceeds the DRAM-cache bound "
-             "of 2048 MB (2.0 GB x cache_overcommit_ratio 1.0)" % mm],
+             "of 2048 MB (2 GB x cache_overcommit_ratio 1.0)" % mm],
             self.log_lines('DEBUG'))
 
     def test_bound_with_float_sums(self):

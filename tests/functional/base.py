@@ -1,0 +1,261 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""A real Nova with nova-pmem-filters enabled, for the functional tests.
+
+API, conductor, scheduler, fake-driver computes and Placement run in one
+process (Nova's ``ProviderUsageBaseTestCase``). The scheduler is configured
+as README.rst tells operators, and the computes are sized like the nodes of
+the field notes (section 1), one per memory mode::
+
+    dram1  80 vCPU  384 GB DRAM                aggregate dram
+                                               pmem_mode=dram
+    mm1    80 vCPU  512 GB PMem (visible)      aggregate pmem-mm
+                    192 GB DRAM cache          pmem_mode=memory_mode
+                                               pmem_dram_cache_gb=192
+    ad1    80 vCPU  192 GB DRAM                aggregate pmem-ad
+                    (vPMEM: see test_vpmem)    pmem_mode=app_direct
+
+Aggregates are created and labelled through the compute API, as an operator
+would with ``openstack aggregate set --property``.
+"""
+
+import collections
+import logging
+import os
+import sys
+import time
+
+import fixtures
+
+from nova.tests import fixtures as nova_fixtures
+from nova.tests.functional import integrated_helpers
+from nova.virt import fake
+
+from nova_pmem_filters import hostinfo
+from nova_pmem_filters import profile
+
+# The image the Glance fixture always has.
+IMAGE = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
+
+GB = profile.MB_PER_GB
+
+DRAM_HOST = 'dram1'
+MM_HOST = 'mm1'
+AD_HOST = 'ad1'
+
+# The DRAM cache of the Memory-Mode node: 12 x 16 GB DDR4.
+MM_CACHE_GB = 192
+
+# The [filter_scheduler] settings of README.rst, "Install into a Nova
+# controller". test_config.ReadmeConfigTest checks that they still match.
+AVAILABLE_FILTERS = [
+    'nova.scheduler.filters.all_filters',
+    'nova_pmem_filters.filters.all_filters',
+]
+ENABLED_FILTERS = [
+    'ComputeFilter',
+    'ComputeCapabilitiesFilter',
+    'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter',
+    'ServerGroupAffinityFilter',
+    'PmemModeFilter',
+    'PmemCacheFilter',
+]
+WEIGHT_CLASSES = [
+    'nova.scheduler.weights.all_weighers',
+    'nova_pmem_filters.weighers.all_weighers',
+]
+
+Host = collections.namedtuple('Host', 'name vcpus memory_gb local_gb')
+Aggregate = collections.namedtuple('Aggregate', 'name hosts metadata')
+
+DRAM = Host(DRAM_HOST, vcpus=80, memory_gb=384, local_gb=2000)
+MEMORY_MODE = Host(MM_HOST, vcpus=80, memory_gb=512, local_gb=2000)
+APP_DIRECT = Host(AD_HOST, vcpus=80, memory_gb=192, local_gb=2000)
+
+DRAM_AGGREGATE = Aggregate(
+    'dram', [DRAM_HOST], {profile.MODE_KEY: profile.DRAM})
+MEMORY_MODE_AGGREGATE = Aggregate(
+    'pmem-mm', [MM_HOST], {profile.MODE_KEY: profile.MEMORY_MODE,
+                           profile.DRAM_CACHE_KEY: str(MM_CACHE_GB)})
+APP_DIRECT_AGGREGATE = Aggregate(
+    'pmem-ad', [AD_HOST], {profile.MODE_KEY: profile.APP_DIRECT})
+
+
+class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
+    """Nova with the pmem filters and weighers, and one host per mode.
+
+    Subclasses pick their hosts and aggregates with ``HOSTS`` and
+    ``AGGREGATES``, and whether computes push their instances to the
+    scheduler with ``TRACK_INSTANCE_CHANGES``.
+    """
+
+    compute_driver = 'fake.MediumFakeDriver'
+    microversion = 'latest'
+
+    HOSTS = (DRAM, MEMORY_MODE, APP_DIRECT)
+    AGGREGATES = (DRAM_AGGREGATE, MEMORY_MODE_AGGREGATE, APP_DIRECT_AGGREGATE)
+    TRACK_INSTANCE_CHANGES = True
+
+    def setUp(self):
+        # The scheduler reads these when it starts, in super().setUp().
+        self.flags(available_filters=AVAILABLE_FILTERS,
+                   enabled_filters=ENABLED_FILTERS,
+                   weight_classes=WEIGHT_CLASSES,
+                   track_instance_changes=self.TRACK_INSTANCE_CHANGES,
+                   group='filter_scheduler')
+        # pip installs api-paste.ini under the environment's prefix, not
+        # under Nova's default state_path.
+        self.flags(api_paste_config=os.path.join(
+            sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
+        # One process-wide ledger and warning set serve every test that runs
+        # in this worker: start each test with empty ones.
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.hostinfo.LEDGER', hostinfo.HotRamLedger()))
+        hostinfo._WARNED.clear()
+        self.addCleanup(hostinfo._WARNED.clear)
+
+        super(PmemTestBase, self).setUp()
+
+        if os.environ.get('OS_DEBUG') not in ('True', 'true', '1', 'yes'):
+            # StandardLogging formats every DEBUG record of Nova, to catch
+            # broken log calls, and throws it away: a quarter of the time of
+            # a boot. Ours are kept below.
+            root = logging.getLogger()
+            self.addCleanup(root.setLevel, root.level)
+            root.setLevel(logging.INFO)
+
+        # Nova's StandardLogging keeps INFO and above unless OS_DEBUG is set;
+        # the per-host reasons of the filters are DEBUG lines.
+        self.pmem_log = self.useFixture(fixtures.FakeLogger(
+            name='nova_pmem_filters', level=logging.DEBUG,
+            format='%(levelname)s [%(name)s] %(message)s'))
+        # After super().setUp(): Nova's cleanup deletes test attributes.
+        self.addCleanup(self._assert_pmem_code_never_failed)
+
+        self.useFixture(nova_fixtures.CastAsCallFixture(self))
+        self.flags(instances=-1, cores=-1, ram=-1, group='quota')
+
+        self._builds = 0
+        self._deletes = 0
+        for host in self.HOSTS:
+            self._start_sized_compute(host)
+        self._run_periodics()
+        self.aggregates = {}
+        for aggregate in self.AGGREGATES:
+            self._create_pmem_aggregate(aggregate)
+
+    # -- hosts and aggregates ------------------------------------------------
+
+    def _start_sized_compute(self, host):
+        """Start a fake compute and give it the size of ``host``.
+
+        The fake driver reports what it is told; the next periodic update
+        writes it to the compute node and to Placement.
+        """
+        compute = self._start_compute(host.name)
+        driver = compute.manager.driver
+        driver.vcpus = host.vcpus
+        driver.memory_mb = host.memory_gb * GB
+        driver.local_gb = host.local_gb
+        driver.resources = fake.Resources(
+            vcpus=driver.vcpus, memory_mb=driver.memory_mb,
+            local_gb=driver.local_gb)
+        return compute
+
+    def _create_pmem_aggregate(self, aggregate):
+        agg = self.admin_api.post_aggregate(
+            {'aggregate': {'name': aggregate.name}})
+        self.admin_api.post_aggregate_action(
+            agg['id'],
+            {'set_metadata': {'metadata': dict(aggregate.metadata)}})
+        for host in aggregate.hosts:
+            self.admin_api.add_host_to_aggregate(agg['id'], host)
+        self.aggregates[aggregate.name] = agg['id']
+        return agg['id']
+
+    # -- flavors and servers -------------------------------------------------
+
+    def _create_pmem_flavor(self, name, memory_gb, vcpus=4, extra_specs=None):
+        return self._create_flavor(
+            name=name, memory_mb=memory_gb * GB, vcpu=vcpus, disk=10,
+            ephemeral=0, extra_spec=extra_specs)
+
+    def _boot(self, flavor_id, expected_state='ACTIVE', az=None):
+        """Boot a server and wait until it is ``expected_state``.
+
+        ``expected_state=None`` waits for ACTIVE or ERROR, whichever comes.
+        """
+        server = self.api.post_server({'server': self._build_server(
+            flavor_id=flavor_id, image_uuid=IMAGE, networks='none', az=az)})
+        server = self._wait_for_state_change(
+            server, expected_state or ('ACTIVE', 'ERROR'))
+        if server['status'] == 'ACTIVE':
+            # nova-compute saves the server ACTIVE before it pushes it to the
+            # scheduler (track_instance_changes) and then notifies
+            # create.end: wait for the push, or the next boot may be
+            # scheduled without this server in the host's instances.
+            self._builds += 1
+            self.notifier.wait_for_versioned_notifications(
+                'instance.create.end', n_events=self._builds)
+        return server
+
+    def _delete(self, server):
+        self.api.delete_server(server['id'])
+        # nova-compute tells the scheduler before it notifies delete.end.
+        self._deletes += 1
+        self.notifier.wait_for_versioned_notifications(
+            'instance.delete.end', n_events=self._deletes)
+
+    def _wait_for_state_change(self, server, expected_status,
+                               max_retries=500):
+        # Nova's helper polls every 0.5 s; the fake driver builds in a few
+        # milliseconds, and these tests boot many servers.
+        if isinstance(expected_status, str):
+            expected_status = (expected_status,)
+        for _ in range(max_retries):
+            server = self.api.get_server(server['id'])
+            if server['status'] in expected_status and (
+                    server['status'] != 'ERROR' or 'fault' in server):
+                return server
+            time.sleep(0.02)
+        self.fail('server %s is %s, expected %s'
+                  % (server['id'], server['status'], expected_status))
+
+    def _host_of(self, server):
+        return server['OS-EXT-SRV-ATTR:host']
+
+    def _assert_no_valid_host(self, server):
+        self.assertEqual('ERROR', server['status'])
+        self.assertIsNone(self._host_of(server))
+        self.assertIn('No valid host was found', server['fault']['message'])
+
+    def _capacity(self, host, resource_class, amount):
+        """How many times ``amount`` of a resource class fits ``host``.
+
+        From its Placement inventory: (total - reserved) x allocation ratio.
+        """
+        rp_uuid = self._get_provider_uuid_by_host(host)
+        inventory = self._get_provider_inventory(rp_uuid)[resource_class]
+        usable = ((inventory['total'] - inventory['reserved'])
+                  * inventory['allocation_ratio'])
+        return int(usable // amount)
+
+    # -- logs ----------------------------------------------------------------
+
+    def _assert_pmem_code_never_failed(self):
+        # Every test: the filters and weighers catch their own exceptions and
+        # log "unexpected error"; such a line, or a traceback through our
+        # code, is a bug even when the test's placements came out right.
+        self.assertNotIn('unexpected error', self.pmem_log.output)
+        self.assertNotRegex(self.stdlog.logger.output,
+                            r'File "[^"]*nova_pmem_filters[/\\]')
