@@ -1,0 +1,156 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The planner's loop closed in real Nova.
+
+For each node kind of the built-in scenario and each workload, the output of
+``nova-pmem-planner nova-config`` is applied to an in-process Nova whose one
+compute is sized as the scenario's node (vCPUs and visible memory): the
+aggregate metadata through the API, the compute's allocation options, the
+scheduler's ``[pmem]`` options and the flavor with its extra specs. Then the
+flavor is booted until NoValidHost, and Nova must have admitted exactly the
+planner's ``vms_per_node``.
+"""
+
+import shlex
+
+from nova_pmem_filters import extra_specs
+from nova_pmem_filters import profile
+from planner import model
+from planner import novaconfig
+from planner import scenario
+from tests.functional import base
+
+# nova.conf keys of nova-config's output -> (option, group) for self.flags.
+COMPUTE_OPTIONS = {
+    '[DEFAULT] reserved_host_memory_mb': ('reserved_host_memory_mb', None,
+                                          int),
+    '[DEFAULT] ram_allocation_ratio': ('ram_allocation_ratio', None, float),
+    '[DEFAULT] cpu_allocation_ratio': ('cpu_allocation_ratio', None, float),
+}
+SCHEDULER_OPTIONS = {
+    '[pmem] cache_overcommit_ratio': ('cache_overcommit_ratio', 'pmem',
+                                      float),
+}
+
+
+class PlannerLoopTest(base.PmemTestBase):
+    """Nova admits what the planner counted, node kind by node kind."""
+
+    # Each test starts the one compute it needs, configured by the plan.
+    HOSTS = ()
+    AGGREGATES = ()
+
+    def setUp(self):
+        super(PlannerLoopTest, self).setUp()
+        self.scenario = scenario.load()
+
+    def _apply(self, frame, scope, target, options):
+        rows = frame[(frame.scope == scope) & (frame.target == target)]
+        for key, value in zip(rows.key, rows.value):
+            if key in options:
+                name, group, cast = options[key]
+                self.flags(**{name: cast(value), 'group': group})
+
+    def _plan(self, config_name, workload_name):
+        """Apply nova-config's output for one config and one workload."""
+        frame = novaconfig.settings(self.scenario,
+                                    workloads=[workload_name])
+        agg = novaconfig.aggregate_name(config_name)
+        self._apply(frame, 'compute', 'nova.conf of the hosts in %s' % agg,
+                    COMPUTE_OPTIONS)
+        self._apply(frame, 'scheduler', 'nova.conf of the schedulers',
+                    SCHEDULER_OPTIONS)
+
+        node = model.node(self.scenario.configs[config_name],
+                          self.scenario.policies)
+        host = base.Host('node1', vcpus=node.vcpus,
+                         memory_gb=node.visible_memory_gb, local_gb=2000)
+        self._start_sized_compute(host)
+        self._run_periodics()
+
+        metadata = {key: value for scope, target, key, value in zip(
+            frame.scope, frame.target, frame.key, frame.value)
+            if scope == 'aggregate' and target == agg and key != 'create'}
+        self._create_pmem_aggregate(base.Aggregate(agg, ['node1'], metadata))
+
+        flavor_rows = frame[(frame.scope == 'flavor')
+                            & (frame.target == workload_name)]
+        create = shlex.split(flavor_rows[flavor_rows.key == 'create']
+                             .command.iloc[0])
+        vcpus = int(create[create.index('--vcpus') + 1])
+        ram_mb = int(create[create.index('--ram') + 1])
+        specs = {key: value for key, value in zip(flavor_rows.key,
+                                                  flavor_rows.value)
+                 if key != 'create'}
+        flavor = self._create_flavor(
+            name=workload_name, memory_mb=ram_mb, vcpu=vcpus, disk=0,
+            extra_spec=specs)
+        return node, flavor
+
+    def _boot_until_full(self, flavor, limit):
+        admitted = 0
+        while admitted <= limit:
+            server = self._boot(flavor, expected_state=None)
+            if server['status'] == 'ERROR':
+                self._assert_no_valid_host(server)
+                return admitted
+            admitted += 1
+        self.fail('Nova admitted more than %d servers' % limit)
+
+    def _check(self, config_name, workload_name):
+        node, flavor = self._plan(config_name, workload_name)
+        workload = self.scenario.workloads[workload_name]
+        planned, binding = model.density(node, workload,
+                                         self.scenario.policies)
+        self.assertGreater(planned, 0)
+        admitted = self._boot_until_full(flavor, planned + 2)
+        self.assertEqual(
+            planned, admitted,
+            '%s on %s: the planner counted %d (%s binds), Nova admitted %d'
+            % (workload_name, config_name, planned, binding, admitted))
+        return planned, binding
+
+    def test_dram_node_redis(self):
+        self._check('dram-384', 'redis')
+
+    def test_dram_node_mysql(self):
+        self._check('dram-384', 'mysql')
+
+    def test_memory_mode_node_redis(self):
+        self._check('mm-192-512', 'redis')
+
+    def test_memory_mode_node_mysql(self):
+        self._check('mm-192-512', 'mysql')
+
+    def test_memory_mode_node_cache_binds(self):
+        """A hotter Redis: the DRAM cache binds before memory.
+
+        PmemCacheFilter enforces it, and Nova still admits exactly the plan.
+        """
+        raw = self.scenario.workloads['redis']
+        specs = dict(raw.extra_specs, **{'pmem:hot_ratio': '0.45'})
+        hot = scenario.Workload(
+            name='redis', vcpus=raw.vcpus, ram_gb=raw.ram_gb,
+            used_gb=raw.used_gb, extra_specs=specs,
+            request=extra_specs.parse(specs))
+        self.scenario = scenario.Scenario(
+            name=self.scenario.name, source=self.scenario.source,
+            catalog=self.scenario.catalog, configs=self.scenario.configs,
+            baseline=self.scenario.baseline,
+            workloads=dict(self.scenario.workloads, redis=hot),
+            policies=self.scenario.policies,
+            performance=self.scenario.performance)
+        planned, binding = self._check('mm-192-512', 'redis')
+        self.assertEqual('dram_cache', binding)
+        self.assertEqual(
+            profile.instances_in_cache(192 * base.GB, 0.45 * 32 * base.GB),
+            planned)
