@@ -126,20 +126,13 @@ def check(config):
                 'carry PMem with no DRAM' % (where, pmem, dram),
                 'field notes 7 (DRAM caches only PMem of its own '
                 'controller)')
-        if mode == profile.MEMORY_MODE and 0 < pmem < \
-                platform.controllers_per_socket:
+        ctrl = platform.controllers_per_socket
+        if mode == profile.MEMORY_MODE and (0 < pmem < ctrl
+                                            or 0 < dram < ctrl):
             add(ERROR, 'mm-controller',
-                '%s has %d PMem modules for %d memory controllers; Memory '
-                'Mode needs DRAM and PMem on every controller'
-                % (where, pmem, platform.controllers_per_socket),
-                'field notes 7 (at least one DRAM and one PMem per '
-                'controller)')
-        if mode == profile.MEMORY_MODE and 0 < dram < \
-                platform.controllers_per_socket:
-            add(ERROR, 'mm-controller',
-                '%s has %d DRAM modules for %d memory controllers; Memory '
-                'Mode needs DRAM and PMem on every controller'
-                % (where, dram, platform.controllers_per_socket),
+                '%s has %d DRAM and %d PMem modules for %d memory '
+                'controllers; Memory Mode needs DRAM and PMem on every '
+                'controller' % (where, dram, pmem, ctrl),
                 'field notes 7 (at least one DRAM and one PMem per '
                 'controller)')
         counted = _socket_gb(sock, pmem=True)

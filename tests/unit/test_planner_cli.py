@@ -19,10 +19,7 @@ interpreter.
 import csv
 import io
 import json
-import logging
 import os
-import subprocess
-import sys
 import textwrap
 
 import fixtures
@@ -30,6 +27,7 @@ import testtools
 import yaml
 
 from planner import cli
+from tests.unit import clitools
 
 COMMANDS = ('compare', 'calibration', 'configs')
 
@@ -44,23 +42,6 @@ PUBLISHED_VMS = {'redis': (14, 19), 'mysql': (15, 20)}
 PUBLISHED_GAIN = {'redis': 1.10, 'mysql': 1.20}
 
 
-def run_cli(test, argv):
-    """Run the planner in-process; returns (exit status, stdout, stderr).
-
-    cliff adds a console handler to the root logger on every run and sets
-    its level; both are put back when the test ends.
-    """
-    root = logging.getLogger()
-    test.addCleanup(setattr, root, 'handlers', list(root.handlers))
-    test.addCleanup(root.setLevel, root.level)
-    out = io.StringIO()
-    err = io.StringIO()
-    with fixtures.MonkeyPatch('sys.stdout', out), \
-            fixtures.MonkeyPatch('sys.stderr', err):
-        status = cli.main(list(argv))
-    return status, out.getvalue(), err.getvalue()
-
-
 def _strict_json(text):
     """json.loads that refuses NaN and Infinity, as strict parsers do."""
     def refuse(name):
@@ -71,7 +52,7 @@ def _strict_json(text):
 class CliTestCase(testtools.TestCase):
 
     def run_ok(self, *argv):
-        status, out, err = run_cli(self, argv)
+        status, out, err = clitools.run_cli(self, argv)
         self.assertEqual(0, status, err)
         return out, err
 
@@ -289,48 +270,3 @@ class CommandContentTestCase(CliTestCase):
         self.assertEqual(0, rows[0]['cost_per_vm'])
         self.assertIsNone(rows[0]['cost_vs_baseline'])
         self.assertIsNone(rows[0]['vms_per_kw'])
-
-
-# Runs in a fresh interpreter: a meta path finder refuses nova and every
-# submodule, as if Nova were not installed.
-_NO_NOVA = textwrap.dedent("""
-    import importlib.abc
-    import sys
-
-    class NoNova(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name == 'nova' or name.startswith('nova.'):
-                raise ImportError('nova is blocked: ' + name)
-            return None
-
-    sys.meta_path.insert(0, NoNova())
-    try:
-        import nova  # noqa
-    except ImportError:
-        pass
-    else:
-        sys.exit('the nova blocker does not work')
-
-    from planner import cli
-    status = cli.main(%(argv)r)
-    leaked = sorted(m for m in sys.modules
-                    if m == 'nova' or m.startswith('nova.'))
-    if leaked:
-        sys.exit('nova modules imported: %%s' %% leaked)
-    sys.exit(status)
-""")
-
-
-class NoNovaTestCase(testtools.TestCase):
-
-    def _run(self, argv):
-        script = _NO_NOVA % {'argv': list(argv)}
-        return subprocess.run([sys.executable, '-c', script],
-                              capture_output=True, text=True, timeout=120)
-
-    def test_planner_runs_without_nova(self):
-        proc = self._run(['compare', '-f', 'json'])
-        self.assertEqual(0, proc.returncode, proc.stderr)
-        rows = _strict_json(proc.stdout)
-        self.assertEqual([14, 15, 19, 20],
-                         [r['vms_per_node'] for r in rows])

@@ -21,18 +21,17 @@ import functools
 import html.parser
 import io
 import json
-import logging
 import os
 
 import fixtures
 from matplotlib import image
 import testtools
 
-from planner import cli
 from planner import population
 from planner import report
 from planner import scenario
 from planner import tables
+from tests.unit import clitools
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 DATA_PNG = 'data:image/png;base64,'
@@ -375,19 +374,6 @@ class WriteTestCase(testtools.TestCase):
         self.assertEqual(sorted(CHART_FILES), sorted(os.listdir(self.dir)))
 
 
-def run_cli(test, argv):
-    """Run the planner in-process; returns (exit status, stdout, stderr)."""
-    root = logging.getLogger()
-    test.addCleanup(setattr, root, 'handlers', list(root.handlers))
-    test.addCleanup(root.setLevel, root.level)
-    out = io.StringIO()
-    err = io.StringIO()
-    with fixtures.MonkeyPatch('sys.stdout', out), \
-            fixtures.MonkeyPatch('sys.stderr', err):
-        status = cli.main(list(argv))
-    return status, out.getvalue(), err.getvalue()
-
-
 class CommandTestCase(testtools.TestCase):
 
     def setUp(self):
@@ -400,7 +386,7 @@ class CommandTestCase(testtools.TestCase):
                 for name in sorted(os.listdir(self.out))}
 
     def test_writes_report_and_lists_files(self):
-        status, out, err = run_cli(
+        status, out, err = clitools.run_cli(
             self, ['report', '--output-dir', self.out, '-f', 'json'])
         self.assertEqual(0, status, err)
         listing = json.loads(out)
@@ -420,7 +406,7 @@ class CommandTestCase(testtools.TestCase):
         self.assertNotIn('[1/', out)
 
     def test_no_png_writes_only_html(self):
-        status, out, err = run_cli(
+        status, out, err = clitools.run_cli(
             self, ['report', '--output-dir', self.out, '--no-png', '-f',
                    'value', '-c', 'kind'])
         self.assertEqual(0, status, err)
@@ -435,7 +421,8 @@ class CommandTestCase(testtools.TestCase):
         cwd = os.getcwd()
         os.chdir(self.dir)
         self.addCleanup(os.chdir, cwd)
-        status, _out, err = run_cli(self, ['report', '--no-png', '-q'])
+        status, _out, err = clitools.run_cli(
+            self, ['report', '--no-png', '-q'])
         self.assertEqual(0, status, err)
         self.assertTrue(os.path.exists(os.path.join(
             self.dir, report.DEFAULT_OUTPUT_DIR, report.HTML_NAME)))
@@ -456,8 +443,8 @@ class CommandTestCase(testtools.TestCase):
             return real(*args)
         self.useFixture(fixtures.MonkeyPatch(
             'planner.report.chart_png', fail_on_second))
-        status, out, err = run_cli(self, ['report', '--output-dir',
-                                          self.out])
+        status, out, err = clitools.run_cli(
+            self, ['report', '--output-dir', self.out])
         self.assertNotEqual(0, status)
         self.assertIn('renderer broke', err)
         self.assertEqual('', out)
@@ -477,7 +464,7 @@ class CommandTestCase(testtools.TestCase):
         blocker = os.path.join(self.dir, 'a-file')
         with open(blocker, 'w') as f:
             f.write('not a directory')
-        status, out, err = run_cli(
+        status, out, err = clitools.run_cli(
             self, ['report', '--output-dir', os.path.join(blocker, 'r')])
         self.assert_usage_error(status, out, err)
         self.assertIn('not a directory', err)
@@ -493,7 +480,7 @@ class CommandTestCase(testtools.TestCase):
         blocker = os.path.join(self.dir, 'a-file')
         with open(blocker, 'w') as f:
             f.write('not a directory')
-        status, out, err = run_cli(
+        status, out, err = clitools.run_cli(
             self, ['report', '-q', '--output-dir',
                    os.path.join(blocker, 'r')])
         self.assert_usage_error(status, out, err)
@@ -503,8 +490,8 @@ class CommandTestCase(testtools.TestCase):
             'os.access', lambda path, mode: False))
         self.useFixture(fixtures.MonkeyPatch(
             'planner.report.build', self.fail))
-        status, out, err = run_cli(self, ['report', '--output-dir',
-                                          self.out])
+        status, out, err = clitools.run_cli(
+            self, ['report', '--output-dir', self.out])
         self.assert_usage_error(status, out, err)
         self.assertIn('permission denied on %s' % self.dir, err)
         self.assertFalse(os.path.exists(self.out))
@@ -514,6 +501,6 @@ class CommandTestCase(testtools.TestCase):
         os.makedirs(self.out)
         os.chmod(self.out, 0o555)
         self.addCleanup(os.chmod, self.out, 0o755)
-        status, out, err = run_cli(self, ['report', '--output-dir',
-                                          self.out])
+        status, out, err = clitools.run_cli(
+            self, ['report', '--output-dir', self.out])
         self.assert_usage_error(status, out, err)
