@@ -16,7 +16,7 @@ repository; CI wants one closing line for both. Prints a line per run and
 then ``N passed, N failed``. ``--check NAME=RC`` counts a check that is not a
 test run (pep8) as one passed or failed item. Exits 1 when anything failed.
 
-Usage: python tools/test_totals.py [--repo-url .stestr] [--check pep8=0]
+Usage: python tools/test_totals.py [--repo-url DIR] [--check pep8=0]
 """
 
 import argparse
@@ -42,7 +42,8 @@ def run_counts(repo_url):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--repo-url', default='.stestr')
+    parser.add_argument('--repo-url', default=None,
+                        help='directory holding .stestr (default: here)')
     parser.add_argument('--check', action='append', default=[],
                         metavar='NAME=RC')
     args = parser.parse_args(argv)
@@ -53,7 +54,8 @@ def main(argv=None):
                   % (run_id, ok, bad, skip))
             passed, failed, skipped = passed + ok, failed + bad, skipped + skip
     except Exception as exc:
-        print('no stestr results in %s: %s' % (args.repo_url, exc))
+        print('no stestr results in %s: %s'
+              % (args.repo_url or 'this directory', exc))
         failed += 1
     for check in args.check:
         name, _sep, rc = check.partition('=')
