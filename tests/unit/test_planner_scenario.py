@@ -25,7 +25,7 @@ import yaml
 from nova_pmem_filters import extra_specs
 from nova_pmem_filters import profile
 from planner import scenario
-from tests.unit import test_planner_cli
+from tests.unit import clitools
 
 
 def _base():
@@ -72,7 +72,7 @@ class ScenarioFileTestCase(testtools.TestCase):
                         message)
         self.assertIn(rule, message)
 
-        status, out, err = test_planner_cli.run_cli(
+        status, out, err = clitools.run_cli(
             self, ['compare', '--scenario', path])
         self.assertEqual(2, status, err)
         self.assertEqual('', out)
@@ -465,7 +465,7 @@ class BadScenarioTestCase(ScenarioFileTestCase):
     def test_every_command_refuses(self):
         path = self.write('')
         for command in test_planner_cli.COMMANDS:
-            status, out, err = test_planner_cli.run_cli(
+            status, out, err = clitools.run_cli(
                 self, [command, '--scenario', path])
             self.assertEqual(2, status, command)
             self.assertEqual('', out, command)
