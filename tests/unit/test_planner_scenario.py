@@ -26,6 +26,7 @@ from nova_pmem_filters import extra_specs
 from nova_pmem_filters import profile
 from planner import scenario
 from tests.unit import clitools
+from tests.unit import test_planner_cli
 
 
 def _base():
