@@ -34,6 +34,13 @@ HOT_RATIO_KEY = 'pmem:hot_ratio'
 # Nova's own vPMEM extra spec; a flavor with it needs an App Direct host.
 VPMEM_KEY = 'hw:pmem'
 
+# The Placement request of a flavor's hot RAM (see profile.near_memory_mb).
+NEAR_MEMORY_KEY = 'resources:%s' % profile.NEAR_MEMORY_RC
+# The same resource in any request group: resources, resources1,
+# resources_GROUP.
+_NEAR_MEMORY_KEY_RE = re.compile(
+    r'resources(?:[1-9][0-9]*|_[a-zA-Z0-9_-]+)?:%s' % profile.NEAR_MEMORY_RC)
+
 PRIORITY_HIGH = 'high'
 PRIORITY_NORMAL = 'normal'
 PRIORITY_LOW = 'low'
@@ -149,6 +156,34 @@ def validate(key, value):
         raise InvalidExtraSpec(
             key, value, 'one of the keys %s' % ', '.join(sorted(RULES)))
     _match(key, value)
+
+
+def near_memory_spec(memory_mb, hot_ratio):
+    """The flavor extra spec that asks Placement for its hot RAM.
+
+    :returns: ``{'resources:CUSTOM_NEAR_MEMORY_MB': '<hot MB>'}``.
+    """
+    return {NEAR_MEMORY_KEY: str(profile.near_memory_mb(memory_mb,
+                                                        hot_ratio))}
+
+
+def requested_near_memory(extra_specs):
+    """MB of ``CUSTOM_NEAR_MEMORY_MB`` a flavor requests, or None.
+
+    Summed over the request groups that name it; values that are not a
+    positive integer (Nova drops a zero amount) count as no request.
+    """
+    total = 0
+    for key, value in (extra_specs or {}).items():
+        if not (isinstance(key, str) and _NEAR_MEMORY_KEY_RE.fullmatch(key)):
+            continue
+        try:
+            amount = int(str(value).strip())
+        except ValueError:
+            continue
+        if amount > 0:
+            total += amount
+    return total or None
 
 
 def _vpmem_labels(extra_specs):

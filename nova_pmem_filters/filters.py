@@ -21,6 +21,7 @@ from oslo_log import log as logging
 from nova.scheduler import filters
 from nova.scheduler import utils as scheduler_utils
 
+from nova_pmem_filters import extra_specs
 from nova_pmem_filters import hostinfo
 from nova_pmem_filters import profile
 
@@ -115,7 +116,12 @@ class PmemCacheFilter(_PmemFilter):
                          'error': error})
             return []
         profiles = [hostinfo.host_profile(hs) for hs in hosts]
-        usage = hostinfo.memory_mode_usage(
+        # A flavor that requests its hot RAM from Placement has had the
+        # bound checked there, atomically; counting it here again would
+        # count it twice.
+        accounted = extra_specs.requested_near_memory(
+            hostinfo.loaded(spec_obj.flavor, 'extra_specs'))
+        usage = {} if accounted else hostinfo.memory_mode_usage(
             hosts, profiles, spec_obj, request)
         new_hot_mb = request.hot_mb(spec_obj.flavor.memory_mb)
         ratio = CONF.pmem.cache_overcommit_ratio
@@ -129,6 +135,14 @@ class PmemCacheFilter(_PmemFilter):
                            'problem': prof.problem})
                 continue
             if prof.mode != profile.MEMORY_MODE:
+                passing.append(host_state)
+                continue
+            if accounted:
+                LOG.debug("%(host_state)s passes pmem cache check: Placement "
+                          "accounts this flavor's hot RAM (%(key)s=%(mb)d)",
+                          {'host_state': host_state,
+                           'key': extra_specs.NEAR_MEMORY_KEY,
+                           'mb': accounted})
                 passing.append(host_state)
                 continue
             used = usage.get(hostinfo.node_key(host_state))

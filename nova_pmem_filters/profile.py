@@ -39,6 +39,11 @@ TIER_WEIGHT_MULTIPLIER_KEY = 'pmem_tier_weight_multiplier'
 
 MB_PER_GB = 1024
 
+# Placement resource class of near memory: the DRAM that serves as system
+# memory (dram and app_direct hosts) or as the Memory-Mode cache. Flavors
+# request their hot MB of it; see near_memory_mb().
+NEAR_MEMORY_RC = 'CUSTOM_NEAR_MEMORY_MB'
+
 # Tolerance when comparing sums of hot MB against the cache size: hot MB are
 # products of floats, and a bound that is met exactly must admit.
 _EPSILON_MB = 1e-6
@@ -171,3 +176,62 @@ def instances_in_cache(capacity_mb, hot_mb_each):
 def cache_headroom_mb(used_hot_mb, capacity_mb):
     """DRAM cache, in MB, not yet taken by hot RAM (never negative)."""
     return max(capacity_mb - used_hot_mb, 0.0)
+
+
+def near_memory_mb(memory_mb, hot_ratio):
+    """``CUSTOM_NEAR_MEMORY_MB`` an instance requests from Placement.
+
+    The filter's hot MB (:func:`hot_mb`) rounded up to a whole MB, as
+    Placement counts in integers. A product within the filter's tolerance of
+    an integer is that integer (1000 MB x 0.7 is 700, not 701), and an
+    instance requests at least 1 MB.
+    """
+    return max(int(math.ceil(hot_mb(memory_mb, hot_ratio) - _EPSILON_MB)), 1)
+
+
+def near_memory_inventory(mode, dram_gb, cache_overcommit_ratio=1.0,
+                          ram_allocation_ratio=1.0):
+    """The ``CUSTOM_NEAR_MEMORY_MB`` inventory of one host, for Placement.
+
+    Every host reports its DRAM, so that a flavor requesting near memory can
+    land on any mode:
+
+    * ``memory_mode``: the DRAM cache, with allocation ratio
+      ``cache_overcommit_ratio``: Placement then admits what
+      PmemCacheFilter admits (up to the rounding of :func:`near_memory_mb`).
+    * ``dram`` and ``app_direct``: the DRAM, with the host's
+      ``ram_allocation_ratio``. An instance requests at most its RAM of
+      near memory, so this inventory never binds before MEMORY_MB.
+
+    :param dram_gb: installed DRAM, GB (1024 MB); rounded down to a whole
+        MB.
+    :returns: a dict of Nova's provider-config inventory fields (``total``,
+        ``reserved``, ``min_unit``, ``max_unit``, ``step_size``,
+        ``allocation_ratio``).
+    """
+    total = int(math.floor(float(dram_gb) * MB_PER_GB + _EPSILON_MB))
+    if mode == MEMORY_MODE:
+        ratio = cache_overcommit_ratio
+    else:
+        ratio = ram_allocation_ratio
+    return {'total': total, 'reserved': 0, 'min_unit': 1,
+            'max_unit': max(total, 1), 'step_size': 1,
+            'allocation_ratio': float(ratio)}
+
+
+def near_memory_provider_config(inventory, name=None):
+    """A Nova provider config (``[compute] provider_config_location``).
+
+    :param inventory: from :func:`near_memory_inventory`.
+    :param name: the compute node's name; None identifies every compute node
+        of the nova-compute that reads the file (``$COMPUTE_NODE``).
+    :returns: a dict to write as YAML.
+    """
+    ident = {'name': name} if name else {'uuid': '$COMPUTE_NODE'}
+    return {
+        'meta': {'schema_version': '1.0'},
+        'providers': [{
+            'identification': ident,
+            'inventories': {'additional': [{NEAR_MEMORY_RC: dict(inventory)}]},
+        }],
+    }

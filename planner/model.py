@@ -18,7 +18,8 @@ gives the minimum is named (the "binding" resource):
     the flavor's ``pmem:`` extra specs exclude the node's memory mode (read
     by the scheduler's own parser): 0 VMs.
 ``vcpu``
-    ``floor(sockets x threads x cpu_overcommit / flavor vCPUs)``.
+    ``floor(sockets x threads x cpu_overcommit / flavor vCPUs)``; left out
+    for a discovered node that does not report its vCPUs.
 ``memory``
     ``floor((visible GB - host_reserve_gb) x memory_cap / used GB)``: the
     field notes' rule (90% of visible memory, divided by what a VM really
@@ -135,6 +136,39 @@ def node(config, policies):
                 findings=tuple(population.check(config)))
 
 
+@dataclasses.dataclass(frozen=True)
+class DiscoveredConfig:
+    """Stands for the configuration of a node known only by what it reports.
+
+    :func:`limits` and :func:`fit` read a node's ``config.name`` and
+    ``config.mode`` only.
+    """
+
+    name: str
+    mode: str
+
+
+def discovered_node(name, mode, visible_memory_gb, dram_cache_gb,
+                    vcpus=None, region_gb=()):
+    """Build a :class:`Node` from a discovered host's figures.
+
+    For hosts that exist (``nova-pmem-planner fleet``): no DIMM population,
+    price or power, only what the host reports. The DRAM cache is read back
+    through the aggregate metadata the scheduler would see, as in
+    :func:`host_profile`. ``vcpus`` None (not reported) leaves out the vcpu
+    constraint.
+    """
+    metadata = {profile.MODE_KEY: mode}
+    if mode == profile.MEMORY_MODE:
+        metadata[profile.DRAM_CACHE_KEY] = _gb_text(dram_cache_gb)
+    prof = profile.from_metadata([metadata])
+    return Node(config=DiscoveredConfig(name=name, mode=mode), profile=prof,
+                visible_memory_gb=float(visible_memory_gb),
+                dram_cache_gb=prof.dram_cache_gb or 0.0,
+                region_gb=tuple(region_gb), vcpus=vcpus, cost=0.0,
+                watts=0.0, findings=())
+
+
 def limits(node_, workload, policies):
     """VMs per node allowed by each constraint that applies."""
     mode = node_.config.mode
@@ -142,8 +176,9 @@ def limits(node_, workload, policies):
     result = {}
     if mode not in request.modes:
         result['mode'] = 0
-    result['vcpu'] = _floor(node_.vcpus * policies.cpu_overcommit
-                            / workload.vcpus)
+    if node_.vcpus is not None:
+        result['vcpu'] = _floor(node_.vcpus * policies.cpu_overcommit
+                                / workload.vcpus)
     usable = max(node_.visible_memory_gb - policies.host_reserve_gb, 0.0)
     result['memory'] = _floor(usable * policies.memory_cap
                               / workload.used_gb)

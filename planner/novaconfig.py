@@ -29,12 +29,21 @@ dram_cache      PmemCacheFilter: aggregate ``pmem_dram_cache_gb``, flavor
 mode            PmemModeFilter: aggregate ``pmem_mode``, flavor
                 ``pmem:modes`` / ``hw:pmem``
 =============== ==========================================================
+
+With ``placement_accounting``, the dram_cache constraint is also made
+atomic in Placement: each configuration's hosts report their DRAM as
+``CUSTOM_NEAR_MEMORY_MB`` through Nova's provider config, and each flavor
+requests its hot MB of it (``resources:CUSTOM_NEAR_MEMORY_MB``), both from
+the shared core (``profile.near_memory_inventory``,
+``extra_specs.near_memory_spec``).
 """
 
 import math
 
 import pandas as pd
+import yaml
 
+from nova_pmem_filters import extra_specs
 from nova_pmem_filters import profile
 
 from planner import model
@@ -81,12 +90,34 @@ def _fmt(value):
     return str(value)
 
 
-def settings(scen, workloads=None):
+# Where nova-compute reads provider configs by default.
+PROVIDER_CONFIG_FILE = '/etc/nova/provider_config/nova-pmem-near-memory.yaml'
+
+
+def near_memory_inventory(config, policies, ram_allocation_ratio):
+    """The CUSTOM_NEAR_MEMORY_MB inventory of the hosts of ``config``."""
+    return profile.near_memory_inventory(
+        config.mode, config.dram_gb,
+        cache_overcommit_ratio=float(policies.cache_overcommit),
+        ram_allocation_ratio=ram_allocation_ratio)
+
+
+def provider_config_yaml(inventory):
+    """The provider config of ``inventory``, as one line of YAML."""
+    return yaml.safe_dump(profile.near_memory_provider_config(inventory),
+                          default_flow_style=True,
+                          width=float('inf')).strip()
+
+
+def settings(scen, workloads=None, placement_accounting=False):
     """DataFrame of every Nova setting that realises the scenario's plan.
 
     :param workloads: names of the workloads to plan for (default all); the
         memory allocation ratio of a configuration is the smallest any of
         them needs, so that none is over-admitted.
+    :param placement_accounting: also emit the ``CUSTOM_NEAR_MEMORY_MB``
+        provider-config inventory of each configuration and the flavor
+        extra spec that requests it.
     """
     policies = scen.policies
     chosen = [scen.workloads[name] for name in (workloads or scen.workloads)]
@@ -123,6 +154,13 @@ def settings(scen, workloads=None):
             float(policies.cpu_overcommit),
             '[DEFAULT] cpu_allocation_ratio = %s'
             % _fmt(float(policies.cpu_overcommit)))
+        if placement_accounting:
+            inventory = near_memory_inventory(config, policies, ratio)
+            add('provider', '%s on the hosts in %s'
+                % (PROVIDER_CONFIG_FILE, agg), profile.NEAR_MEMORY_RC,
+                'total=%d allocation_ratio=%s'
+                % (inventory['total'], _fmt(inventory['allocation_ratio'])),
+                provider_config_yaml(inventory))
 
     sched = 'nova.conf of the schedulers'
     add('scheduler', sched, '[filter_scheduler] available_filters',
@@ -148,7 +186,11 @@ def settings(scen, workloads=None):
             '%d vCPU, %d MB' % (workload.vcpus, workload.ram_mb),
             'openstack flavor create --vcpus %d --ram %d --disk 0 %s'
             % (workload.vcpus, workload.ram_mb, workload.name))
-        for key, value in sorted(workload.extra_specs.items()):
+        specs = dict(workload.extra_specs)
+        if placement_accounting:
+            specs.update(extra_specs.near_memory_spec(workload.ram_mb,
+                                                      workload.hot_ratio))
+        for key, value in sorted(specs.items()):
             add('flavor', workload.name, key, value,
                 'openstack flavor set --property %s=%s %s'
                 % (key, value, workload.name))

@@ -26,6 +26,12 @@ class NovaConfig(lister.Lister):
         parser.add_argument(
             '--workload', action='append', default=None, metavar='NAME',
             help='plan for this workload only (repeatable; default: all)')
+        parser.add_argument(
+            '--placement-accounting', action='store_true',
+            help='also emit the CUSTOM_NEAR_MEMORY_MB provider-config '
+                 'inventory of each configuration and the flavor extra '
+                 'spec resources:CUSTOM_NEAR_MEMORY_MB, so that Placement '
+                 'enforces the DRAM-cache bound atomically')
         return parser
 
     def take_action(self, parsed_args):
@@ -36,4 +42,5 @@ class NovaConfig(lister.Lister):
                     '--workload', [], 'unknown workload %r (known: %s)'
                     % (name, ', '.join(sorted(scen.workloads))))
         return base.frame_rows(novaconfig.settings(
-            scen, workloads=parsed_args.workload))
+            scen, workloads=parsed_args.workload,
+            placement_accounting=parsed_args.placement_accounting))

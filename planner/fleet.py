@@ -1,0 +1,285 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The current fleet: a directory of discovered host profiles.
+
+Each ``*.json`` file is one host's profile as ``nova-pmem-discover`` prints
+it (``doc/source/host-profile-format.rst``). Hosts that are identical for the
+model (scheduler mode, visible memory, DRAM cache, vCPUs when reported,
+App-Direct regions) form one node kind, and the node model counts the VMs
+of each scenario workload on each kind.
+
+Every problem becomes a :class:`planner.scenario.ScenarioError` whose one
+line names the file and the key.
+"""
+
+import dataclasses
+import glob
+import json
+import math
+import os
+
+import pandas as pd
+
+from nova_pmem_filters import profile
+
+from planner import model
+from planner import scenario
+
+SCHEMA = 'nova-pmem-host-profile/1'
+MIXED = 'mixed'
+HARDWARE_MODES = profile.MODES + (MIXED,)
+
+TOTAL = 'total'
+
+
+@dataclasses.dataclass(frozen=True)
+class Host:
+    """What the model needs of one discovered host."""
+
+    source: str
+    hostname: str
+    mode: str
+    visible_memory_gb: float
+    dram_cache_gb: float
+    vcpus: int = None
+    region_gb: tuple = ()
+
+    @property
+    def kind_key(self):
+        return (self.mode, self.visible_memory_gb, self.dram_cache_gb,
+                self.vcpus, self.region_gb)
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """Identical hosts of the fleet."""
+
+    name: str
+    mode: str
+    visible_memory_gb: float
+    dram_cache_gb: float
+    vcpus: int
+    region_gb: tuple
+    hosts: tuple
+
+    @property
+    def count(self):
+        return len(self.hosts)
+
+    def node(self):
+        """The model's :class:`planner.model.Node` of one host of the kind."""
+        return model.discovered_node(
+            self.name, self.mode, self.visible_memory_gb, self.dram_cache_gb,
+            vcpus=self.vcpus, region_gb=self.region_gb)
+
+
+def _is_number(value):
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _number(data, key, source, positive=False):
+    if key not in data:
+        raise scenario.ScenarioError(source, [key], 'missing')
+    value = data[key]
+    if not _is_number(value) or value < 0 or (positive and value == 0):
+        raise scenario.ScenarioError(
+            source, [key], 'expected a %s number of GB, got %s'
+            % ('positive' if positive else 'non-negative',
+               json.dumps(value)))
+    return float(value)
+
+
+def _text(data, key, source, allowed=None):
+    if key not in data:
+        raise scenario.ScenarioError(source, [key], 'missing')
+    value = data[key]
+    if not isinstance(value, str) or not value.strip():
+        raise scenario.ScenarioError(source, [key], 'expected a non-empty '
+                                     'string, got %s' % json.dumps(value))
+    if allowed is not None and value not in allowed:
+        raise scenario.ScenarioError(source, [key], '%s is not one of %s'
+                                     % (json.dumps(value),
+                                        ', '.join(allowed)))
+    return value
+
+
+def _regions(data, source):
+    regions = data.get('regions', [])
+    if not isinstance(regions, list):
+        raise scenario.ScenarioError(source, ['regions'], 'expected a list')
+    sizes = []
+    for i, region in enumerate(regions):
+        if not isinstance(region, dict):
+            raise scenario.ScenarioError(source, ['regions', i],
+                                         'expected an object')
+        sizes.append(_number(region, 'size_gb', '%s: regions.%d'
+                             % (source, i)))
+    return tuple(sorted(sizes))
+
+
+def parse_host(data, source):
+    """Check one host profile and keep what the model needs.
+
+    :raises planner.scenario.ScenarioError: naming ``source`` and the key.
+    """
+    if not isinstance(data, dict):
+        raise scenario.ScenarioError(source, [], 'expected a JSON object')
+    if data.get('schema') != SCHEMA:
+        raise scenario.ScenarioError(
+            source, ['schema'], 'expected %s, got %s'
+            % (json.dumps(SCHEMA), json.dumps(data.get('schema'))))
+    hostname = _text(data, 'hostname', source)
+    _text(data, 'mode', source, HARDWARE_MODES)
+    mode = _text(data, 'scheduler_mode', source, profile.MODES)
+    visible = _number(data, 'visible_memory_gb', source, positive=True)
+    cache = _number(data, 'dram_cache_gb', source)
+    if mode == profile.MEMORY_MODE and not cache:
+        raise scenario.ScenarioError(
+            source, ['dram_cache_gb'], 'a %s host needs a positive DRAM '
+            'cache, got %s' % (mode, json.dumps(data['dram_cache_gb'])))
+    if mode != profile.MEMORY_MODE:
+        # Only Memory Mode has a DRAM cache, as for the scheduler.
+        cache = 0.0
+    vcpus = data.get('vcpus')
+    if vcpus is not None and (not isinstance(vcpus, int)
+                              or isinstance(vcpus, bool) or vcpus < 1):
+        raise scenario.ScenarioError(source, ['vcpus'], 'expected a '
+                                     'positive integer, got %s'
+                                     % json.dumps(vcpus))
+    regions = _regions(data, source) if mode == profile.APP_DIRECT else ()
+    return Host(source=source, hostname=hostname, mode=mode,
+                visible_memory_gb=visible, dram_cache_gb=cache, vcpus=vcpus,
+                region_gb=regions)
+
+
+def read_host(path):
+    """Read and check one profile file."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+    except OSError as exc:
+        raise scenario.ScenarioError(path, [], 'cannot read the file: %s'
+                                     % exc.strerror)
+    except UnicodeDecodeError:
+        raise scenario.ScenarioError(path, [], 'not UTF-8 text')
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise scenario.ScenarioError(path, [], 'not valid JSON: %s' % exc)
+    return parse_host(data, path)
+
+
+def _gb(value):
+    return '%g' % value
+
+
+def kind_name(host):
+    parts = [host.mode, '%sG' % _gb(host.visible_memory_gb)]
+    if host.mode == profile.MEMORY_MODE:
+        parts.append('%sG-cache' % _gb(host.dram_cache_gb))
+    if host.vcpus is not None:
+        parts.append('%dc' % host.vcpus)
+    return '-'.join(parts)
+
+
+def group(hosts):
+    """Group hosts into kinds, in order of mode, memory and cache."""
+    by_key = {}
+    for host in hosts:
+        by_key.setdefault(host.kind_key, []).append(host)
+    kinds = []
+    names = {}
+    for key in sorted(by_key, key=lambda k: (
+            profile.MODES.index(k[0]), k[1], k[2], k[3] or 0, k[4])):
+        members = sorted(by_key[key], key=lambda h: h.hostname)
+        first = members[0]
+        name = kind_name(first)
+        names[name] = names.get(name, 0) + 1
+        if names[name] > 1:
+            # Same figures but other App-Direct regions.
+            name = '%s-%d' % (name, names[name])
+        kinds.append(Kind(name=name, mode=first.mode,
+                          visible_memory_gb=first.visible_memory_gb,
+                          dram_cache_gb=first.dram_cache_gb,
+                          vcpus=first.vcpus, region_gb=first.region_gb,
+                          hosts=tuple(h.hostname for h in members)))
+    return kinds
+
+
+def load(directory):
+    """The node kinds of the fleet described by ``directory/*.json``.
+
+    :raises planner.scenario.ScenarioError: on the first bad file, on a
+        hostname given by two files and on a directory with no profile.
+    """
+    if not os.path.isdir(directory):
+        raise scenario.ScenarioError(directory, [], 'not a directory')
+    paths = sorted(glob.glob(os.path.join(directory, '*.json')))
+    if not paths:
+        raise scenario.ScenarioError(directory, [], 'no *.json host '
+                                     'profile in the directory')
+    hosts = []
+    seen = {}
+    for path in paths:
+        host = read_host(path)
+        if host.hostname in seen:
+            raise scenario.ScenarioError(
+                path, ['hostname'], '%s is also described by %s'
+                % (json.dumps(host.hostname), seen[host.hostname]))
+        seen[host.hostname] = path
+        hosts.append(host)
+    return group(hosts)
+
+
+def columns(scen):
+    cols = ['kind', 'hosts', 'mode', 'visible_memory_gb', 'dram_cache_gb',
+            'vcpus', 'count']
+    for name in scen.workloads:
+        cols += [name, '%s_binding' % name, '%s_fleet' % name]
+    return cols
+
+
+def table(kinds, scen):
+    """One row per kind and a ``total`` row.
+
+    For each workload: ``<workload>`` is VMs per node of the kind (the
+    model's density), ``<workload>_binding`` the constraint that binds and
+    ``<workload>_fleet`` VMs on all hosts of the kind; the total row sums
+    the hosts and the fleet columns.
+    """
+    policies = scen.policies
+    rows = []
+    totals = {TOTAL: 0}
+    for kind in kinds:
+        node = kind.node()
+        row = {'kind': kind.name, 'hosts': ','.join(kind.hosts),
+               'mode': kind.mode,
+               'visible_memory_gb': round(kind.visible_memory_gb, 1),
+               'dram_cache_gb': round(kind.dram_cache_gb, 1),
+               'vcpus': kind.vcpus, 'count': kind.count}
+        totals[TOTAL] += kind.count
+        for name, workload in scen.workloads.items():
+            vms, binding = model.density(node, workload, policies)
+            row[name] = vms
+            row['%s_binding' % name] = binding
+            row['%s_fleet' % name] = vms * kind.count
+            totals[name] = totals.get(name, 0) + vms * kind.count
+        rows.append(row)
+    total = {'kind': TOTAL, 'count': totals[TOTAL]}
+    for name in scen.workloads:
+        total['%s_fleet' % name] = totals.get(name, 0)
+    rows.append(total)
+    # Objects: integers stay integers next to the empty cells of the total
+    # row, which stay None.
+    return pd.DataFrame(rows, columns=columns(scen),
+                        dtype=object).replace({math.nan: None})
