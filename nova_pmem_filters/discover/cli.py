@@ -1,0 +1,164 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The ``nova-pmem-discover`` command.
+
+argparse rather than cliff: the command has no subcommands, and a cliff
+application started with no arguments opens an interactive shell, which a
+compute host's automation must never get.
+
+Exit status: 0 success; 1 a tool is missing, fails, hangs or prints what we
+cannot read (or the host cannot give what was asked, e.g. --libvirt on a
+Memory-Mode host); 2 bad options, --from directory, --plan or output path.
+Every failure is one line on stderr.
+"""
+
+import argparse
+import json
+import sys
+
+from nova_pmem_filters.discover import derive
+from nova_pmem_filters.discover import errors
+from nova_pmem_filters.discover import outputs
+from nova_pmem_filters.discover import runner
+
+PROG = 'nova-pmem-discover'
+
+
+class _Parser(argparse.ArgumentParser):
+
+    def error(self, message):
+        raise errors.UsageError(message)
+
+
+def _timeout(raw):
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError('not a number: %r' % raw)
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(
+            'must be more than 0 and at most 3600 seconds')
+    return value
+
+
+def build_parser():
+    parser = _Parser(
+        prog=PROG,
+        description='Read ipmctl and ndctl and describe this compute host '
+                    'for Nova: memory profile, aggregate metadata, provider '
+                    'config and [libvirt] pmem_namespaces.')
+    view = parser.add_mutually_exclusive_group()
+    view.add_argument('--json', dest='view', action='store_const',
+                      const='json', help='print the profile as JSON '
+                      '(default)')
+    view.add_argument('--table', dest='view', action='store_const',
+                      const='table', help='print the profile as tables')
+    view.add_argument('--aggregate', dest='view', action='store_const',
+                      const='aggregate', help='print the aggregate '
+                      'metadata and the openstack commands that set it')
+    view.add_argument('--libvirt', dest='view', action='store_const',
+                      const='libvirt', help='print [libvirt] '
+                      'pmem_namespaces from named devdax namespaces')
+    parser.add_argument('--plan', metavar='SPEC',
+                        help='with --libvirt: also print the ndctl '
+                        'commands that carve COUNTxSIZE devdax namespaces, '
+                        'e.g. 4x32G or 4x32G,2x128G')
+    parser.add_argument('--aggregate-name', metavar='NAME',
+                        help='with --aggregate: aggregate name (default: '
+                        'from mode and DRAM cache size)')
+    parser.add_argument('--provider-config', metavar='PATH',
+                        help='write a Nova provider config (YAML) to PATH, '
+                        'atomically, after validating it')
+    parser.add_argument('--ram-allocation-ratio', type=float, default=1.0,
+                        metavar='RATIO',
+                        help="the host's [DEFAULT] ram_allocation_ratio: the "
+                        'allocation ratio of the near-memory inventory of '
+                        'dram and app_direct hosts (default 1.0)')
+    parser.add_argument('--cache-overcommit-ratio', type=float, default=1.0,
+                        metavar='RATIO',
+                        help="the schedulers' [pmem] cache_overcommit_ratio:"
+                        ' the allocation ratio of the near-memory inventory '
+                        'of memory_mode hosts (default 1.0)')
+    parser.add_argument('--from', dest='from_dir', metavar='DIR',
+                        help='read saved tool outputs from DIR instead of '
+                        'running the tools')
+    parser.add_argument('--timeout', type=_timeout, default=30.0,
+                        metavar='SECONDS',
+                        help='time limit of each tool run (default 30)')
+    parser.add_argument('--hostname', help='host name to report (default: '
+                        'DIR/hostname with --from, else this host)')
+    parser.add_argument('--debug', action='store_true',
+                        help='show a traceback on unexpected errors')
+    parser.set_defaults(view='json')
+    return parser
+
+
+def _run(args, stdout):
+    if args.plan and args.view != 'libvirt':
+        raise errors.UsageError('--plan needs --libvirt')
+    if args.aggregate_name and args.view != 'aggregate':
+        raise errors.UsageError('--aggregate-name needs --aggregate')
+    if args.plan:
+        outputs.parse_plan(args.plan)
+    if args.from_dir:
+        source = runner.DirRunner(args.from_dir)
+    else:
+        source = runner.LiveRunner(timeout=args.timeout)
+    prof = derive.discover(source, hostname=args.hostname)
+
+    if args.provider_config:
+        text = outputs.render_provider_config(outputs.provider_config(
+            prof, ram_allocation_ratio=args.ram_allocation_ratio,
+            cache_overcommit_ratio=args.cache_overcommit_ratio))
+        outputs.write_atomic(args.provider_config, text)
+
+    if args.view == 'table':
+        lines = outputs.table_lines(prof)
+    elif args.view == 'aggregate':
+        lines = outputs.aggregate_lines(prof, args.aggregate_name)
+    elif args.view == 'libvirt':
+        lines = outputs.libvirt_lines(prof, args.plan)
+    else:
+        lines = [json.dumps(prof, indent=2)]
+    stdout.write('\n'.join(lines) + '\n')
+    return 0
+
+
+def main(argv=None, stdout=None, stderr=None):
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = '--debug' in argv
+    try:
+        args = build_parser().parse_args(argv)
+        return _run(args, stdout)
+    except errors.DiscoveryError as exc:
+        stderr.write('%s: error: %s\n' % (PROG, exc))
+        return exc.exit_code
+    except SystemExit as exc:
+        # --help and --version exit through argparse.
+        return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        stderr.write('%s: interrupted\n' % PROG)
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        # Never a traceback on a compute host's console: one line.
+        stderr.write('%s: error: unexpected %s: %s (use --debug)\n'
+                     % (PROG, type(exc).__name__,
+                        ' '.join(str(exc).split())[:300]))
+        return errors.EXIT_TOOL
+
+
+if __name__ == '__main__':
+    sys.exit(main())

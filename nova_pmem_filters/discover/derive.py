@@ -1,0 +1,257 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""From the tools' outputs to the host profile of host-profile-format.rst.
+
+Rules (doc/source/discovery.rst repeats them for operators):
+
+- No PMem modules (or ipmctl refused us and ndctl lists no region): mode
+  ``dram``, with a note.
+- Otherwise the PMem capacity ipmctl reports as volatile (Memory Mode) and
+  App Direct gives ``memory_mode_percent``: 100 is ``memory_mode``, 0 is
+  ``app_direct``, anything between is ``mixed`` (scheduled as
+  ``memory_mode``, the conservative choice: the host's DRAM is a cache).
+- ``dram_cache_gb`` is the DDR ipmctl reports as cache; ipmctl reports DDR
+  per platform only, so each socket gets an equal share of it.
+- Regions, namespaces and their sizes are what ndctl reports.
+"""
+
+import re
+
+from nova_pmem_filters.discover import errors
+from nova_pmem_filters.discover import ipmctl
+from nova_pmem_filters.discover import ndctl
+from nova_pmem_filters import profile
+
+SCHEMA = 'nova-pmem-host-profile/1'
+MIXED = 'mixed'
+MODES = profile.MODES + (MIXED,)
+
+GIB = 2 ** 30
+
+
+def _gb(value):
+    return round(float(value), 2)
+
+
+def _meminfo_gib(text):
+    match = re.search(r'^MemTotal:\s+([0-9]+)\s+kB', text or '', re.M)
+    if not match:
+        return None
+    return int(match.group(1)) / 2.0 ** 20
+
+
+def discover(runner, hostname=None):
+    """Run (or read) the tools and return the profile as a dict."""
+    notes = []
+    hostname = hostname or runner.hostname() or 'localhost'
+    ndctl_regions, namespaces = ndctl.parse(runner.run('ndctl'))
+
+    dimm_out = runner.run('dimm')
+    state = ipmctl.classify(dimm_out)
+    if state == ipmctl.NO_ACCESS and ndctl_regions:
+        raise errors.DiscoveryError(
+            '%s: no access to the PMem modules (run as root): %s'
+            % (dimm_out.source, ipmctl._first_line(dimm_out.text)))
+    if state != ipmctl.OK:
+        notes.append('no PMem modules found (ipmctl: %s)'
+                     % ipmctl._first_line(dimm_out.text)
+                     if state == ipmctl.NO_MODULES else
+                     'no access to PMem modules and ndctl lists no region '
+                     '(ipmctl: %s)' % ipmctl._first_line(dimm_out.text))
+        return _dram_profile(runner, hostname, notes, namespaces)
+
+    dimms = ipmctl.dimms(dimm_out)
+    mem_out = runner.run('memoryresources')
+    ipmctl.classify(mem_out)
+    resources = ipmctl.memory_resources(mem_out)
+    region_out = runner.run('region')
+    ipmctl.classify(region_out)
+    ipm_regions = ipmctl.regions(region_out)
+    socket_out = runner.run('socket')
+    ipmctl.classify(socket_out)
+    socket_ids = sorted(set(ipmctl.sockets(socket_out))
+                        | {d['socket'] for d in dimms})
+
+    mm_gb = resources['volatile_pmem']
+    ad_gb = resources['appdirect_pmem']
+    pmem_gb = sum(d['capacity_gb'] for d in dimms)
+    if mm_gb + ad_gb <= 0:
+        notes.append('PMem modules are installed but not provisioned '
+                     '(no Memory Mode or App Direct capacity)')
+        mode = profile.DRAM
+        percent = 0
+    else:
+        percent = int(round(100.0 * mm_gb / (mm_gb + ad_gb)))
+        if mm_gb <= 0:
+            mode = profile.APP_DIRECT
+        elif ad_gb <= 0:
+            mode = profile.MEMORY_MODE
+        else:
+            mode = MIXED
+            # A tiny share still rounds to a partial mode, never to 0/100.
+            percent = min(max(percent, 1), 99)
+            notes.append('partial Memory Mode: %d%% of the PMem capacity '
+                         'is memory, the rest App Direct' % percent)
+
+    dram_gb = resources.get('physical_ddr')
+    if dram_gb is None:
+        dram_gb = ((resources.get('volatile_ddr') or 0.0)
+                   + (resources.get('cache_ddr') or 0.0))
+    if not dram_gb:
+        dram_gb = _meminfo_gib(runner.meminfo()) or 0.0
+        notes.append('ipmctl reports no DDR capacity; DRAM size is '
+                     'MemTotal of /proc/meminfo')
+    if mm_gb > 0:
+        cache_gb = resources.get('cache_ddr')
+        if cache_gb is None:
+            cache_gb = dram_gb
+    else:
+        cache_gb = 0.0
+    volatile = resources.get('volatile_ddr')
+    if volatile is None:
+        volatile = 0.0 if mm_gb > 0 else dram_gb
+    visible_gb = volatile + mm_gb
+
+    sockets = _sockets(socket_ids, dimms, ipm_regions, ndctl_regions,
+                       dram_gb, cache_gb, mm_gb, pmem_gb)
+    socket_of_region = _socket_of_region(ipm_regions, ndctl_regions)
+    if ad_gb > 0 and not ndctl_regions:
+        notes.append('ipmctl reports App Direct capacity but ndctl lists '
+                     'no region (is the nvdimm driver loaded?)')
+    return {
+        'schema': SCHEMA,
+        'hostname': hostname,
+        'mode': mode,
+        'scheduler_mode': scheduler_mode(mode),
+        'memory_mode_percent': percent,
+        'dram_gb': _gb(dram_gb),
+        'pmem_gb': _gb(pmem_gb),
+        'visible_memory_gb': _gb(visible_gb),
+        'dram_cache_gb': _gb(cache_gb),
+        'app_direct_gb': _gb(ad_gb),
+        'sockets': sockets,
+        'dimms': [{'id': d['id'], 'socket': d['socket'], 'type': 'pmem',
+                   'capacity_gb': _gb(d['capacity_gb'])} for d in dimms],
+        'regions': [_region(r, socket_of_region) for r in ndctl_regions],
+        'namespaces': [_namespace(n) for n in namespaces],
+        'notes': notes,
+    }
+
+
+def scheduler_mode(mode):
+    """What goes into the pmem_mode aggregate key for ``mode``."""
+    return profile.MEMORY_MODE if mode == MIXED else mode
+
+
+def _dram_profile(runner, hostname, notes, namespaces):
+    dram_gb = _meminfo_gib(runner.meminfo())
+    if dram_gb is None:
+        dram_gb = 0.0
+        notes.append('DRAM size unknown (no MemTotal in /proc/meminfo)')
+    else:
+        notes.append('DRAM size is MemTotal of /proc/meminfo')
+    if namespaces:
+        notes.append('ndctl lists namespaces but no PMem module was found')
+    return {
+        'schema': SCHEMA,
+        'hostname': hostname,
+        'mode': profile.DRAM,
+        'scheduler_mode': profile.DRAM,
+        'memory_mode_percent': 0,
+        'dram_gb': _gb(dram_gb),
+        'pmem_gb': 0.0,
+        'visible_memory_gb': _gb(dram_gb),
+        'dram_cache_gb': 0.0,
+        'app_direct_gb': 0.0,
+        'sockets': [],
+        'dimms': [],
+        'regions': [],
+        'namespaces': [],
+        'notes': notes,
+    }
+
+
+def _unsigned(iset_id):
+    return None if iset_id is None else iset_id & (2 ** 64 - 1)
+
+
+def _socket_of_region(ipm_regions, ndctl_regions):
+    """ndctl region dev -> socket: by interleave set id, else NUMA node."""
+    by_iset = {_unsigned(r['iset_id']): r['socket'] for r in ipm_regions
+               if r['iset_id'] is not None}
+    result = {}
+    for region in ndctl_regions:
+        socket = by_iset.get(_unsigned(region['iset_id']))
+        if socket is None:
+            # One NUMA node per socket (sub-NUMA clustering off).
+            socket = region['numa_node']
+        result[region['dev']] = socket
+    return result
+
+
+def _sockets(socket_ids, dimms, ipm_regions, ndctl_regions, dram_gb,
+             cache_gb, mm_gb, pmem_gb):
+    numa_of_socket = {}
+    by_iset = {_unsigned(r['iset_id']): r['socket'] for r in ipm_regions
+               if r['iset_id'] is not None}
+    for region in ndctl_regions:
+        socket = by_iset.get(_unsigned(region['iset_id']))
+        if socket is not None and region['numa_node'] is not None:
+            numa_of_socket[socket] = region['numa_node']
+    count = len(socket_ids) or 1
+    result = []
+    for socket in socket_ids:
+        mine = [d for d in dimms if d['socket'] == socket]
+        s_pmem = sum(d['capacity_gb'] for d in mine)
+        if mine and all(d['memory_gb'] is not None for d in mine):
+            s_mm = sum(d['memory_gb'] for d in mine)
+        else:
+            s_mm = mm_gb * s_pmem / pmem_gb if pmem_gb else 0.0
+        s_regions = [r for r in ipm_regions if r['socket'] == socket]
+        if s_regions:
+            s_ad = sum(r['capacity_gb'] for r in s_regions)
+        else:
+            s_ad = sum(d['app_direct_gb'] or 0.0 for d in mine)
+        result.append({
+            'socket': socket,
+            'numa_node': numa_of_socket.get(socket, socket),
+            'dram_gb': _gb(dram_gb / count),
+            'pmem_gb': _gb(s_pmem),
+            'memory_mode_gb': _gb(s_mm),
+            'app_direct_gb': _gb(s_ad),
+            'dram_cache_gb': _gb(cache_gb / count if s_mm > 0 else 0.0),
+        })
+    return result
+
+
+def _region(region, socket_of_region):
+    return {
+        'id': region['dev'],
+        'socket': socket_of_region.get(region['dev']),
+        'numa_node': region['numa_node'],
+        'size_gb': _gb(region['size'] / GIB),
+        'available_gb': _gb(region['available_size'] / GIB),
+    }
+
+
+def _namespace(ns):
+    return {
+        'name': ns['name'],
+        'dev': ns['dev'],
+        'mode': ns['mode'],
+        'region': ns['region'],
+        'numa_node': ns['numa_node'],
+        'size_gb': _gb(ns['size'] / GIB),
+        'chardev': ns['chardev'],
+        'blockdev': ns['blockdev'],
+        'align': ns['align'],
+    }

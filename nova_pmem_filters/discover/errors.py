@@ -1,0 +1,38 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The two kinds of failure of ``nova-pmem-discover`` and their exit codes.
+
+Every error carries a one-line message; the command prints it on stderr and
+exits with the class's ``exit_code``.
+"""
+
+# What the user gave us is wrong: options, --from directory, --plan, output
+# path.
+EXIT_USAGE = 2
+# A tool is missing, fails, hangs or prints what we cannot read.
+EXIT_TOOL = 1
+
+
+class DiscoveryError(Exception):
+    """A tool failed or printed something we cannot read (exit 1)."""
+
+    exit_code = EXIT_TOOL
+
+    def __init__(self, message):
+        # One line, whatever the tool printed.
+        super().__init__(' '.join(str(message).split()))
+
+
+class UsageError(DiscoveryError):
+    """Bad options, input directory or output path (exit 2)."""
+
+    exit_code = EXIT_USAGE

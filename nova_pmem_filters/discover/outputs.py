@@ -1,0 +1,421 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What the host profile means for Nova: aggregate metadata, a provider
+config file and the ``[libvirt] pmem_namespaces`` value.
+"""
+
+import math
+import os
+import re
+import shlex
+import tempfile
+
+import jsonschema
+import yaml
+
+from nova_pmem_filters.discover import derive
+from nova_pmem_filters.discover import errors
+from nova_pmem_filters import profile
+
+TRAIT_PREFIX = 'CUSTOM_PMEM_MODE_'
+# DRAM in front of Memory-Mode PMem, in MB; Placement accounting of the
+# DRAM cache is built on this resource class name.
+NEAR_MEMORY_RC = profile.NEAR_MEMORY_RC
+# Every compute node root provider of the nova-compute reading the file.
+COMPUTE_NODE = '$COMPUTE_NODE'
+
+# The part of Nova's provider config schema 1.0 (nova/compute/
+# provider_config.py) that we write, plus its custom-name rule. Nova is not
+# imported here: this runs on compute hosts, but a file Nova refuses stops
+# nova-compute, so it is checked before it is written.
+_CUSTOM_NAME = '^CUSTOM_[A-Z0-9_]{1,248}$'
+_INVENTORY = {
+    'type': 'object',
+    'properties': {
+        'total': {'type': 'integer', 'minimum': 1},
+        'reserved': {'type': 'integer', 'minimum': 0},
+        'min_unit': {'type': 'integer', 'minimum': 1},
+        'max_unit': {'type': 'integer', 'minimum': 1},
+        'step_size': {'type': 'integer', 'minimum': 1},
+        'allocation_ratio': {'type': 'number', 'exclusiveMinimum': 0},
+    },
+    'required': ['total'],
+    'additionalProperties': False,
+}
+PROVIDER_CONFIG_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'meta': {
+            'type': 'object',
+            'properties': {'schema_version': {'type': 'string',
+                                              'const': '1.0'}},
+            'required': ['schema_version'],
+        },
+        'providers': {
+            'type': 'array',
+            'minItems': 1,
+            'items': {
+                'type': 'object',
+                'properties': {
+                    'identification': {
+                        'type': 'object',
+                        'properties': {'uuid': {'const': COMPUTE_NODE}},
+                        'required': ['uuid'],
+                        'additionalProperties': False,
+                    },
+                    'traits': {
+                        'type': 'object',
+                        'properties': {'additional': {
+                            'type': 'array', 'minItems': 1,
+                            'items': {'type': 'string',
+                                      'pattern': _CUSTOM_NAME}}},
+                        'required': ['additional'],
+                        'additionalProperties': False,
+                    },
+                    'inventories': {
+                        'type': 'object',
+                        'properties': {'additional': {
+                            'type': 'array',
+                            'items': {
+                                'type': 'object',
+                                'patternProperties': {
+                                    _CUSTOM_NAME: _INVENTORY},
+                                'additionalProperties': False,
+                                'minProperties': 1,
+                            }}},
+                        'additionalProperties': False,
+                    },
+                },
+                'required': ['identification', 'traits'],
+                'additionalProperties': False,
+            },
+        },
+    },
+    'required': ['meta', 'providers'],
+    'additionalProperties': False,
+}
+
+
+def _number(value):
+    """192.0 -> '192', 190.5 -> '190.5' (what goes into metadata)."""
+    value = float(value)
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+# --- aggregates -----------------------------------------------------------
+
+def aggregate_metadata(prof):
+    """The aggregate metadata of the host, as ordered (key, value) pairs."""
+    mode = prof['scheduler_mode']
+    pairs = [(profile.MODE_KEY, mode)]
+    if mode == profile.MEMORY_MODE:
+        pairs.append((profile.DRAM_CACHE_KEY,
+                      _number(prof['dram_cache_gb'])))
+    return pairs
+
+
+def aggregate_name(prof):
+    """One aggregate per mode and, in Memory Mode, per DRAM cache size."""
+    mode = prof['scheduler_mode']
+    if mode == profile.MEMORY_MODE:
+        return 'pmem-memory-mode-%sgb' % _number(
+            prof['dram_cache_gb']).replace('.', '_')
+    return 'pmem-%s' % mode.replace('_', '-')
+
+
+def aggregate_lines(prof, name=None):
+    name = name or aggregate_name(prof)
+    pairs = aggregate_metadata(prof)
+    lines = ['%s=%s' % pair for pair in pairs]
+    props = ' '.join('--property %s' % shlex.quote('%s=%s' % pair)
+                     for pair in pairs)
+    lines.append('openstack aggregate set %s %s'
+                 % (props, shlex.quote(name)))
+    lines.append('openstack aggregate add host %s %s'
+                 % (shlex.quote(name), shlex.quote(prof['hostname'])))
+    return lines
+
+
+# --- provider config ------------------------------------------------------
+
+def traits(prof):
+    """CUSTOM_PMEM_MODE_<MODE>; a mixed host also gets its scheduler mode's.
+
+    A flavor that requires CUSTOM_PMEM_MODE_MEMORY_MODE then lands on mixed
+    hosts too, as the pmem_mode aggregate key sends it there.
+    """
+    names = [TRAIT_PREFIX + prof['mode'].upper()]
+    if prof['scheduler_mode'] != prof['mode']:
+        names.append(TRAIT_PREFIX + prof['scheduler_mode'].upper())
+    return names
+
+
+def provider_config(prof, ram_allocation_ratio=1.0,
+                    cache_overcommit_ratio=1.0):
+    """The Nova provider config of a host: traits and near memory.
+
+    Every host reports ``CUSTOM_NEAR_MEMORY_MB`` (see
+    :func:`nova_pmem_filters.profile.near_memory_inventory`): the DRAM cache
+    of a Memory-Mode host, the DRAM of any other, so that flavors which
+    request near memory can land on every mode.
+    """
+    provider = {
+        'identification': {'uuid': COMPUTE_NODE},
+        'traits': {'additional': traits(prof)},
+    }
+    if prof['scheduler_mode'] == profile.MEMORY_MODE:
+        near_gb = prof['dram_cache_gb']
+    else:
+        near_gb = prof['dram_gb']
+    inventory = profile.near_memory_inventory(
+        prof['scheduler_mode'], near_gb,
+        cache_overcommit_ratio=cache_overcommit_ratio,
+        ram_allocation_ratio=ram_allocation_ratio)
+    if inventory['total'] > 0:
+        provider['inventories'] = {'additional': [
+            {profile.NEAR_MEMORY_RC: inventory}]}
+    return {'meta': {'schema_version': '1.0'}, 'providers': [provider]}
+
+
+def validate_provider_config(config):
+    """Raise DiscoveryError unless ``config`` is one Nova would load."""
+    try:
+        jsonschema.validate(config, PROVIDER_CONFIG_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        raise errors.DiscoveryError(
+            'generated provider config is invalid at %s: %s'
+            % ('/'.join(str(p) for p in exc.absolute_path) or '(top)',
+               exc.message))
+    for provider in config['providers']:
+        for inventory in provider.get('inventories', {}).get(
+                'additional', []):
+            for rc, inv in inventory.items():
+                if not (inv.get('min_unit', 1) <= inv.get('max_unit', 1)
+                        <= inv['total']):
+                    raise errors.DiscoveryError(
+                        'generated provider config: %s needs min_unit <= '
+                        'max_unit <= total' % rc)
+
+
+def render_provider_config(config):
+    validate_provider_config(config)
+    text = ('# Written by nova-pmem-discover; regenerate rather than edit.\n'
+            + yaml.safe_dump(config, default_flow_style=False,
+                             sort_keys=False))
+    # What Nova will read back must be what we validated.
+    if yaml.safe_load(text) != config:
+        raise errors.DiscoveryError(
+            'provider config does not survive a YAML round trip')
+    return text
+
+
+def write_atomic(path, text, mode=0o644):
+    """Replace ``path`` with ``text`` or leave it as it was.
+
+    The text goes to a temporary file in the same directory (not matching
+    Nova's ``*.yaml`` glob), is fsynced and renamed over ``path``.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(
+            dir=directory, prefix='.%s.' % os.path.basename(path),
+            suffix='.tmp')
+    except OSError as exc:
+        raise errors.UsageError('%s: cannot write: %s'
+                                % (path, exc.strerror or exc))
+    try:
+        with os.fdopen(fd, 'w') as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise errors.UsageError('%s: cannot write: %s'
+                                    % (path, exc.strerror or exc))
+        raise
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+# --- libvirt vPMEM ------------------------------------------------------
+
+def label_for(size_gb):
+    """Label of a namespace of ``size_gb`` usable GiB, e.g. '128GB'.
+
+    ndctl reports the usable size, a little below the size the namespace
+    was created with (metadata, alignment). The label is that size rounded
+    up to a multiple of 8 GiB (of 1 GiB below 16 GiB): 124.03 -> '128GB',
+    31.5 -> '32GB', 3.94 -> '4GB'.
+    """
+    step = 8 if size_gb >= 16 else 1
+    value = int(math.ceil(round(size_gb, 2) / step)) * step
+    return '%dGB' % max(value, 1)
+
+
+def _label_key(label):
+    return (int(label[:-2]), label)
+
+
+def pmem_namespaces(entries):
+    """'LABEL:ns0|ns1,...' from (label, name) pairs, small labels first."""
+    groups = {}
+    for label, name in entries:
+        groups.setdefault(label, []).append(name)
+    return ','.join('%s:%s' % (label, '|'.join(groups[label]))
+                    for label in sorted(groups, key=_label_key))
+
+
+def named_devdax(prof):
+    return [(label_for(ns['size_gb']), ns['name'])
+            for ns in prof['namespaces']
+            if ns['mode'] == 'devdax' and ns['name']]
+
+
+_PLAN_ITEM = re.compile(r'^([0-9]+)[xX]([0-9]+)\s*([GT])(?:i?B)?$')
+
+
+def parse_plan(spec):
+    """'4x32G[,2x128G]' -> [(count, size_gib), ...]."""
+    items = []
+    for part in spec.split(','):
+        match = _PLAN_ITEM.match(part.strip())
+        if not match:
+            raise errors.UsageError(
+                '--plan %r: expected COUNTxSIZE[G|T][,...], e.g. 4x32G'
+                % spec)
+        count, size = int(match.group(1)), int(match.group(2))
+        if match.group(3) == 'T':
+            size *= 1024
+        if count < 1 or size < 1 or count > 1024:
+            raise errors.UsageError('--plan %r: count and size must be '
+                                    'positive (count at most 1024)' % spec)
+        items.append((count, size))
+    return items
+
+
+def plan(prof, spec):
+    """ndctl commands carving ``spec`` and the resulting entries.
+
+    Namespaces go round-robin over the regions in socket order, each to
+    the next region that still has room, so they spread over sockets.
+    """
+    items = parse_plan(spec)
+    regions = sorted(prof['regions'],
+                     key=lambda r: (r['socket'] if r['socket'] is not None
+                                    else -1, r['id']))
+    if not regions:
+        raise errors.UsageError('--plan: the host has no PMem region')
+    free = {r['id']: r['available_gb'] for r in regions}
+    used = {ns['name'] for ns in prof['namespaces'] if ns['name']}
+    numbers = [int(n[2:]) for n in used if re.match(r'^ns[0-9]+$', n)]
+    next_number = max(numbers) + 1 if numbers else 0
+    commands = []
+    entries = []
+    turn = 0
+    for count, size in items:
+        for _ in range(count):
+            for step in range(len(regions)):
+                region = regions[(turn + step) % len(regions)]
+                if free[region['id']] + 1e-9 >= size:
+                    break
+            else:
+                raise errors.UsageError(
+                    '--plan %s: no region has %d GiB free left (free: %s)'
+                    % (spec, size, ', '.join(
+                        '%s %.2f GiB' % (r['id'], free[r['id']])
+                        for r in regions)))
+            turn = (regions.index(region) + 1) % len(regions)
+            free[region['id']] -= size
+            name = 'ns%d' % next_number
+            next_number += 1
+            commands.append(
+                'ndctl create-namespace --mode devdax --region %s '
+                '--size %dG --name %s' % (region['id'], size, name))
+            entries.append((label_for(size), name))
+    return commands, entries
+
+
+def libvirt_lines(prof, spec=None):
+    """Lines for --libvirt: commands (with --plan), then the option."""
+    if prof['mode'] not in (profile.APP_DIRECT, derive.MIXED):
+        raise errors.DiscoveryError(
+            'vPMEM needs App Direct namespaces; this host is %s'
+            % prof['mode'])
+    entries = named_devdax(prof)
+    lines = []
+    if spec:
+        commands, planned = plan(prof, spec)
+        lines.extend(commands)
+        entries = entries + planned
+    if not entries:
+        raise errors.DiscoveryError(
+            'no named devdax namespace on this host (see --plan)')
+    lines.append('[libvirt]')
+    lines.append('pmem_namespaces = %s' % pmem_namespaces(entries))
+    return lines
+
+
+# --- table ----------------------------------------------------------------
+
+_SUMMARY = ('hostname', 'mode', 'scheduler_mode', 'memory_mode_percent',
+            'dram_gb', 'pmem_gb', 'visible_memory_gb', 'dram_cache_gb',
+            'app_direct_gb')
+
+
+def _table(columns, rows):
+    cells = [[str(c) for c in columns]] + [
+        ['-' if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    rule = '+' + '+'.join('-' * (w + 2) for w in widths) + '+'
+    out = [rule]
+    for index, row in enumerate(cells):
+        out.append('| ' + ' | '.join(c.ljust(w) for c, w in
+                                     zip(row, widths)) + ' |')
+        if index == 0:
+            out.append(rule)
+    out.append(rule)
+    return out
+
+
+def table_lines(prof):
+    lines = _table(('Field', 'Value'),
+                   [(k, prof[k]) for k in _SUMMARY])
+    for key, columns in (
+            ('sockets', ('socket', 'numa_node', 'dram_gb', 'pmem_gb',
+                         'memory_mode_gb', 'app_direct_gb',
+                         'dram_cache_gb')),
+            ('regions', ('id', 'socket', 'numa_node', 'size_gb',
+                         'available_gb')),
+            ('namespaces', ('name', 'dev', 'mode', 'region', 'numa_node',
+                            'size_gb', 'chardev', 'blockdev'))):
+        if prof[key]:
+            lines.append('')
+            lines.append(key)
+            lines.extend(_table(columns, [[item[c] for c in columns]
+                                          for item in prof[key]]))
+    for note in prof['notes']:
+        lines.append('note: %s' % note)
+    return lines

@@ -1,0 +1,214 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Running ``ipmctl`` and ``ndctl``, or reading their saved outputs.
+
+Each tool runs as an argv list (never through a shell), with stdin closed,
+``LC_ALL=C`` and a timeout; on timeout its whole process group is killed.
+``--from DIR`` reads one file per command instead (see :data:`COMMANDS`).
+"""
+
+import dataclasses
+import os
+import signal
+import subprocess
+
+from nova_pmem_filters.discover import errors
+
+IPMCTL = 'ipmctl'
+NDCTL = 'ndctl'
+
+# The tools' outputs are small; more than this is not an answer we can use.
+_MAX_OUTPUT = 16 * 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """One tool invocation and the files that stand for it in --from DIR."""
+
+    key: str
+    argv: tuple
+    # File names in --from DIR, tried in order; the suffix says the format.
+    files: tuple
+
+    def display(self):
+        return ' '.join(self.argv)
+
+
+COMMANDS = (
+    Command('dimm', (IPMCTL, 'show', '-o', 'nvmxml', '-a', '-dimm'),
+            ('ipmctl-dimm.xml', 'ipmctl-dimm.txt')),
+    Command('memoryresources',
+            (IPMCTL, 'show', '-o', 'nvmxml', '-memoryresources'),
+            ('ipmctl-memoryresources.xml', 'ipmctl-memoryresources.txt')),
+    Command('region', (IPMCTL, 'show', '-o', 'nvmxml', '-region'),
+            ('ipmctl-region.xml', 'ipmctl-region.txt')),
+    Command('socket', (IPMCTL, 'show', '-o', 'nvmxml', '-socket'),
+            ('ipmctl-socket.xml', 'ipmctl-socket.txt')),
+    Command('ndctl', (NDCTL, 'list', '--regions', '--namespaces'),
+            ('ndctl-list.json',)),
+)
+BY_KEY = {c.key: c for c in COMMANDS}
+
+# Optional files in --from DIR.
+HOSTNAME_FILE = 'hostname'
+MEMINFO_FILE = 'meminfo'
+# A file '<name>.rc' next to an output holds the tool's exit status
+# (default 0), so a saved failure replays as one.
+RC_SUFFIX = '.rc'
+
+
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """What one command printed."""
+
+    command: Command
+    text: str
+    returncode: int
+    # 'xml', 'text' or 'json'.
+    fmt: str
+    source: str
+
+
+def _fmt_for(name):
+    if name.endswith('.xml'):
+        return 'xml'
+    if name.endswith('.json'):
+        return 'json'
+    return 'text'
+
+
+def _decode(raw):
+    # A flipped byte must not become a UnicodeDecodeError traceback: the
+    # parsers reject the replacement character like any other garbage.
+    return raw.decode('utf-8', errors='replace')
+
+
+class LiveRunner:
+    """Runs the real tools."""
+
+    def __init__(self, timeout=30.0):
+        self.timeout = timeout
+
+    def run(self, key):
+        command = BY_KEY[key]
+        env = dict(os.environ, LC_ALL='C', LANG='C')
+        try:
+            proc = subprocess.Popen(
+                list(command.argv), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                start_new_session=True)
+        except FileNotFoundError:
+            raise errors.DiscoveryError(
+                '%s: command not found (install the %s package)'
+                % (command.argv[0], command.argv[0]))
+        except OSError as exc:
+            raise errors.DiscoveryError(
+                '%s: cannot run: %s' % (command.display(), exc.strerror))
+        try:
+            out, err = proc.communicate(timeout=self.timeout)
+        except Exception as exc:
+            # Under eventlet's monkey patching (a process that also loaded
+            # Nova) the exception is green subprocess's own class.
+            if type(exc).__name__ != 'TimeoutExpired':
+                raise
+            _kill_group(proc)
+            raise errors.DiscoveryError(
+                '%s: no answer after %gs (timeout; see --timeout)'
+                % (command.display(), self.timeout))
+        if len(out) > _MAX_OUTPUT:
+            raise errors.DiscoveryError(
+                '%s: output larger than %d bytes'
+                % (command.display(), _MAX_OUTPUT))
+        text = _decode(out)
+        if proc.returncode != 0 and not text.strip():
+            # The tools print their errors on stdout or stderr, depending.
+            text = _decode(err)
+        return Output(command, text, proc.returncode,
+                      _fmt_for(command.files[0]), command.display())
+
+    def hostname(self):
+        return os.uname().nodename
+
+    def meminfo(self):
+        try:
+            with open('/proc/meminfo') as f:
+                return f.read()
+        except OSError:
+            return None
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=5)
+    except Exception:
+        # Best effort; see LiveRunner.run for the exception class.
+        pass
+
+
+class DirRunner:
+    """Reads saved outputs from a directory (``--from DIR``)."""
+
+    def __init__(self, directory):
+        if not os.path.isdir(directory):
+            raise errors.UsageError('--from %s: not a directory' % directory)
+        self.directory = directory
+
+    def _read(self, name):
+        path = os.path.join(self.directory, name)
+        try:
+            with open(path, 'rb') as f:
+                raw = f.read(_MAX_OUTPUT + 1)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise errors.UsageError('%s: cannot read: %s'
+                                    % (path, exc.strerror))
+        if len(raw) > _MAX_OUTPUT:
+            raise errors.DiscoveryError('%s: larger than %d bytes'
+                                        % (path, _MAX_OUTPUT))
+        return _decode(raw)
+
+    def run(self, key):
+        command = BY_KEY[key]
+        for name in command.files:
+            text = self._read(name)
+            if text is None:
+                continue
+            rc_text = self._read(name + RC_SUFFIX)
+            returncode = 0
+            if rc_text is not None:
+                try:
+                    returncode = int(rc_text.strip())
+                except ValueError:
+                    raise errors.UsageError(
+                        '%s: not an exit status: %r'
+                        % (os.path.join(self.directory, name + RC_SUFFIX),
+                           rc_text.strip()[:40]))
+            return Output(command, text, returncode, _fmt_for(name),
+                          os.path.join(self.directory, name))
+        raise errors.UsageError(
+            '--from %s: missing %s (saved output of: %s)'
+            % (self.directory, ' or '.join(command.files),
+               command.display()))
+
+    def hostname(self):
+        text = self._read(HOSTNAME_FILE)
+        if text and text.strip():
+            return text.strip().splitlines()[0]
+        return None
+
+    def meminfo(self):
+        return self._read(MEMINFO_FILE)
