@@ -41,8 +41,13 @@ def memory_cost(config):
                for d, n in sock.items())
 
 
-def comparison(scen):
-    """One row per (config, workload), baseline first."""
+def comparison(scen, fleet_kinds=()):
+    """One row per (config, workload), baseline first.
+
+    :param fleet_kinds: node kinds of the current fleet
+        (:func:`planner.fleet.load`), added as configs named
+        ``fleet:<kind>``; they have no price or power.
+    """
     rows = []
     for fit, relative, cost_delta in model.compare(scen):
         config = scen.configs[fit.config]
@@ -65,7 +70,42 @@ def comparison(scen):
             'relative_throughput': _round(relative, 3),
             'warnings': ','.join(fit.warnings),
         })
+    rows.extend(_fleet_rows(scen, fleet_kinds))
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def _fleet_rows(scen, kinds):
+    policies, performance = scen.policies, scen.performance
+    if not kinds:
+        return []
+    cal = model.calibrate(scen)
+    base_node = model.node(scen.configs[scen.baseline], policies)
+    rows = []
+    for kind in kinds:
+        node = kind.node()
+        for workload in scen.workloads.values():
+            t_hit = cal[workload.name].t_hit if workload.name in cal else None
+            this = model.fit(node, workload, policies, performance,
+                             t_hit=t_hit)
+            base = model.fit(base_node, workload, policies, performance,
+                             t_hit=t_hit)
+            relative = (this.node_throughput / base.node_throughput
+                        if base.node_throughput else None)
+            rows.append({
+                'config': 'fleet:%s' % kind.name,
+                'workload': workload.name, 'mode': kind.mode,
+                'visible_memory_gb': _round(this.visible_memory_gb, 1),
+                'dram_cache_gb': _round(this.dram_cache_gb, 1),
+                'vms_per_node': this.vms_per_node,
+                'binding': this.binding,
+                'node_cost': None, 'memory_cost': None,
+                'cost_vs_baseline': None, 'cost_per_vm': None,
+                'node_watts': None, 'vms_per_kw': None,
+                'per_vm_throughput': _round(this.per_vm_throughput, 3),
+                'relative_throughput': _round(relative, 3),
+                'warnings': '',
+            })
+    return rows
 
 
 def calibration(scen):

@@ -14,6 +14,7 @@
 from cliff import lister
 
 from planner.commands import base
+from planner import fleet
 from planner import tables
 
 
@@ -21,12 +22,19 @@ class Compare(lister.Lister):
     """Compare the baseline configuration with its cost-matched candidates."""
 
     def get_parser(self, prog_name):
-        return base.add_scenario_argument(super().get_parser(prog_name))
+        parser = base.add_scenario_argument(super().get_parser(prog_name))
+        parser.add_argument(
+            '--fleet', metavar='DIR', default=None,
+            help='also compare the node kinds of the current fleet: a '
+                 'directory of host profiles as nova-pmem-discover prints '
+                 'them (rows named fleet:<kind>)')
+        return parser
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
+        kinds = fleet.load(parsed_args.fleet) if parsed_args.fleet else ()
         base.show_warnings(tables.findings_by_config(scen))
-        return base.frame_rows(tables.comparison(scen))
+        return base.frame_rows(tables.comparison(scen, fleet_kinds=kinds))
 
 
 class Calibration(lister.Lister):

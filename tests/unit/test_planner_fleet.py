@@ -180,6 +180,31 @@ class FleetTestCase(testtools.TestCase):
                          (rows[-1]['kind'], rows[-1]['count'],
                           rows[-1]['redis_fleet'], rows[-1]['mysql_fleet']))
 
+    def test_compare_with_fleet(self):
+        status, out, err = clitools.run_cli(
+            self, ['compare', '--fleet', EXAMPLES, '-f', 'json'])
+        self.assertEqual(0, status, err)
+        rows = json.loads(out)
+        planned = {(r['mode'], r['workload']): r for r in rows
+                   if not r['config'].startswith('fleet:')}
+        current = [r for r in rows if r['config'].startswith('fleet:')]
+        self.assertEqual(4, len(current))
+        for row in current:
+            # The example hosts are the scenario's nodes: the same density
+            # and throughput, but no price or power.
+            twin = planned[(row['mode'], row['workload'])]
+            self.assertEqual(twin['vms_per_node'], row['vms_per_node'])
+            self.assertEqual(twin['relative_throughput'],
+                             row['relative_throughput'])
+            self.assertIsNone(row['cost_per_vm'])
+            self.assertIsNone(row['vms_per_kw'])
+
+    def test_compare_with_bad_fleet_exits_2(self):
+        status, out, err = clitools.run_cli(
+            self, ['compare', '--fleet', os.path.join(self.dir, 'none')])
+        self.assertEqual(2, status)
+        self.assertEqual('', out)
+
     def test_cli_bad_file_exits_2(self):
         bad = copy.deepcopy(MM)
         bad['dram_cache_gb'] = 'lots'
