@@ -30,11 +30,12 @@ import io
 import math
 import numbers
 import os
-import tempfile
 
 from matplotlib.backends import backend_agg
 from matplotlib import figure
 from matplotlib import patches
+
+from nova_pmem_filters import fileutil
 
 import planner
 from planner import model
@@ -826,25 +827,6 @@ def output_dir_problem(path):
     return None
 
 
-def _file_mode():
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _fsync_dir(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def write(artifacts, output_dir):
     """Write artifacts into ``output_dir``, each file atomically.
 
@@ -856,30 +838,19 @@ def write(artifacts, output_dir):
     :raises OSError: when the directory or a file cannot be written.
     """
     os.makedirs(output_dir, exist_ok=True)
-    mode = _file_mode()
     ordered = sorted(artifacts, key=lambda a: a.kind == 'html')
     temps = []
     try:
         for artifact in ordered:
-            fd, tmp = tempfile.mkstemp(prefix='.%s.' % artifact.name,
-                                       suffix='.tmp', dir=output_dir)
-            temps.append(tmp)
-            with os.fdopen(fd, 'wb') as f:
-                f.write(artifact.data)
-                f.flush()
-                os.fchmod(f.fileno(), mode)
-                os.fsync(f.fileno())
+            temps.append(fileutil.stage(output_dir, artifact.name,
+                                        artifact.data))
         written = []
         for artifact, tmp in zip(ordered, temps):
             path = os.path.join(output_dir, artifact.name)
             os.replace(tmp, path)
             written.append((path, artifact.kind, len(artifact.data)))
     except BaseException:
-        for tmp in temps:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+        fileutil.discard(temps)
         raise
-    _fsync_dir(output_dir)
+    fileutil.fsync_dir(output_dir)
     return written

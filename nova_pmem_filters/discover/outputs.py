@@ -14,16 +14,15 @@ config file and the ``[libvirt] pmem_namespaces`` value.
 """
 
 import math
-import os
 import re
 import shlex
-import tempfile
 
 import jsonschema
 import yaml
 
 from nova_pmem_filters.discover import derive
 from nova_pmem_filters.discover import errors
+from nova_pmem_filters import fileutil
 from nova_pmem_filters import profile
 
 TRAIT_PREFIX = 'CUSTOM_PMEM_MODE_'
@@ -224,43 +223,12 @@ def write_atomic(path, text, mode=0o644):
     The text goes to a temporary file in the same directory (not matching
     Nova's ``*.yaml`` glob), is fsynced and renamed over ``path``.
     """
-    directory = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(
-            dir=directory, prefix='.%s.' % os.path.basename(path),
-            suffix='.tmp')
+        fileutil.write_atomic(path, text, mode=mode)
     except OSError as exc:
         raise errors.UsageError('%s: cannot write: %s'
                                 % (path, exc.strerror or exc))
-    try:
-        with os.fdopen(fd, 'w') as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise errors.UsageError('%s: cannot write: %s'
-                                    % (path, exc.strerror or exc))
-        raise
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
 
-
-# --- libvirt vPMEM ------------------------------------------------------
 
 def label_for(size_gb):
     """Label of a namespace of ``size_gb`` usable GiB, e.g. '128GB'.
