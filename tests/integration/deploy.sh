@@ -1,0 +1,519 @@
+#!/usr/bin/env bash
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+#
+# A multi-process Nova on this machine, every listener on 127.0.0.1:
+# MariaDB, RabbitMQ, a Glance/Neutron stand-in, Placement and nova-api under
+# gunicorn, nova-conductor, nova-scheduler ([scheduler] workers=2) and four
+# fake-driver nova-compute processes sized like PMem nodes.
+#
+#   deploy.sh packages            apt-get install MariaDB and RabbitMQ
+#   deploy.sh up                  configure and start everything
+#   deploy.sh down                stop everything this script started
+#   deploy.sh restart-compute H   kill -9 nova-compute H and start it again
+#   deploy.sh kill-scheduler-worker   kill -9 one nova-scheduler worker
+#   deploy.sh restart-rabbit      stop RabbitMQ and start it again
+#   deploy.sh scheduler PROFILE   restart nova-scheduler, PROFILE pmem|plain
+#   deploy.sh placement N         restart Placement with N allocation retries
+#
+# Every process is started in its own process group whose id is kept in
+# $WORK/pids/NAME.pid; "down" signals the groups, so nothing is left behind.
+# Environment: VENV (the virtualenv with Nova, Placement, gunicorn, PyMySQL
+# and this project), PMEM_IT_WORK (state, logs; default
+# /tmp/pmem-integration), PMEM_IT_PORT_BASE (default 18000).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+VENV=${VENV:-$TOP/.tox/integration}
+WORK=${PMEM_IT_WORK:-/tmp/pmem-integration}
+BASE=${PMEM_IT_PORT_BASE:-18000}
+DB_PORT=$((BASE + 306))
+AMQP_PORT=$((BASE + 672))
+DIST_PORT=$((BASE + 673))
+EPMD_PORT=$((BASE + 369))
+PLACEMENT_PORT=$((BASE + 778))
+API_PORT=$((BASE + 774))
+STUB_PORT=$((BASE + 90))
+PY=$VENV/bin/python
+# Placement 16.0.0 retries an allocation write that lost a generation race
+# inside the same transaction, without rolling back the rows the first try
+# inserted; the retry then sees the consumer's own allocation as "previous
+# usage" and lets the provider go over capacity. One try per request makes
+# Placement answer 409 and Nova's scheduler retry with a fresh transaction.
+# PMEM_IT_PLACEMENT_RETRIES=10 (Placement's default) shows the bug.
+PLACEMENT_RETRIES=${PMEM_IT_PLACEMENT_RETRIES:-1}
+RABBIT_BIN=/usr/lib/rabbitmq/bin
+# name:vcpus:memory_gb:mode:dram_gb
+COMPUTES=${PMEM_IT_COMPUTES:-"dram1:80:384:dram:384 mm1:80:512:memory_mode:192 mm2:80:512:memory_mode:192 ad1:80:192:app_direct:192"}
+
+export ERL_EPMD_PORT=$EPMD_PORT ERL_EPMD_ADDRESS=127.0.0.1
+
+log() { printf '%s deploy: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# wait_for SECONDS DESCRIPTION COMMAND...: poll until COMMAND succeeds.
+wait_for() {
+    local limit=$1 what=$2 i
+    shift 2
+    for ((i = 0; i < limit * 2; i++)); do
+        if "$@" >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    die "$what not ready after ${limit}s"
+}
+
+# start NAME COMMAND...: run COMMAND in a new process group, log to
+# $WORK/logs/NAME.out, remember the group in $WORK/pids/NAME.pid.
+start() {
+    local name=$1
+    shift
+    setsid "$@" >>"$WORK/logs/$name.out" 2>&1 < /dev/null &
+    echo $! >"$WORK/pids/$name.pid"
+}
+
+# stop NAME [SIGNAL]: signal the process group of NAME and wait for it.
+stop() {
+    local name=$1 sig=${2:-TERM} pid i
+    [[ -f $WORK/pids/$name.pid ]] || return 0
+    pid=$(cat "$WORK/pids/$name.pid")
+    kill -"$sig" -- "-$pid" 2>/dev/null || true
+    for ((i = 0; i < 40; i++)); do
+        kill -0 -- "-$pid" 2>/dev/null || break
+        sleep 0.25
+    done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    for ((i = 0; i < 20; i++)); do
+        kill -0 -- "-$pid" 2>/dev/null || break
+        sleep 0.25
+    done
+    rm -f "$WORK/pids/$name.pid"
+}
+
+http_ok() { curl -sf -o /dev/null "$1"; }
+
+cmd_packages() {
+    if command -v mariadbd >/dev/null && [[ -x $RABBIT_BIN/rabbitmq-server ]]; then
+        return 0
+    fi
+    log "installing mariadb-server and rabbitmq-server"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends mariadb-server rabbitmq-server curl >/dev/null
+}
+
+write_config() {
+    local db="mysql+pymysql://nova:nova@127.0.0.1:$DB_PORT"
+    mkdir -p "$WORK/etc" "$WORK/state" "$WORK/lock"
+    cat >"$WORK/etc/nova.conf" <<EOF
+[DEFAULT]
+transport_url = rabbit://guest:guest@127.0.0.1:$AMQP_PORT/
+state_path = $WORK/state
+my_ip = 127.0.0.1
+compute_driver = pmem_integration.SizedFakeDriver
+rpc_response_timeout = 30
+long_rpc_timeout = 60
+heal_instance_info_cache_interval = -1
+ram_allocation_ratio = 1.0
+cpu_allocation_ratio = 4.0
+default_log_levels = amqp=WARN,amqplib=WARN,sqlalchemy=WARN,oslo.messaging=INFO,oslo_messaging=INFO,iso8601=WARN,requests.packages.urllib3.connectionpool=WARN,urllib3.connectionpool=WARN,websocket=WARN,keystonemiddleware=WARN,routes.middleware=WARN,stevedore=WARN,taskflow=WARN,keystoneauth=WARN,oslo.cache=INFO,oslo_policy=INFO,dogpile.core.dogpile=INFO,nova_pmem_filters=DEBUG
+
+[api]
+auth_strategy = keystone
+
+[wsgi]
+api_paste_config = $WORK/etc/api-paste.ini
+
+[api_database]
+connection = $db/nova_api?charset=utf8
+max_pool_size = 10
+
+[database]
+connection = $db/nova?charset=utf8
+max_pool_size = 10
+
+[oslo_concurrency]
+lock_path = $WORK/lock
+
+[oslo_messaging_notifications]
+driver = noop
+
+[oslo_policy]
+enforce_scope = False
+enforce_new_defaults = False
+
+[quota]
+instances = -1
+cores = -1
+ram = -1
+metadata_items = -1
+
+[scheduler]
+workers = 2
+discover_hosts_in_cells_interval = -1
+
+[filter_scheduler]
+available_filters = nova.scheduler.filters.all_filters
+available_filters = nova_pmem_filters.filters.all_filters
+enabled_filters = ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter,PmemModeFilter,PmemCacheFilter
+weight_classes = nova.scheduler.weights.all_weighers,nova_pmem_filters.weighers.all_weighers
+
+[pmem]
+default_hot_ratio = 0.5
+
+[placement]
+auth_type = admin_token
+endpoint = http://127.0.0.1:$PLACEMENT_PORT
+token = admin
+endpoint_override = http://127.0.0.1:$PLACEMENT_PORT
+
+[glance]
+endpoint_override = http://127.0.0.1:$STUB_PORT
+num_retries = 0
+
+[neutron]
+auth_type = admin_token
+endpoint = http://127.0.0.1:$STUB_PORT
+token = admin
+endpoint_override = http://127.0.0.1:$STUB_PORT
+
+[conductor]
+workers = 1
+
+[vnc]
+enabled = False
+EOF
+    # The filters' reasons are DEBUG lines; the profile "plain" leaves our
+    # filters and weighers out, for the latency comparison.
+    cat >"$WORK/etc/scheduler-plain.conf" <<EOF
+[filter_scheduler]
+enabled_filters = ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter
+weight_classes = nova.scheduler.weights.all_weighers
+EOF
+    : >"$WORK/etc/scheduler-pmem.conf"
+    printf '[DEFAULT]\nlog_file = %s\n' "$WORK/logs/nova-api.log" \
+        >"$WORK/etc/nova-api.conf"
+
+    # Nova's paste file, with keystonemiddleware replaced by the test-only
+    # token filter (tests/integration/noauth.py).
+    sed -e 's/ authtoken keystonecontext / pmemnoauth keystonecontext /' \
+        "$VENV/etc/nova/api-paste.ini" >"$WORK/etc/api-paste.ini"
+    cat >>"$WORK/etc/api-paste.ini" <<EOF
+
+[filter:pmemnoauth]
+paste.filter_factory = tests.integration.noauth:filter_factory
+EOF
+    grep -q 'pmemnoauth keystonecontext' "$WORK/etc/api-paste.ini" ||
+        die "api-paste.ini: no authtoken filter to replace"
+
+    cat >"$WORK/etc/placement.conf" <<EOF
+[DEFAULT]
+log_file = $WORK/logs/placement.log
+[api]
+auth_strategy = noauth2
+[placement]
+allocation_conflict_retry_count = $PLACEMENT_RETRIES
+[placement_database]
+connection = $db/placement?charset=utf8
+max_pool_size = 10
+EOF
+}
+
+start_mariadb() {
+    local data=$WORK/mysql/data
+    if [[ ! -d $data/mysql ]]; then
+        mkdir -p "$data"
+        mariadb-install-db --no-defaults --datadir="$data" --user=root \
+            --auth-root-authentication-method=normal --skip-test-db \
+            >>"$WORK/logs/mariadb-install.out" 2>&1
+    fi
+    start mariadb mariadbd --no-defaults --datadir="$data" --user=root \
+        --socket="$WORK/mysql/sock" --port="$DB_PORT" \
+        --bind-address=127.0.0.1 --skip-name-resolve \
+        --pid-file="$WORK/mysql/mariadbd.pid" \
+        --log-error="$WORK/logs/mariadb.log" --max-connections=2000 \
+        --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=0 \
+        --skip-log-bin
+    wait_for 60 MariaDB mariadb-admin --socket="$WORK/mysql/sock" ping
+}
+
+RABBIT_ENV=(
+    HOME="$WORK/rabbit"
+    RABBITMQ_NODENAME=pmemit@localhost
+    RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+    RABBITMQ_NODE_PORT="$AMQP_PORT"
+    RABBITMQ_DIST_PORT="$DIST_PORT"
+    RABBITMQ_MNESIA_BASE="$WORK/rabbit/mnesia"
+    RABBITMQ_LOG_BASE="$WORK/logs/rabbit"
+    RABBITMQ_CONFIG_FILE="$WORK/rabbit/rabbitmq"
+    RABBITMQ_ENABLED_PLUGINS_FILE="$WORK/rabbit/enabled_plugins"
+    RABBITMQ_PID_FILE="$WORK/rabbit/rabbit.pid"
+    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+    RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+)
+
+rabbitmqctl() {
+    env "${RABBIT_ENV[@]}" timeout 120 "$RABBIT_BIN/rabbitmqctl" \
+        -n pmemit@localhost "$@"
+}
+
+start_rabbit() {
+    mkdir -p "$WORK/rabbit" "$WORK/logs/rabbit"
+    echo '[].' >"$WORK/rabbit/enabled_plugins"
+    echo 'loopback_users = none' >"$WORK/rabbit/rabbitmq.conf"
+    if [[ ! -f $WORK/pids/epmd.pid ]]; then
+        start epmd epmd -port "$EPMD_PORT" -address 127.0.0.1
+    fi
+    start rabbitmq env "${RABBIT_ENV[@]}" "$RABBIT_BIN/rabbitmq-server"
+    wait_for 90 "RabbitMQ node" rabbitmqctl ping
+    rabbitmqctl await_startup >/dev/null
+}
+
+setup_databases() {
+    mariadb --socket="$WORK/mysql/sock" -uroot <<EOF
+CREATE DATABASE IF NOT EXISTS nova_api;
+CREATE DATABASE IF NOT EXISTS nova;
+CREATE DATABASE IF NOT EXISTS nova_cell0;
+CREATE DATABASE IF NOT EXISTS placement;
+CREATE USER IF NOT EXISTS 'nova'@'127.0.0.1' IDENTIFIED BY 'nova';
+GRANT ALL PRIVILEGES ON *.* TO 'nova'@'127.0.0.1';
+EOF
+    local nm="$VENV/bin/nova-manage --config-file $WORK/etc/nova.conf"
+    "$VENV/bin/placement-manage" --config-file "$WORK/etc/placement.conf" \
+        db sync >>"$WORK/logs/db-sync.out" 2>&1
+    $nm api_db sync >>"$WORK/logs/db-sync.out" 2>&1
+    $nm cell_v2 map_cell0 --database_connection \
+        "mysql+pymysql://nova:nova@127.0.0.1:$DB_PORT/nova_cell0?charset=utf8" \
+        >>"$WORK/logs/db-sync.out" 2>&1
+    $nm cell_v2 list_cells 2>/dev/null | grep -q ' cell1 ' ||
+        $nm cell_v2 create_cell --name cell1 >>"$WORK/logs/db-sync.out" 2>&1
+    $nm db sync >>"$WORK/logs/db-sync.out" 2>&1
+}
+
+start_placement() {
+    start placement env OS_PLACEMENT_CONFIG_DIR="$WORK/etc" \
+        "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
+        --bind "127.0.0.1:$PLACEMENT_PORT" --workers 2 --threads 8 \
+        --timeout 120 --graceful-timeout 5 tests.integration.wsgi_placement:application
+    wait_for 60 Placement http_ok "http://127.0.0.1:$PLACEMENT_PORT/"
+}
+
+start_api() {
+    start nova-api env OS_NOVA_CONFIG_DIR="$WORK/etc" \
+        OS_NOVA_CONFIG_FILES="api-paste.ini;nova.conf;nova-api.conf" \
+        "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
+        --bind "127.0.0.1:$API_PORT" --workers 2 --threads 8 \
+        --timeout 120 --graceful-timeout 5 tests.integration.wsgi_nova_api:application
+    wait_for 90 nova-api http_ok "http://127.0.0.1:$API_PORT/"
+}
+
+start_stubs() {
+    start stubs "$PY" -m tests.integration.stubs "$STUB_PORT" \
+        "$WORK/logs/stubs.log"
+    wait_for 20 "Glance/Neutron stand-in" \
+        http_ok "http://127.0.0.1:$STUB_PORT/v2/schemas/image"
+}
+
+service() {
+    # service NAME BINARY [EXTRA CONFIG FILE]
+    local name=$1 binary=$2 extra=${3:-}
+    local args=(--config-file "$WORK/etc/nova.conf")
+    [[ -n $extra ]] && args+=(--config-file "$extra")
+    (cd "$TOP" && start "$name" "$VENV/bin/$binary" "${args[@]}" \
+        --log-file "$WORK/logs/$name.log")
+}
+
+start_scheduler() {
+    local profile=${1:-pmem}
+    service nova-scheduler nova-scheduler "$WORK/etc/scheduler-$profile.conf"
+    echo "$profile" >"$WORK/scheduler.profile"
+}
+
+compute_fields() {
+    local spec
+    for spec in $COMPUTES; do
+        if [[ ${spec%%:*} == "$1" ]]; then
+            echo "$spec" | tr ':' ' '
+            return 0
+        fi
+    done
+    die "no compute $1"
+}
+
+prepare_compute() {
+    local name vcpus mem mode dram dir
+    read -r name vcpus mem mode dram < <(compute_fields "$1")
+    dir=$WORK/compute/$name
+    mkdir -p "$dir/state" "$dir/provider_config"
+    cat >"$dir/nova-compute.conf" <<EOF
+[DEFAULT]
+host = $name
+state_path = $dir/state
+[compute]
+provider_config_location = $dir/provider_config
+EOF
+    # What nova-pmem-discover --provider-config writes for such a host, and
+    # the node identity Nova would otherwise invent on first start.
+    "$PY" -m tests.integration.hostfiles "$dir" "$name" "$mode" "$dram"
+}
+
+start_compute() {
+    local name vcpus mem mode dram dir
+    read -r name vcpus mem mode dram < <(compute_fields "$1")
+    dir=$WORK/compute/$name
+    (cd "$TOP" && PMEM_IT_VCPUS=$vcpus PMEM_IT_MEMORY_MB=$((mem * 1024)) \
+        start "compute-$name" "$PY" -m tests.integration.compute \
+        --config-file "$WORK/etc/nova.conf" \
+        --config-file "$dir/nova-compute.conf" \
+        --log-file "$WORK/logs/compute-$name.log")
+}
+
+nova_manage() {
+    "$VENV/bin/nova-manage" --config-file "$WORK/etc/nova.conf" "$@"
+}
+
+services_up() {
+    # wait until nova-api lists the binary on COUNT hosts as up
+    "$PY" -m tests.integration.client services-up "$@"
+}
+
+cmd_up() {
+    local t0=$SECONDS spec
+    [[ -x $VENV/bin/gunicorn ]] || die "$VENV has no gunicorn"
+    command -v mariadbd >/dev/null || die "no mariadbd: deploy.sh packages"
+    mkdir -p "$WORK/logs" "$WORK/pids"
+    write_config
+    start_mariadb
+    start_rabbit
+    log "MariaDB and RabbitMQ up ($((SECONDS - t0))s)"
+    setup_databases
+    start_stubs
+    start_placement
+    start_api
+    service nova-conductor nova-conductor
+    start_scheduler pmem
+    for spec in $COMPUTES; do
+        prepare_compute "${spec%%:*}"
+        start_compute "${spec%%:*}"
+    done
+    services_up nova-compute "$(echo "$COMPUTES" | wc -w)"
+    nova_manage cell_v2 discover_hosts >>"$WORK/logs/db-sync.out" 2>&1
+    services_up nova-scheduler 1
+    services_up nova-conductor 1
+    "$PY" -m tests.integration.client wait-providers \
+        "$(echo "$COMPUTES" | wc -w)"
+    log "deployment up in $((SECONDS - t0))s"
+}
+
+cmd_down() {
+    # Every group gets SIGTERM at once, then SIGKILL whatever is left after
+    # 15 s: a graceful stop is not what is under test.
+    local f pid pids=() i alive
+    [[ -d $WORK/pids ]] || return 0
+    for f in "$WORK"/pids/*.pid; do
+        [[ -e $f ]] || continue
+        pid=$(cat "$f")
+        pids+=("$pid")
+        kill -TERM -- "-$pid" 2>/dev/null || true
+    done
+    for ((i = 0; i < 60; i++)); do
+        alive=0
+        for pid in "${pids[@]+"${pids[@]}"}"; do
+            kill -0 -- "-$pid" 2>/dev/null && alive=1
+        done
+        ((alive)) || break
+        sleep 0.25
+    done
+    for pid in "${pids[@]+"${pids[@]}"}"; do
+        kill -KILL -- "-$pid" 2>/dev/null || true
+    done
+    for ((i = 0; i < 20; i++)); do
+        alive=0
+        for pid in "${pids[@]+"${pids[@]}"}"; do
+            kill -0 -- "-$pid" 2>/dev/null && alive=1
+        done
+        ((alive)) || break
+        sleep 0.25
+    done
+    rm -f "$WORK"/pids/*.pid
+    log "deployment down"
+}
+
+cmd_restart_compute() {
+    local name=$1
+    stop "compute-$name" KILL
+    start_compute "$name"
+}
+
+cmd_kill_scheduler_worker() {
+    local parent child
+    parent=$(cat "$WORK/pids/nova-scheduler.pid")
+    child=$(pgrep -P "$parent" | head -n 1)
+    [[ -n $child ]] || die "nova-scheduler $parent has no worker"
+    kill -KILL "$child"
+    echo "$child"
+}
+
+cmd_restart_rabbit() {
+    rabbitmqctl stop >/dev/null 2>&1 || true
+    stop rabbitmq
+    start_rabbit
+}
+
+cmd_placement() {
+    # restart Placement with [placement] allocation_conflict_retry_count=$1
+    sed -i "s/^allocation_conflict_retry_count = .*/allocation_conflict_retry_count = $1/" \
+        "$WORK/etc/placement.conf"
+    stop placement
+    start_placement
+}
+
+cmd_alive() {
+    local pid
+    pid=$(cat "$WORK/pids/$1.pid" 2>/dev/null) || { echo "not started"; return 0; }
+    if kill -0 "$pid" 2>/dev/null; then echo "running"; else echo "exited"; fi
+}
+
+cmd_rss() {
+    # resident memory of every process of every group, MB
+    local f pgids=()
+    for f in "$WORK"/pids/*.pid; do
+        [[ -e $f ]] && pgids+=("$(cat "$f")")
+    done
+    ps -eo pgid=,rss= | awk -v g="${pgids[*]}" '
+        BEGIN { n = split(g, a, " "); for (i = 1; i <= n; i++) want[a[i]] = 1 }
+        ($1 in want) { s += $2 }
+        END { printf "%d\n", s / 1024 }'
+}
+
+cmd_scheduler() {
+    stop nova-scheduler
+    start_scheduler "$1"
+    sleep 2
+    services_up nova-scheduler 1
+}
+
+case ${1:-} in
+    packages) cmd_packages ;;
+    up) cmd_up ;;
+    down) cmd_down ;;
+    restart-compute) cmd_restart_compute "$2" ;;
+    kill-scheduler-worker) cmd_kill_scheduler_worker ;;
+    restart-rabbit) cmd_restart_rabbit ;;
+    scheduler) cmd_scheduler "$2" ;;
+    placement) cmd_placement "$2" ;;
+    alive) cmd_alive "$2" ;;
+    rss) cmd_rss ;;
+    *) die "usage: $0 packages|up|down|restart-compute H|kill-scheduler-worker|restart-rabbit|scheduler pmem|plain|placement N" ;;
+esac

@@ -1,0 +1,57 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Files a compute host of the integration deployment needs before it starts.
+
+* ``provider_config/pmem.yaml``: what ``nova-pmem-discover
+  --provider-config`` writes for such a host (the ``CUSTOM_NEAR_MEMORY_MB``
+  inventory and the mode traits), built and validated by the same functions.
+* ``state/compute_id``: the node UUID of :mod:`tests.integration.compute`,
+  so that nova-compute finds its identity on every start, the first too.
+
+    python -m tests.integration.hostfiles DIR NAME MODE DRAM_GB
+"""
+
+import os
+import sys
+
+from nova_pmem_filters.discover import outputs
+from nova_pmem_filters import profile
+
+from tests.integration import compute
+
+
+def host_profile(name, mode, dram_gb):
+    """The part of a nova-pmem-discover profile the outputs read."""
+    return {
+        'hostname': name,
+        'mode': mode,
+        'scheduler_mode': mode,
+        'dram_gb': float(dram_gb),
+        'dram_cache_gb': float(dram_gb) if mode == profile.MEMORY_MODE
+        else 0.0,
+    }
+
+
+def main(argv):
+    directory, name, mode, dram_gb = argv[1:5]
+    config = outputs.provider_config(host_profile(name, mode, dram_gb))
+    outputs.write_atomic(
+        os.path.join(directory, 'provider_config', 'pmem.yaml'),
+        outputs.render_provider_config(config))
+    id_file = os.path.join(directory, 'state', 'compute_id')
+    if not os.path.exists(id_file):
+        with open(id_file, 'w') as f:
+            f.write(compute.node_uuid(name))
+
+
+if __name__ == '__main__':
+    main(sys.argv)
