@@ -26,6 +26,14 @@ def add_scenario_argument(parser):
     return parser
 
 
+def add_fleet_argument(parser, required, purpose):
+    parser.add_argument(
+        '--fleet', metavar='DIR', required=required, default=None,
+        help='%s: a directory of discovered host profiles (*.json, as '
+             'nova-pmem-discover prints them)' % purpose)
+    return parser
+
+
 def load_scenario(parsed_args):
     return scenario.load(parsed_args.scenario)
 

@@ -23,12 +23,10 @@ class Compare(lister.Lister):
 
     def get_parser(self, prog_name):
         parser = base.add_scenario_argument(super().get_parser(prog_name))
-        parser.add_argument(
-            '--fleet', metavar='DIR', default=None,
-            help='also compare the node kinds of the current fleet: a '
-                 'directory of host profiles as nova-pmem-discover prints '
-                 'them (rows named fleet:<kind>)')
-        return parser
+        return base.add_fleet_argument(
+            parser, required=False,
+            purpose='also compare the node kinds of the current fleet '
+                    '(rows named fleet:<kind>)')
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)

@@ -22,11 +22,8 @@ class Fleet(lister.Lister):
 
     def get_parser(self, prog_name):
         parser = base.add_scenario_argument(super().get_parser(prog_name))
-        parser.add_argument(
-            '--fleet', metavar='DIR', required=True,
-            help='directory of discovered host profiles (*.json, as '
-                 'nova-pmem-discover prints them)')
-        return parser
+        return base.add_fleet_argument(parser, required=True,
+                                       purpose='the current fleet')
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)

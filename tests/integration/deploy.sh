@@ -416,10 +416,25 @@ cmd_up() {
     log "deployment up in $((SECONDS - t0))s"
 }
 
+wait_groups_gone() {
+    # wait_groups_gone TRIES PGID...: poll every 0.25 s until no process
+    # group is left, at most TRIES times.
+    local tries=$1 i pid alive
+    shift
+    for ((i = 0; i < tries; i++)); do
+        alive=0
+        for pid in "$@"; do
+            kill -0 -- "-$pid" 2>/dev/null && alive=1
+        done
+        ((alive)) || return 0
+        sleep 0.25
+    done
+}
+
 cmd_down() {
     # Every group gets SIGTERM at once, then SIGKILL whatever is left after
     # 15 s: a graceful stop is not what is under test.
-    local f pid pids=() i alive
+    local f pid pids=()
     [[ -d $WORK/pids ]] || return 0
     for f in "$WORK"/pids/*.pid; do
         [[ -e $f ]] || continue
@@ -427,25 +442,11 @@ cmd_down() {
         pids+=("$pid")
         kill -TERM -- "-$pid" 2>/dev/null || true
     done
-    for ((i = 0; i < 60; i++)); do
-        alive=0
-        for pid in "${pids[@]+"${pids[@]}"}"; do
-            kill -0 -- "-$pid" 2>/dev/null && alive=1
-        done
-        ((alive)) || break
-        sleep 0.25
-    done
+    wait_groups_gone 60 "${pids[@]+"${pids[@]}"}"
     for pid in "${pids[@]+"${pids[@]}"}"; do
         kill -KILL -- "-$pid" 2>/dev/null || true
     done
-    for ((i = 0; i < 20; i++)); do
-        alive=0
-        for pid in "${pids[@]+"${pids[@]}"}"; do
-            kill -0 -- "-$pid" 2>/dev/null && alive=1
-        done
-        ((alive)) || break
-        sleep 0.25
-    done
+    wait_groups_gone 20 "${pids[@]+"${pids[@]}"}"
     rm -f "$WORK"/pids/*.pid
     log "deployment down"
 }
