@@ -14,12 +14,17 @@
 tox runs the unit and the functional suites as two stestr runs in one
 repository; CI wants one closing line for both. Prints a line per run and
 then ``N passed, N failed``. ``--check NAME=RC`` counts a check that is not a
-test run (pep8) as one passed or failed item. Exits 1 when anything failed.
+test run (pep8) as one passed or failed item. ``--integration FILE`` counts
+the checks of the integration suite's JSON results, each as a test; a
+missing or unreadable file counts as one failure. Exits 1 when anything
+failed.
 
 Usage: python tools/test_totals.py [--repo-url DIR] [--check pep8=0]
+                                   [--integration results.json]
 """
 
 import argparse
+import json
 import sys
 
 from stestr.repository import util as repo_util
@@ -40,12 +45,34 @@ def run_counts(repo_url):
         yield run_id, summary.testsRun - failed - skipped, failed, skipped
 
 
+def integration_counts(path):
+    """(passed, failed, lines) from the checks of an integration run."""
+    try:
+        with open(path) as f:
+            checks = json.load(f)['checks']
+        results = [(str(c['name']), bool(c['passed']), c.get('detail', ''))
+                   for c in checks]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return 0, 1, ['integration: no results in %s (%s): the deployment '
+                      'did not come up or the run broke off' % (path, exc)]
+    if not results:
+        return 0, 1, ['integration: %s holds no checks' % path]
+    passed = sum(ok for _name, ok, _detail in results)
+    lines = ['integration: %d passed, %d failed'
+             % (passed, len(results) - passed)]
+    lines.extend('integration FAILED: %s (%s)' % (name, detail)
+                 for name, ok, detail in results if not ok)
+    return passed, len(results) - passed, lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--repo-url', default=None,
                         help='directory holding .stestr (default: here)')
     parser.add_argument('--check', action='append', default=[],
                         metavar='NAME=RC')
+    parser.add_argument('--integration', metavar='FILE',
+                        help='JSON results of tests/integration')
     args = parser.parse_args(argv)
     passed = failed = skipped = 0
     try:
@@ -62,6 +89,10 @@ def main(argv=None):
         good = rc.strip() == '0'
         print('%s: %s' % (name, 'passed' if good else 'failed (rc %s)' % rc))
         passed, failed = passed + good, failed + (not good)
+    if args.integration:
+        ok, bad, lines = integration_counts(args.integration)
+        print('\n'.join(lines))
+        passed, failed = passed + ok, failed + bad
     print('%d passed, %d failed, %d skipped' % (passed, failed, skipped))
     return 1 if failed or not passed else 0
 

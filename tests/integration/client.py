@@ -15,17 +15,20 @@ Only 127.0.0.1; every wait is bounded.
 
     python -m tests.integration.client services-up BINARY COUNT
     python -m tests.integration.client wait-providers COUNT
+    python -m tests.integration.client wait-consumer QUEUE
 """
 
 import os
 import sys
 import time
 
+import kombu
 import requests
 
 BASE = int(os.environ.get('PMEM_IT_PORT_BASE', '18000'))
 COMPUTE_URL = 'http://127.0.0.1:%d/v2.1' % (BASE + 774)
 PLACEMENT_URL = 'http://127.0.0.1:%d' % (BASE + 778)
+AMQP_URL = 'amqp://guest:guest@127.0.0.1:%d//' % (BASE + 672)
 MICROVERSION = 'latest'
 
 
@@ -123,11 +126,34 @@ def wait_providers(count, timeout=120):
              % (count, timeout))
 
 
+def wait_consumer(queue, timeout=60):
+    """Wait until a service consumes from QUEUE on the broker.
+
+    An RPC call sent to a queue nobody has declared yet is dropped, and
+    the caller waits its whole timeout: nova-compute's first call to the
+    conductor did exactly that when the computes started with it.
+    """
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with kombu.Connection(AMQP_URL, connect_timeout=5) as conn:
+                _name, _messages, consumers = conn.default_channel \
+                    .queue_declare(queue=queue, passive=True)
+                if consumers:
+                    return
+        except Exception:  # not declared yet, broker not ready
+            pass
+        time.sleep(0.5)
+    sys.exit('no consumer on queue %s after %ds' % (queue, timeout))
+
+
 def main(argv):
     if argv[1] == 'services-up':
         services_up(argv[2], int(argv[3]))
     elif argv[1] == 'wait-providers':
         wait_providers(int(argv[2]))
+    elif argv[1] == 'wait-consumer':
+        wait_consumer(argv[2])
     else:
         sys.exit('unknown command %s' % argv[1])
 

@@ -24,6 +24,8 @@
 #   deploy.sh restart-rabbit      stop RabbitMQ and start it again
 #   deploy.sh scheduler PROFILE   restart nova-scheduler, PROFILE pmem|plain
 #   deploy.sh placement N         restart Placement with N allocation retries
+#   deploy.sh leftovers           processes or listeners "down" left behind
+#   deploy.sh scheduler-workers   how many nova-scheduler workers run
 #
 # Every process is started in its own process group whose id is kept in
 # $WORK/pids/NAME.pid; "down" signals the groups, so nothing is left behind.
@@ -34,6 +36,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
+cd "$TOP"
 VENV=${VENV:-$TOP/.tox/integration}
 WORK=${PMEM_IT_WORK:-/tmp/pmem-integration}
 BASE=${PMEM_IT_PORT_BASE:-18000}
@@ -81,6 +84,7 @@ start() {
     shift
     setsid "$@" >>"$WORK/logs/$name.out" 2>&1 < /dev/null &
     echo $! >"$WORK/pids/$name.pid"
+    echo "$! $name" >>"$WORK/groups"
 }
 
 # stop NAME [SIGNAL]: signal the process group of NAME and wait for it.
@@ -245,6 +249,9 @@ start_mariadb() {
         --log-error="$WORK/logs/mariadb.log" --max-connections=2000 \
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=0 \
         --skip-log-bin
+}
+
+wait_mariadb() {
     wait_for 60 MariaDB mariadb-admin --socket="$WORK/mysql/sock" ping
 }
 
@@ -276,6 +283,9 @@ start_rabbit() {
         start epmd epmd -port "$EPMD_PORT" -address 127.0.0.1
     fi
     start rabbitmq env "${RABBIT_ENV[@]}" "$RABBIT_BIN/rabbitmq-server"
+}
+
+wait_rabbit() {
     wait_for 90 "RabbitMQ node" rabbitmqctl ping
     rabbitmqctl await_startup >/dev/null
 }
@@ -289,16 +299,16 @@ CREATE DATABASE IF NOT EXISTS placement;
 CREATE USER IF NOT EXISTS 'nova'@'127.0.0.1' IDENTIFIED BY 'nova';
 GRANT ALL PRIVILEGES ON *.* TO 'nova'@'127.0.0.1';
 EOF
-    local nm="$VENV/bin/nova-manage --config-file $WORK/etc/nova.conf"
+    # Placement's schema and Nova's (API, cell0, cell1) at the same time.
+    local placement_sync rc=0
     "$VENV/bin/placement-manage" --config-file "$WORK/etc/placement.conf" \
-        db sync >>"$WORK/logs/db-sync.out" 2>&1
-    $nm api_db sync >>"$WORK/logs/db-sync.out" 2>&1
-    $nm cell_v2 map_cell0 --database_connection \
+        db sync >>"$WORK/logs/placement-db-sync.out" 2>&1 &
+    placement_sync=$!
+    (cd "$TOP" && "$PY" -m tests.integration.dbsetup "$WORK/etc/nova.conf" \
         "mysql+pymysql://nova:nova@127.0.0.1:$DB_PORT/nova_cell0?charset=utf8" \
-        >>"$WORK/logs/db-sync.out" 2>&1
-    $nm cell_v2 list_cells 2>/dev/null | grep -q ' cell1 ' ||
-        $nm cell_v2 create_cell --name cell1 >>"$WORK/logs/db-sync.out" 2>&1
-    $nm db sync >>"$WORK/logs/db-sync.out" 2>&1
+        >>"$WORK/logs/db-sync.out" 2>&1) || rc=$?
+    wait "$placement_sync" || die "placement-manage db sync failed (logs/placement-db-sync.out)"
+    ((rc == 0)) || die "Nova database setup failed (logs/db-sync.out)"
 }
 
 start_placement() {
@@ -315,7 +325,6 @@ start_api() {
         "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
         --bind "127.0.0.1:$API_PORT" --workers 2 --threads 8 \
         --timeout 120 --graceful-timeout 5 tests.integration.wsgi_nova_api:application
-    wait_for 90 nova-api http_ok "http://127.0.0.1:$API_PORT/"
 }
 
 start_stubs() {
@@ -351,21 +360,25 @@ compute_fields() {
     die "no compute $1"
 }
 
-prepare_compute() {
-    local name vcpus mem mode dram dir
-    read -r name vcpus mem mode dram < <(compute_fields "$1")
-    dir=$WORK/compute/$name
-    mkdir -p "$dir/state" "$dir/provider_config"
-    cat >"$dir/nova-compute.conf" <<EOF
+prepare_computes() {
+    local spec name dir
+    for spec in $COMPUTES; do
+        name=${spec%%:*}
+        dir=$WORK/compute/$name
+        mkdir -p "$dir"
+        cat >"$dir/nova-compute.conf" <<EOF
 [DEFAULT]
 host = $name
 state_path = $dir/state
 [compute]
 provider_config_location = $dir/provider_config
 EOF
+    done
     # What nova-pmem-discover --provider-config writes for such a host, and
     # the node identity Nova would otherwise invent on first start.
-    "$PY" -m tests.integration.hostfiles "$dir" "$name" "$mode" "$dram"
+    # shellcheck disable=SC2086
+    (cd "$TOP" && "$PY" -m tests.integration.hostfiles "$WORK/compute" \
+        $COMPUTES)
 }
 
 start_compute() {
@@ -394,19 +407,26 @@ cmd_up() {
     command -v mariadbd >/dev/null || die "no mariadbd: deploy.sh packages"
     mkdir -p "$WORK/logs" "$WORK/pids"
     write_config
+    # Whatever does not wait for something else starts at once: RabbitMQ
+    # takes the longest and comes up while the databases are made.
     start_mariadb
     start_rabbit
-    log "MariaDB and RabbitMQ up ($((SECONDS - t0))s)"
+    prepare_computes
+    wait_mariadb
     setup_databases
+    log "databases ready ($((SECONDS - t0))s)"
     start_stubs
     start_placement
+    wait_rabbit
+    log "RabbitMQ up ($((SECONDS - t0))s)"
     start_api
     service nova-conductor nova-conductor
     start_scheduler pmem
+    "$PY" -m tests.integration.client wait-consumer conductor
     for spec in $COMPUTES; do
-        prepare_compute "${spec%%:*}"
         start_compute "${spec%%:*}"
     done
+    wait_for 90 nova-api http_ok "http://127.0.0.1:$API_PORT/"
     services_up nova-compute "$(echo "$COMPUTES" | wc -w)"
     nova_manage cell_v2 discover_hosts >>"$WORK/logs/db-sync.out" 2>&1
     services_up nova-scheduler 1
@@ -451,6 +471,28 @@ cmd_down() {
     log "deployment down"
 }
 
+cmd_leftovers() {
+    # What "down" should have removed: a live process of any group this
+    # deployment ever started, a listener on one of its ports.
+    local ports found=0
+    if [[ -f $WORK/groups ]]; then
+        ps -eo pgid=,pid=,comm= | awk '
+            NR == FNR { name[$1] = $2; next }
+            ($1 in name) { printf "process %s (%s) of %s\n", $2, $3, name[$1] }
+        ' "$WORK/groups" - | grep . && found=1
+    fi
+    ports="$DB_PORT|$AMQP_PORT|$DIST_PORT|$EPMD_PORT|$PLACEMENT_PORT|$API_PORT|$STUB_PORT"
+    ss -Hltn | awk -v p=":($ports)\$" '$4 ~ p { print "listener " $4 }' |
+        grep . && found=1
+    ((found)) || echo none
+}
+
+cmd_scheduler_workers() {
+    local parent
+    parent=$(cat "$WORK/pids/nova-scheduler.pid")
+    pgrep -P "$parent" | wc -l
+}
+
 cmd_restart_compute() {
     local name=$1
     stop "compute-$name" KILL
@@ -470,6 +512,7 @@ cmd_restart_rabbit() {
     rabbitmqctl stop >/dev/null 2>&1 || true
     stop rabbitmq
     start_rabbit
+    wait_rabbit
 }
 
 cmd_placement() {
@@ -478,12 +521,6 @@ cmd_placement() {
         "$WORK/etc/placement.conf"
     stop placement
     start_placement
-}
-
-cmd_alive() {
-    local pid
-    pid=$(cat "$WORK/pids/$1.pid" 2>/dev/null) || { echo "not started"; return 0; }
-    if kill -0 "$pid" 2>/dev/null; then echo "running"; else echo "exited"; fi
 }
 
 cmd_rss() {
@@ -514,7 +551,8 @@ case ${1:-} in
     restart-rabbit) cmd_restart_rabbit ;;
     scheduler) cmd_scheduler "$2" ;;
     placement) cmd_placement "$2" ;;
-    alive) cmd_alive "$2" ;;
+    leftovers) cmd_leftovers ;;
+    scheduler-workers) cmd_scheduler_workers ;;
     rss) cmd_rss ;;
-    *) die "usage: $0 packages|up|down|restart-compute H|kill-scheduler-worker|restart-rabbit|scheduler pmem|plain|placement N" ;;
+    *) die "usage: $0 packages|up|down|leftovers|restart-compute H|kill-scheduler-worker|scheduler-workers|restart-rabbit|scheduler pmem|plain|placement N|rss" ;;
 esac

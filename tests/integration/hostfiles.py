@@ -17,7 +17,11 @@
 * ``state/compute_id``: the node UUID of :mod:`tests.integration.compute`,
   so that nova-compute finds its identity on every start, the first too.
 
-    python -m tests.integration.hostfiles DIR NAME MODE DRAM_GB
+    python -m tests.integration.hostfiles COMPUTE_DIR SPEC [SPEC ...]
+
+SPEC is ``name:vcpus:memory_gb:mode:dram_gb`` as in deploy.sh's COMPUTES;
+the files go to ``COMPUTE_DIR/name/``. One process does every host: importing
+the package costs seconds on a small machine.
 """
 
 import os
@@ -41,8 +45,7 @@ def host_profile(name, mode, dram_gb):
     }
 
 
-def main(argv):
-    directory, name, mode, dram_gb = argv[1:5]
+def write_host(directory, name, mode, dram_gb):
     config = outputs.provider_config(host_profile(name, mode, dram_gb))
     outputs.write_atomic(
         os.path.join(directory, 'provider_config', 'pmem.yaml'),
@@ -51,6 +54,16 @@ def main(argv):
     if not os.path.exists(id_file):
         with open(id_file, 'w') as f:
             f.write(compute.node_uuid(name))
+
+
+def main(argv):
+    base = argv[1]
+    for spec in argv[2:]:
+        name, _vcpus, _memory_gb, mode, dram_gb = spec.split(':')
+        directory = os.path.join(base, name)
+        for sub in ('provider_config', 'state'):
+            os.makedirs(os.path.join(directory, sub), exist_ok=True)
+        write_host(directory, name, mode, dram_gb)
 
 
 if __name__ == '__main__':

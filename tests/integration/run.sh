@@ -17,8 +17,9 @@
 #
 #   run.sh [--venv DIR] [--json FILE] [--keep-logs DIR] [scenario options]
 #
-# Scenario options go to tests/integration/scenarios.py (--load, --race,
-# --only). Normally run as "tox -e integration", which passes --venv.
+# Scenario options go to tests/integration/scenarios.py (--quick, --load,
+# --race, --only). Normally run as "tox -e integration", which passes --venv;
+# CI runs "tox -e integration -- --quick".
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,6 +38,8 @@ while (($#)); do
     esac
 done
 case $JSON in /*) ;; *) JSON=$PWD/$JSON ;; esac
+# Results of an earlier run must not pass for this one's.
+rm -f "$JSON"
 
 teardown() {
     local rc=$?
@@ -59,6 +62,6 @@ bash "$HERE/deploy.sh" up
 cd "$TOP"
 rc=0
 "$VENV/bin/python" -m tests.integration.scenarios --json "$JSON" \
-    --logs "$PMEM_IT_WORK/logs" "${ARGS[@]+"${ARGS[@]}"}" || rc=$?
+    --logs "$PMEM_IT_WORK/logs" --teardown "${ARGS[@]+"${ARGS[@]}"}" || rc=$?
 echo "results: $JSON; wall time $((SECONDS - start))s"
 exit "$rc"
