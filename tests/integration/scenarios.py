@@ -302,6 +302,9 @@ def attribute(rec, scenario):
     * ``Nova: compute restart``: ERROR without a fault on the restarted
       host; nova-compute does this to instances that were building when it
       died;
+    * ``Nova: build failed during the fault``: any other fault during a
+      fault scenario, raised after scheduling (seen during a broker
+      restart: "Failed to allocate the network(s)");
     * ``Nova: ... lost``: still BUILD after a broker restart, either
       claimed in Placement but never on a host (the conductor's cast to the
       compute was lost) or never scheduled (the API's cast to the conductor
@@ -319,6 +322,12 @@ def attribute(rec, scenario):
             return 'Nova: RPC lost (MessagingTimeout)'
         if not fault and 'compute' in scenario:
             return 'Nova: compute restart'
+        if fault and scenario.startswith('fault:'):
+            # A build that failed on the compute (network allocation, an
+            # RPC to the conductor) after scheduling: our code runs in the
+            # scheduler only.
+            return 'Nova: build failed during the fault: %s' % (
+                _short_fault(fault))
     if rec['status'] == 'STUCK':
         if rec['host']:
             return 'Nova: stuck on host %s' % rec['host']

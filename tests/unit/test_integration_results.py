@@ -121,7 +121,15 @@ class ScenarioJudgementTestCase(testtools.TestCase):
              '(no host)'),
             (record('STUCK', claimed=False), 'fault: RabbitMQ restart',
              'Nova: build request lost before scheduling'),
+            (record('ERROR', 'Build of instance 1 aborted: Failed to '
+                    'allocate the network(s), not rescheduling.'),
+             'fault: RabbitMQ restart',
+             'Nova: build failed during the fault: Build of instance 1 '
+             'aborted: Failed to allocate the network(s), not '
+             'rescheduling.'),
             (record('ERROR'), 'race', 'unexplained: (no fault)'),
+            (record('ERROR', 'Exceeded maximum number of retries.'), 'race',
+             'unexplained: Exceeded maximum number of retries.'),
         ]
         for rec, scenario, expected in cases:
             self.assertEqual(expected, scenarios.attribute(rec, scenario))
