@@ -108,13 +108,17 @@ stop() {
 http_ok() { curl -sf -o /dev/null "$1"; }
 
 cmd_packages() {
-    if command -v mariadbd >/dev/null && [[ -x $RABBIT_BIN/rabbitmq-server ]]; then
+    # curl for the readiness probes, ss (iproute2) and pgrep (procps) for
+    # the fault and teardown commands.
+    if command -v mariadbd curl ss pgrep >/dev/null &&
+        [[ -x $RABBIT_BIN/rabbitmq-server ]]; then
         return 0
     fi
-    log "installing mariadb-server and rabbitmq-server"
+    log "installing mariadb-server, rabbitmq-server, curl, iproute2, procps"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends mariadb-server rabbitmq-server curl >/dev/null
+        --no-install-recommends mariadb-server rabbitmq-server curl \
+        iproute2 procps >/dev/null
 }
 
 write_config() {
