@@ -169,6 +169,28 @@ Possible values:
 * 0 reads every instance's flavor on each request (one batched query); a
   positive number of seconds.
 """),
+    cfg.BoolOpt(
+        'check_aggregate_view',
+        default=True,
+        help="""
+Compare, once per nova-scheduler worker process, the host aggregates the
+scheduler holds in memory with the database, and repair them if they differ.
+
+Nova reads the aggregates once, in the parent nova-scheduler process, and
+then hears of changes by fanout RPC. A worker that the parent starts again
+after a crash inherits the parent's start-up copy and misses every aggregate
+change made since: Memory-Mode hosts may then look like DRAM hosts to it.
+With this option the first pmem filter call in each worker reads the
+aggregates (one query per worker lifetime); if the scheduler's copy differs,
+it logs an error, uses the database's aggregates for the hosts of that
+request, and asks every scheduler worker to update its copy with Nova's own
+``update_aggregates`` fanout.
+
+Possible values:
+
+* True (default): check and repair once per worker process.
+* False: trust the scheduler's copy, as Nova does.
+"""),
 ]
 
 

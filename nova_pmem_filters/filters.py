@@ -42,6 +42,7 @@ class _PmemFilter(filters.BaseHostFilter):
                 and scheduler_utils.request_is_rebuild(spec_obj)):
             return hosts
         try:
+            hostinfo.check_aggregate_view(spec_obj, hosts)
             return self._filter_hosts(hosts, spec_obj)
         except Exception as exc:
             LOG.warning("%(cls)s rejects all %(count)d hosts: unexpected "

@@ -16,6 +16,7 @@ host, and never raises: a host or flavor that cannot be understood is
 reported as such and the caller rejects it with a log line.
 """
 
+import os
 import time
 import weakref
 
@@ -115,6 +116,82 @@ def host_profile(host_state):
                   {'host': host_state.host, 'node': host_state.nodename,
                    'problem': result.problem})
     return result
+
+
+# The process whose aggregate view has been checked (see
+# check_aggregate_view): a worker forked or re-forked after the check is a
+# new process and checks again.
+_VIEW_CHECKED_PID = None
+
+
+def _aggregate_view(aggregates):
+    """What a host's aggregates say, comparable between two copies."""
+    return frozenset(
+        (agg.id, key, value)
+        for agg in aggregates or ()
+        for key, value in (agg.metadata or {}).items())
+
+
+def check_aggregate_view(spec_obj, host_states):
+    """Once per process: repair aggregates the scheduler holds stale.
+
+    Nova's HostManager reads the aggregates in the parent nova-scheduler
+    process and hears of changes by fanout; a worker re-forked after a crash
+    starts from the parent's start-up copy. Here, at the first request a
+    process filters, the aggregates are read from the database and compared
+    with what each host of the request carries. Where they differ, the hosts
+    get the database's aggregates for this request, and Nova's own
+    ``update_aggregates`` / ``delete_aggregate`` fanout brings every
+    worker's HostManager up to date for the next ones. Never raises.
+
+    :returns: the names of the hosts whose aggregates were replaced.
+    """
+    global _VIEW_CHECKED_PID
+    pid = os.getpid()
+    if _VIEW_CHECKED_PID == pid or not CONF.pmem.check_aggregate_view:
+        return []
+    context = getattr(spec_obj, '_context', None)
+    if context is None:
+        return []
+    _VIEW_CHECKED_PID = pid
+    try:
+        from nova.scheduler.client import query
+
+        fresh = objects.AggregateList.get_all(context.elevated())
+        by_host = {}
+        for agg in fresh:
+            for host in agg.hosts or ():
+                by_host.setdefault(host, []).append(agg)
+        stale = []
+        held = {}
+        for host_state in host_states:
+            for agg in host_state.aggregates or ():
+                held[agg.id] = agg
+            aggs = by_host.get(host_state.host, [])
+            if (_aggregate_view(host_state.aggregates) !=
+                    _aggregate_view(aggs)):
+                host_state.aggregates = list(aggs)
+                stale.append(host_state.host)
+        if not stale:
+            return []
+        LOG.error("This nova-scheduler worker (pid %(pid)d) held aggregates "
+                  "that differ from the database for hosts %(hosts)s: Nova "
+                  "gives a worker started after a crash the parent "
+                  "process's start-up copy. Using the database's "
+                  "aggregates, and asking all scheduler workers to update "
+                  "theirs.", {'pid': pid, 'hosts': ', '.join(sorted(stale))})
+        client = query.SchedulerQueryClient()
+        client.update_aggregates(context, fresh)
+        fresh_ids = {agg.id for agg in fresh}
+        for agg_id, agg in held.items():
+            if agg_id not in fresh_ids:
+                client.delete_aggregate(context, agg)
+        return stale
+    except Exception as exc:
+        LOG.warning("Could not compare the scheduler's aggregates with the "
+                    "database (pid %(pid)d): %(error)r; keeping them.",
+                    {'pid': pid, 'error': exc})
+        return []
 
 
 def flavor_request(flavor):

@@ -105,6 +105,8 @@ class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
     HOSTS = (DRAM, MEMORY_MODE, APP_DIRECT)
     AGGREGATES = (DRAM_AGGREGATE, MEMORY_MODE_AGGREGATE, APP_DIRECT_AGGREGATE)
     TRACK_INSTANCE_CHANGES = True
+    # Whether a test makes the scheduler's aggregates stale on purpose.
+    EXPECT_STALE_VIEW = False
 
     def setUp(self):
         # The scheduler reads these when it starts, in super().setUp().
@@ -123,6 +125,10 @@ class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
             'nova_pmem_filters.hostinfo.LEDGER', hostinfo.HotRamLedger()))
         hostinfo._WARNED.clear()
         self.addCleanup(hostinfo._WARNED.clear)
+        # Each test's scheduler is new: check its aggregates once, as a
+        # new worker process would.
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.hostinfo._VIEW_CHECKED_PID', None))
 
         super(PmemTestBase, self).setUp()
 
@@ -257,5 +263,9 @@ class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
         # log "unexpected error"; such a line, or a traceback through our
         # code, is a bug even when the test's placements came out right.
         self.assertNotIn('unexpected error', self.pmem_log.output)
+        if not self.EXPECT_STALE_VIEW:
+            # The aggregate check must not see a difference where none is.
+            self.assertNotIn('differ from the database', self.pmem_log.output)
+        self.assertNotIn('Could not compare', self.pmem_log.output)
         self.assertNotRegex(self.stdlog.logger.output,
                             r'File "[^"]*nova_pmem_filters[/\\]')

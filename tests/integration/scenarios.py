@@ -403,15 +403,17 @@ def probe(cloud, label, flavor, count=2, host=None, settle=120):
     return list(records.values()), errors
 
 
-def check_serves(results, cloud, after, flavor='it.small', host=None):
-    """After a fault: new servers go ACTIVE (on ``host`` if given)."""
-    recs, errors = probe(cloud, 'recover', flavor, host=host)
+def check_serves(results, cloud, after, flavor='it.small', host=None,
+                 count=2, on=None, what='new servers'):
+    """After a fault: new servers go ACTIVE (on ``host`` or ``on``)."""
+    recs, errors = probe(cloud, 'recover', flavor, count=count, host=host)
+    on = on or ((host,) if host else None)
     ok = (recs and not errors and
-          all(r['status'] == 'ACTIVE' and (host is None or r['host'] == host)
+          all(r['status'] == 'ACTIVE' and (on is None or r['host'] in on)
               for r in recs))
     return results.check(
-        'after %s: new servers go ACTIVE%s' % (
-            after, ' on %s' % host if host else ''), ok,
+        'after %s: %s go ACTIVE%s' % (
+            after, what, ' on %s' % ', '.join(on) if on else ''), ok,
         describe(recs, errors))
 
 
@@ -469,6 +471,8 @@ def scenario_race(cloud, results, count, upstream_retries=True):
 
 def scenario_faults(cloud, results, count):
     def kill_worker(start):
+        # The POSTs take about 2 s; then the workers are scheduling them.
+        time.sleep(max(0.0, start + 3 - time.time()))
         pid = deploy('kill-scheduler-worker')
         log('killed scheduler worker %s', pid)
 
@@ -478,7 +482,12 @@ def scenario_faults(cloud, results, count):
     row = results.row(summarize('fault: kill -9 scheduler worker', records,
                                 errors, cloud.over_admission()))
     results.check_bound(row)
-    check_serves(results, cloud, 'kill -9 of a scheduler worker')
+    # Capacity servers, which only Memory-Mode hosts take, and enough of
+    # them that both workers, the new one too, schedule some: a worker with
+    # stale aggregates takes the Memory-Mode hosts for DRAM hosts.
+    check_serves(results, cloud, 'kill -9 of a scheduler worker',
+                 flavor='it.cap.placement', count=4, on=MM_HOSTS,
+                 what='capacity servers')
     row['notes'] = 'scheduler workers afterwards: %s' % deploy(
         'scheduler-workers')
     cloud.delete_all()

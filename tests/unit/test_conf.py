@@ -27,7 +27,7 @@ _TOP = os.path.dirname(os.path.dirname(os.path.dirname(
 _OPT_NAMES = ['default_host_mode', 'default_flavor_modes',
               'default_hot_ratio', 'cache_overcommit_ratio',
               'tier_weight_multiplier', 'cache_headroom_weight_multiplier',
-              'instance_cache_ttl']
+              'instance_cache_ttl', 'check_aggregate_view']
 
 
 class ListOptsTestCase(testtools.TestCase):
@@ -67,6 +67,7 @@ class ListOptsTestCase(testtools.TestCase):
         self.assertEqual(10.0, config.pmem.tier_weight_multiplier)
         self.assertEqual(1.0, config.pmem.cache_headroom_weight_multiplier)
         self.assertEqual(600, config.pmem.instance_cache_ttl)
+        self.assertTrue(config.pmem.check_aggregate_view)
 
     def test_bounds(self):
         config = cfg.ConfigOpts()

@@ -340,3 +340,93 @@ class AdapterTestCase(fakes.PmemTestCase):
         request, error = hostinfo.spec_request(objects.RequestSpec())
         self.assertIsNone(request)
         self.assertIn('request has no flavor', error)
+
+
+class AggregateViewCheckTestCase(fakes.PmemTestCase):
+    """check_aggregate_view, with Nova's database and RPC replaced.
+
+    tests/functional/test_stale_aggregates.py runs it in a real Nova.
+    """
+
+    def setUp(self):
+        super(AggregateViewCheckTestCase, self).setUp()
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.hostinfo._VIEW_CHECKED_PID', None))
+        self.fresh = []
+        self.get_all = self.useFixture(fixtures.MockPatch(
+            'nova.objects.AggregateList.get_all',
+            side_effect=lambda ctx: self.fresh)).mock
+        self.client = self.useFixture(fixtures.MockPatch(
+            'nova.scheduler.client.query.SchedulerQueryClient')).mock()
+        self.log = self.useFixture(fixtures.FakeLogger(
+            name='nova_pmem_filters'))
+        self.spec = fakes.request_spec()
+        self.spec._context = nova_context.get_admin_context()
+
+    def _agg(self, agg_id, hosts, metadata):
+        return objects.Aggregate(id=agg_id, name='agg%d' % agg_id,
+                                 hosts=hosts, metadata=metadata)
+
+    def test_repairs_stale_hosts_only(self):
+        mm = {profile.MODE_KEY: profile.MEMORY_MODE,
+              profile.DRAM_CACHE_KEY: '192'}
+        dram = {profile.MODE_KEY: profile.DRAM}
+        fresh_mm = self._agg(1, ['mm1'], mm)
+        fresh_dram = self._agg(2, ['dram1'], dram)
+        self.fresh = [fresh_mm, fresh_dram]
+        stale_host = fakes.host('mm1')      # held no aggregate at all
+        ok_host = fakes.host('dram1')
+        ok_host.aggregates = [self._agg(2, ['dram1'], dram)]
+        gone = self._agg(7, ['dram1'], {profile.MODE_KEY: 'memory_mode'})
+        other = fakes.host('ad1')
+        other.aggregates = [gone]
+
+        stale = hostinfo.check_aggregate_view(
+            self.spec, [stale_host, ok_host, other])
+
+        self.assertEqual(['mm1', 'ad1'], stale)
+        self.assertEqual([fresh_mm], stale_host.aggregates)
+        self.assertEqual([], other.aggregates)
+        self.assertEqual(profile.MEMORY_MODE,
+                         hostinfo.host_profile(stale_host).mode)
+        self.client.update_aggregates.assert_called_once_with(
+            self.spec._context, self.fresh)
+        self.client.delete_aggregate.assert_called_once_with(
+            self.spec._context, gone)
+        self.assertIn('differ from the database for hosts ad1, mm1',
+                      self.log.output)
+
+    def test_once_per_process_and_quiet_when_fresh(self):
+        self.fresh = [self._agg(1, ['mm1'], {profile.MODE_KEY: 'dram'})]
+        host = fakes.host('mm1')
+        host.aggregates = [self._agg(1, ['mm1'], {profile.MODE_KEY: 'dram'})]
+        self.assertEqual([], hostinfo.check_aggregate_view(self.spec, [host]))
+        self.assertEqual([], hostinfo.check_aggregate_view(
+            self.spec, [fakes.host('mm1')]))
+        self.assertEqual(1, self.get_all.call_count)
+        self.assertFalse(self.client.update_aggregates.called)
+        self.assertEqual('', self.log.output)
+
+    def test_no_context_or_disabled_means_no_check(self):
+        self.assertEqual([], hostinfo.check_aggregate_view(
+            fakes.request_spec(), [fakes.host('mm1')]))
+        self.flags(check_aggregate_view=False, group='pmem')
+        self.assertEqual([], hostinfo.check_aggregate_view(
+            self.spec, [fakes.host('mm1')]))
+        self.assertFalse(self.get_all.called)
+        # Not marked as done while it could not run.
+        self.assertIsNone(hostinfo._VIEW_CHECKED_PID)
+
+    def test_database_error_keeps_the_view(self):
+        self.get_all.side_effect = RuntimeError('database gone')
+        host = fakes.host('mm1')
+        self.assertEqual([], hostinfo.check_aggregate_view(self.spec, [host]))
+        self.assertIn('Could not compare', self.log.output)
+        self.assertIn('database gone', self.log.output)
+
+    def test_filter_serves_while_the_check_fails(self):
+        self.get_all.side_effect = RuntimeError('database gone')
+        host = fakes.host('dram1', metadata=[{profile.MODE_KEY: 'dram'}])
+        self.spec.flavor.extra_specs = {'pmem:modes': 'dram'}
+        self.assertEqual([host], filters.PmemModeFilter().filter_all(
+            [host], self.spec))
