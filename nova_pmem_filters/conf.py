@@ -182,9 +182,10 @@ after a crash inherits the parent's start-up copy and misses every aggregate
 change made since: Memory-Mode hosts may then look like DRAM hosts to it.
 With this option the first pmem filter call in each worker reads the
 aggregates (one query per worker lifetime); if the scheduler's copy differs,
-it logs an error, uses the database's aggregates for the hosts of that
-request, and asks every scheduler worker to update its copy with Nova's own
-``update_aggregates`` fanout.
+it logs an error, uses the database's aggregates for that request and for
+those of the next 10 seconds (until the fanout has arrived), and asks every
+scheduler worker to update its copy with Nova's own ``update_aggregates``
+fanout.
 
 Possible values:
 

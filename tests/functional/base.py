@@ -129,6 +129,8 @@ class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
         # new worker process would.
         self.useFixture(fixtures.MonkeyPatch(
             'nova_pmem_filters.hostinfo._VIEW_CHECKED_PID', None))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.hostinfo._VIEW_REPAIR', None))
 
         super(PmemTestBase, self).setUp()
 

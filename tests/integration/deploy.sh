@@ -539,10 +539,18 @@ cmd_rss() {
         END { printf "%d\n", s / 1024 }'
 }
 
+scheduler_workers_started() {
+    local parent
+    parent=$(cat "$WORK/pids/nova-scheduler.pid")
+    (($(pgrep -P "$parent" | wc -l) >= 2))
+}
+
 cmd_scheduler() {
     stop nova-scheduler
     start_scheduler "$1"
-    sleep 2
+    # The parent process reads the aggregates before it forks the workers:
+    # once they run, an aggregate change is one the parent missed.
+    wait_for 90 "nova-scheduler workers" scheduler_workers_started
     services_up nova-scheduler 1
 }
 

@@ -57,6 +57,8 @@ GB = profile.MB_PER_GB
 DEFAULT_HOT_RATIO = 0.5
 CACHE_GB = 192
 MM_HOSTS = ('mm1', 'mm2')
+# Nova sends aggregate changes to the schedulers with a fanout cast.
+AGGREGATE_PROPAGATION_S = 2
 
 # Flavors: name -> (RAM GB, vCPU, extra specs)
 CAP_SPECS = {'pmem:modes': 'memory_mode', 'pmem:priority': 'low',
@@ -122,6 +124,23 @@ class Cloud(object):
             self.admin.post('/flavors/%s/os-extra_specs' % flavor['id'],
                             {'extra_specs': specs})
             self.flavors[name] = flavor['id']
+
+    def relabel_after_scheduler_start(self):
+        """Put the Memory-Mode hosts in their aggregate after a restart.
+
+        As operators label hosts while nova-scheduler runs: its parent
+        process then holds aggregates older than the database, and so does
+        any worker it forks again after a crash.
+        """
+        agg = self.aggregates['pmem-mm']
+        for host in MM_HOSTS:
+            self.admin.post('/os-aggregates/%s/action' % agg,
+                            {'remove_host': {'host': host}})
+        deploy('scheduler', 'pmem')
+        for host in MM_HOSTS:
+            self.admin.post('/os-aggregates/%s/action' % agg,
+                            {'add_host': {'host': host}})
+        time.sleep(AGGREGATE_PROPAGATION_S)
 
     def set_metadata(self, agg_id, meta):
         self.admin.post('/os-aggregates/%s/action' % agg_id,
@@ -469,7 +488,11 @@ def scenario_race(cloud, results, count, upstream_retries=True):
             deploy('placement', '1')
 
 
-def scenario_faults(cloud, results, count):
+def scenario_faults(cloud, results, count, logs):
+    cloud.relabel_after_scheduler_start()
+    repaired_before = _count_lines(logs, 'nova-scheduler',
+                                   'differ from the database', 'ERROR')
+
     def kill_worker(start):
         # The POSTs take about 2 s; then the workers are scheduling them.
         time.sleep(max(0.0, start + 3 - time.time()))
@@ -488,8 +511,12 @@ def scenario_faults(cloud, results, count):
     check_serves(results, cloud, 'kill -9 of a scheduler worker',
                  flavor='it.cap.placement', count=4, on=MM_HOSTS,
                  what='capacity servers')
-    row['notes'] = 'scheduler workers afterwards: %s' % deploy(
-        'scheduler-workers')
+    row['notes'] = ('scheduler workers afterwards: %s; stale aggregates '
+                    'repaired: %d time(s)' % (
+                        deploy('scheduler-workers'),
+                        _count_lines(logs, 'nova-scheduler',
+                                     'differ from the database', 'ERROR')
+                        - repaired_before))
     cloud.delete_all()
 
     def kill_compute(start):
@@ -583,8 +610,6 @@ GARBAGE = [
     ({profile.MODE_KEY: profile.MEMORY_MODE,
       profile.DRAM_CACHE_KEY: '-5'}, '-5'),
 ]
-# Nova sends aggregate changes to the schedulers with a fanout cast.
-AGGREGATE_PROPAGATION_S = 2
 
 
 def scenario_bad_aggregate(cloud, results, count, logs):
@@ -647,14 +672,14 @@ def scenario_bad_aggregate(cloud, results, count, logs):
     cloud.delete_all()
 
 
-def _count_lines(logs, name, pattern):
+def _count_lines(logs, name, pattern, level='WARNING'):
     path = os.path.join(logs, name + '.log')
     if not os.path.exists(path):
         return 0
     regex = re.compile(pattern)
     with open(path, errors='replace') as f:
         return sum(1 for line in f
-                   if 'WARNING' in line and regex.search(line))
+                   if level in line and regex.search(line))
 
 
 def scan_logs(logs):
@@ -736,7 +761,7 @@ def main(argv=None):
             ('bad', scenario_bad_specs, (cloud, results)),
             ('bad', scenario_bad_aggregate,
              (cloud, results, load, args.logs)),
-            ('faults', scenario_faults, (cloud, results, load))]
+            ('faults', scenario_faults, (cloud, results, load, args.logs))]
     for name, func, func_args in plan:
         if name not in only:
             continue

@@ -11,6 +11,8 @@
 #    under the License.
 """Tests of the hot-RAM ledger and the HostState / RequestSpec adapters."""
 
+import time
+
 import fixtures
 from oslo_utils.fixture import uuidsentinel as uuids
 
@@ -352,6 +354,8 @@ class AggregateViewCheckTestCase(fakes.PmemTestCase):
         super(AggregateViewCheckTestCase, self).setUp()
         self.useFixture(fixtures.MonkeyPatch(
             'nova_pmem_filters.hostinfo._VIEW_CHECKED_PID', None))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.hostinfo._VIEW_REPAIR', None))
         self.fresh = []
         self.get_all = self.useFixture(fixtures.MockPatch(
             'nova.objects.AggregateList.get_all',
@@ -393,7 +397,9 @@ class AggregateViewCheckTestCase(fakes.PmemTestCase):
             self.spec._context, self.fresh)
         self.client.delete_aggregate.assert_called_once_with(
             self.spec._context, gone)
-        self.assertIn('differ from the database for hosts ad1, mm1',
+        self.assertIn('differ from the database', self.log.output)
+        self.assertIn("ad1 held [7 {'pmem_mode': 'memory_mode'}], "
+                      "database []; mm1 held [], database [1 {",
                       self.log.output)
 
     def test_once_per_process_and_quiet_when_fresh(self):
@@ -430,3 +436,26 @@ class AggregateViewCheckTestCase(fakes.PmemTestCase):
         self.spec.flavor.extra_specs = {'pmem:modes': 'dram'}
         self.assertEqual([host], filters.PmemModeFilter().filter_all(
             [host], self.spec))
+
+    def test_requests_until_the_fanout_arrives_are_repaired_too(self):
+        mm = {profile.MODE_KEY: profile.MEMORY_MODE,
+              profile.DRAM_CACHE_KEY: '192'}
+        self.fresh = [self._agg(1, ['mm1'], mm)]
+        first = fakes.host('mm1')
+        self.assertEqual(['mm1'],
+                         hostinfo.check_aggregate_view(self.spec, [first]))
+        # A request that ran meanwhile in another thread, or before Nova's
+        # fanout reached this worker, still carries the stale copy.
+        second = fakes.host('mm1')
+        self.assertEqual(['mm1'],
+                         hostinfo.check_aggregate_view(self.spec, [second]))
+        self.assertEqual(self.fresh, second.aggregates)
+        self.assertEqual(1, self.get_all.call_count)
+        self.assertEqual(1, self.client.update_aggregates.call_count)
+        # Once the window is over, Nova's copy is trusted again.
+        self.useFixture(fixtures.MockPatch(
+            'time.monotonic',
+            return_value=time.monotonic() + hostinfo.VIEW_REPAIR_WINDOW_S + 1))
+        late = fakes.host('mm1')
+        self.assertEqual([], hostinfo.check_aggregate_view(self.spec, [late]))
+        self.assertEqual([], late.aggregates)
