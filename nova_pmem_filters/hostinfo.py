@@ -17,7 +17,6 @@ reported as such and the caller rejects it with a log line.
 """
 
 import os
-import threading
 import time
 import weakref
 
@@ -123,7 +122,6 @@ def host_profile(host_state):
 # check_aggregate_view): a worker forked or re-forked after the check is a
 # new process and checks again.
 _VIEW_CHECKED_PID = None
-_VIEW_LOCK = threading.Lock()
 # After a repair, until Nova's fanout has reached this worker's HostManager:
 # (monotonic deadline, {host: [database aggregates]}).
 _VIEW_REPAIR = None
@@ -215,13 +213,18 @@ def check_aggregate_view(spec_obj, host_states):
             context = getattr(spec_obj, '_context', None)
             if context is None:
                 return []
-            with _VIEW_LOCK:
+            # No lock: a request that starts while another one reads does
+            # its own read and repairs its own hosts. The process is marked
+            # checked only once the repair is in place for later requests.
+            repair = None
+            try:
+                repair, stale = _compare_with_database(
+                    context, host_states, pid)
+                return stale
+            finally:
                 if _VIEW_CHECKED_PID != pid:
+                    _VIEW_REPAIR = repair
                     _VIEW_CHECKED_PID = pid
-                    _VIEW_REPAIR = None
-                    _VIEW_REPAIR, stale = _compare_with_database(
-                        context, host_states, pid)
-                    return stale
         repair = _VIEW_REPAIR
         if repair is None:
             return []

@@ -11,6 +11,7 @@
 #    under the License.
 """Tests of the hot-RAM ledger and the HostState / RequestSpec adapters."""
 
+import threading
 import time
 
 import fixtures
@@ -459,3 +460,32 @@ class AggregateViewCheckTestCase(fakes.PmemTestCase):
         late = fakes.host('mm1')
         self.assertEqual([], hostinfo.check_aggregate_view(self.spec, [late]))
         self.assertEqual([], late.aggregates)
+
+    def test_concurrent_request_is_repaired_too(self):
+        mm = {profile.MODE_KEY: profile.MEMORY_MODE,
+              profile.DRAM_CACHE_KEY: '192'}
+        self.fresh = [self._agg(1, ['mm1'], mm)]
+        other = fakes.host('mm1')
+        seen = {}
+
+        def read_while_another_request_starts(ctx):
+            # Another scheduler thread starts a request during the read.
+            if 'thread' not in seen:
+                seen['thread'] = threading.Thread(
+                    target=lambda: seen.setdefault(
+                        'stale',
+                        hostinfo.check_aggregate_view(self.spec, [other])))
+                seen['thread'].start()
+                seen['thread'].join(10)
+            return self.fresh
+
+        self.get_all.side_effect = read_while_another_request_starts
+        self.assertEqual(['mm1'], hostinfo.check_aggregate_view(
+            self.spec, [fakes.host('mm1')]))
+        self.assertEqual(['mm1'], seen['stale'])
+        self.assertEqual(self.fresh, other.aggregates)
+        # Later requests use the repair, with no read of their own.
+        late = fakes.host('mm1')
+        self.assertEqual(['mm1'],
+                         hostinfo.check_aggregate_view(self.spec, [late]))
+        self.assertEqual(2, self.get_all.call_count)
