@@ -198,9 +198,9 @@ def check_aggregate_view(spec_obj, host_states):
     with what each host of the request carries. Where they differ, the hosts
     get the database's aggregates, and Nova's own ``update_aggregates`` /
     ``delete_aggregate`` fanout brings every worker's HostManager up to
-    date. Requests that run meanwhile, or until the fanout has arrived
-    (``VIEW_REPAIR_WINDOW_S``), get the database's aggregates too. Never
-    raises.
+    date. A request that starts during the read does its own; requests in
+    the ``VIEW_REPAIR_WINDOW_S`` seconds after a repair, while the fanout is
+    on its way, get the database's aggregates too. Never raises.
 
     :returns: the names of the hosts whose aggregates were replaced.
     """
