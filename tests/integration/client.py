@@ -16,20 +16,129 @@ Only 127.0.0.1; every wait is bounded.
     python -m tests.integration.client services-up BINARY COUNT
     python -m tests.integration.client wait-providers COUNT
     python -m tests.integration.client wait-consumer QUEUE
+
+A server may close a keep-alive connection at the moment the client sends
+on it (gunicorn closes one that has been idle for its keep-alive time), and
+the request then fails with "Connection reset by peer" or "Remote end
+closed connection without response" although nothing is wrong. So:
+
+* idempotent requests (GET, HEAD, PUT, DELETE, OPTIONS) go over pooled
+  connections and are retried on a connection error, at most
+  ``READ_RETRIES`` times, with a bounded back-off (urllib3's ``Retry``);
+* a POST never goes out on a pooled connection that may be stale: each one
+  opens a new connection. A connection that could not be opened is retried
+  (the request was never sent). When a POST fails after it may have been
+  sent, the answer is lost, not the request: a POST the caller marks
+  idempotent is sent again; a create is *reconciled*, looked up by its
+  unique name, and sent again only if the server does not have it;
+  anything else is raised.
+
+``STATS`` counts the retries and reconciliations, so a run can say whether
+it needed them.
 """
 
+import collections
 import os
+import re
 import sys
+import threading
 import time
 
 import kombu
 import requests
+from requests import adapters
+from urllib3 import exceptions as urllib3_exceptions
+from urllib3.util import retry as urllib3_retry
 
 BASE = int(os.environ.get('PMEM_IT_PORT_BASE', '18000'))
 COMPUTE_URL = 'http://127.0.0.1:%d/v2.1' % (BASE + 774)
 PLACEMENT_URL = 'http://127.0.0.1:%d' % (BASE + 778)
 AMQP_URL = 'amqp://guest:guest@127.0.0.1:%d//' % (BASE + 672)
 MICROVERSION = 'latest'
+
+IDEMPOTENT = frozenset(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS'])
+# Retries of an idempotent request whose connection broke (read) or could
+# not be opened (connect); the first retry is immediate, later ones back
+# off 0.5, 1, 2 s (BACKOFF_MAX at most).
+READ_RETRIES = 3
+CONNECT_RETRIES = 5
+BACKOFF_FACTOR = 0.25
+BACKOFF_MAX = 2.0
+# How long a create whose answer was lost is looked for by name before it
+# is taken as never received and sent again.
+RECONCILE_WAIT_S = 10.0
+RECONCILE_POLL_S = 0.5
+# Attempts at a POST whose answer was lost (the first included).
+POST_ATTEMPTS = 3
+
+
+class _Stats(object):
+    """Thread-safe counters: retried, resent, reconciled, not_found."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._counts = collections.Counter()
+
+    def add(self, key, n=1):
+        with self._lock:
+            self._counts[key] += n
+
+    def snapshot(self):
+        with self._lock:
+            return dict(self._counts)
+
+    def reset(self):
+        with self._lock:
+            self._counts.clear()
+
+
+STATS = _Stats()
+
+
+class _CountingRetry(urllib3_retry.Retry):
+    """urllib3's Retry, counting each retry it grants in STATS."""
+
+    def increment(self, *args, **kwargs):
+        new_retry = super(_CountingRetry, self).increment(*args, **kwargs)
+        STATS.add('retried')
+        return new_retry
+
+
+def _retry(read):
+    return _CountingRetry(
+        total=None, connect=CONNECT_RETRIES, read=read, redirect=0,
+        status=0, other=0, allowed_methods=IDEMPOTENT,
+        backoff_factor=BACKOFF_FACTOR, backoff_max=BACKOFF_MAX,
+        raise_on_status=False, respect_retry_after_header=False)
+
+
+def pooled_session(headers=None):
+    """A session whose idempotent requests survive a stale connection."""
+    session = requests.Session()
+    adapter = adapters.HTTPAdapter(max_retries=_retry(read=READ_RETRIES),
+                                   pool_maxsize=32)
+    session.mount('http://', adapter)
+    session.headers.update(headers or {})
+    return session
+
+
+def _fresh_session(headers):
+    # A new session has an empty pool: the request opens a new connection.
+    # Only connecting is retried; a POST that may have been sent is not.
+    session = requests.Session()
+    session.mount('http://', adapters.HTTPAdapter(max_retries=_retry(
+        read=False)))
+    session.headers.update(headers)
+    return session
+
+
+def may_have_been_sent(exc):
+    """False if ``exc`` says the request never left: no connection."""
+    if isinstance(exc, requests.ConnectTimeout):
+        return False
+    reason = getattr(exc.args[0] if exc.args else None, 'reason', None)
+    # NewConnectionError (refused, unreachable) is a ConnectTimeoutError.
+    return not isinstance(reason, urllib3_exceptions.ConnectTimeoutError)
 
 
 class APIError(Exception):
@@ -45,18 +154,63 @@ class Client(object):
     """Compute API as one user; ``admin:admin`` is the admin."""
 
     def __init__(self, token='admin:admin', microversion=MICROVERSION,
-                 timeout=60):
-        self.session = requests.Session()
-        self.session.headers.update({
+                 timeout=60, url=None, reconcile_wait=RECONCILE_WAIT_S):
+        self.url = url or COMPUTE_URL
+        self.headers = {
             'X-Auth-Token': token,
             'OpenStack-API-Version': 'compute %s' % microversion,
             'X-OpenStack-Nova-API-Version': microversion,
-        })
+        }
+        self.session = pooled_session(self.headers)
         self.timeout = timeout
+        self.reconcile_wait = reconcile_wait
 
-    def request(self, method, path, body=None, ok=(200, 201, 202, 204)):
-        resp = self.session.request(method, COMPUTE_URL + path, json=body,
-                                    timeout=self.timeout)
+    def request(self, method, path, body=None, ok=(200, 201, 202, 204),
+                idempotent=False, reconcile=None):
+        """Send one request; the decoded answer, or None if it has none.
+
+        :param idempotent: a POST that may be sent twice (setting metadata
+            or extra specs); GET, HEAD, PUT, DELETE and OPTIONS always are.
+        :param reconcile: for a POST that creates something: a function
+            that returns the answer the POST would have given (the thing,
+            found by its unique name) or None if the server does not have
+            it. Called when the answer was lost.
+        """
+        method = method.upper()
+        if method in IDEMPOTENT:
+            resp = self.session.request(method, self.url + path, json=body,
+                                        timeout=self.timeout)
+            return self._answer(resp, ok)
+        for attempt in range(1, POST_ATTEMPTS + 1):
+            try:
+                with _fresh_session(self.headers) as session:
+                    resp = session.request(method, self.url + path,
+                                           json=body, timeout=self.timeout)
+                    return self._answer(resp, ok)
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                if (attempt == POST_ATTEMPTS or not may_have_been_sent(exc)
+                        or not (idempotent or reconcile)):
+                    raise
+                if reconcile is not None:
+                    found = self._reconcile(reconcile)
+                    if found is not None:
+                        STATS.add('reconciled')
+                        return found
+                    STATS.add('not_found')
+                STATS.add('resent')
+                time.sleep(min(BACKOFF_MAX, BACKOFF_FACTOR * 2 ** attempt))
+
+    def _reconcile(self, reconcile):
+        # The server may still be working on the request: look for a while.
+        deadline = time.monotonic() + self.reconcile_wait
+        while True:
+            found = reconcile()
+            if found is not None or time.monotonic() >= deadline:
+                return found
+            time.sleep(RECONCILE_POLL_S)
+
+    @staticmethod
+    def _answer(resp, ok):
         if resp.status_code not in ok:
             raise APIError(resp)
         return resp.json() if resp.content else None
@@ -64,8 +218,10 @@ class Client(object):
     def get(self, path):
         return self.request('GET', path)
 
-    def post(self, path, body, ok=(200, 201, 202, 204)):
-        return self.request('POST', path, body, ok)
+    def post(self, path, body, ok=(200, 201, 202, 204), idempotent=False,
+             reconcile=None):
+        return self.request('POST', path, body, ok, idempotent=idempotent,
+                            reconcile=reconcile)
 
     def put(self, path, body):
         return self.request('PUT', path, body)
@@ -73,11 +229,66 @@ class Client(object):
     def delete(self, path):
         return self.request('DELETE', path, ok=(202, 204, 404))
 
+    # -- creates and actions that survive a lost answer ---------------------
+
+    def create_server(self, body):
+        """POST /servers; ``body['name']`` must be unique."""
+        name = body['name']
+
+        def find():
+            servers = self.get('/servers?name=%s' % _exact(name))['servers']
+            servers = [s for s in servers if s['name'] == name]
+            return {'server': servers[0]} if servers else None
+
+        return self.post('/servers', {'server': body}, reconcile=find)
+
+    def create_flavor(self, body):
+        """POST /flavors; ``body['name']`` must be unique."""
+        name = body['name']
+
+        def find():
+            flavors = self.get('/flavors/detail?is_public=None')['flavors']
+            flavors = [f for f in flavors if f['name'] == name]
+            return {'flavor': flavors[0]} if flavors else None
+
+        return self.post('/flavors', {'flavor': body}, reconcile=find)
+
+    def create_aggregate(self, name):
+        """POST /os-aggregates; aggregate names are unique in Nova."""
+        def find():
+            aggs = self.get('/os-aggregates')['aggregates']
+            aggs = [a for a in aggs if a['name'] == name]
+            return {'aggregate': aggs[0]} if aggs else None
+
+        return self.post('/os-aggregates', {'aggregate': {'name': name}},
+                         reconcile=find)
+
+    def aggregate_host(self, agg_id, action, host):
+        """add_host or remove_host; done if the host is (not) in it."""
+        want = action == 'add_host'
+
+        def find():
+            agg = self.get('/os-aggregates/%s' % agg_id)['aggregate']
+            return {'aggregate': agg} if (host in agg['hosts']) == want \
+                else None
+
+        return self.post('/os-aggregates/%s/action' % agg_id,
+                         {action: {'host': host}}, reconcile=find)
+
+    def set_metadata(self, agg_id, meta):
+        return self.post('/os-aggregates/%s/action' % agg_id,
+                         {'set_metadata': {'metadata': meta}},
+                         idempotent=True)
+
+
+def _exact(name):
+    # Nova matches the name filter as a regular expression.
+    return requests.utils.quote('^%s$' % re.escape(name), safe='')
+
 
 class Placement(object):
     def __init__(self, microversion='1.39'):
-        self.session = requests.Session()
-        self.session.headers.update({
+        self.session = pooled_session({
             'X-Auth-Token': 'admin',
             'OpenStack-API-Version': 'placement %s' % microversion,
         })

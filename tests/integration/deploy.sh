@@ -31,7 +31,8 @@
 # $WORK/pids/NAME.pid; "down" signals the groups, so nothing is left behind.
 # Environment: VENV (the virtualenv with Nova, Placement, gunicorn, PyMySQL
 # and this project), PMEM_IT_WORK (state, logs; default
-# /tmp/pmem-integration), PMEM_IT_PORT_BASE (default 18000).
+# /tmp/pmem-integration), PMEM_IT_PORT_BASE (default 18000), PMEM_IT_KEEPALIVE
+# (keep-alive of Placement and nova-api, s; default 75).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -56,6 +57,12 @@ PY=$VENV/bin/python
 # PMEM_IT_PLACEMENT_RETRIES=10 (Placement's default) shows the bug.
 PLACEMENT_RETRIES=${PMEM_IT_PLACEMENT_RETRIES:-1}
 RABBIT_BIN=/usr/lib/rabbitmq/bin
+# Keep-alive of Placement and nova-api, set explicitly: gunicorn's default
+# is 2 s, and a client that sends on a connection just as the server closes
+# it for idleness gets a reset. Longer than the 60 s between the periodic
+# tasks of Nova's services, so their connections to Placement are not
+# closed under them either; our client survives a close in any case.
+KEEPALIVE_S=${PMEM_IT_KEEPALIVE:-75}
 # name:vcpus:memory_gb:mode:dram_gb
 COMPUTES=${PMEM_IT_COMPUTES:-"dram1:80:384:dram:384 mm1:80:512:memory_mode:192 mm2:80:512:memory_mode:192 ad1:80:192:app_direct:192"}
 
@@ -319,7 +326,8 @@ start_placement() {
     start placement env OS_PLACEMENT_CONFIG_DIR="$WORK/etc" \
         "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
         --bind "127.0.0.1:$PLACEMENT_PORT" --workers 2 --threads 8 \
-        --timeout 120 --graceful-timeout 5 tests.integration.wsgi_placement:application
+        --keep-alive "$KEEPALIVE_S" --timeout 120 --graceful-timeout 5 \
+        tests.integration.wsgi_placement:application
     wait_for 60 Placement http_ok "http://127.0.0.1:$PLACEMENT_PORT/"
 }
 
@@ -328,7 +336,8 @@ start_api() {
         OS_NOVA_CONFIG_FILES="api-paste.ini;nova.conf;nova-api.conf" \
         "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
         --bind "127.0.0.1:$API_PORT" --workers 2 --threads 8 \
-        --timeout 120 --graceful-timeout 5 tests.integration.wsgi_nova_api:application
+        --keep-alive "$KEEPALIVE_S" --timeout 120 --graceful-timeout 5 \
+        tests.integration.wsgi_nova_api:application
 }
 
 start_stubs() {

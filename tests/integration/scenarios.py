@@ -110,19 +110,17 @@ class Cloud(object):
                  {profile.MODE_KEY: profile.MEMORY_MODE,
                   profile.DRAM_CACHE_KEY: str(CACHE_GB)}),
                 ('pmem-ad', ['ad1'], {profile.MODE_KEY: profile.APP_DIRECT})):
-            agg = self.admin.post('/os-aggregates',
-                                  {'aggregate': {'name': name}})['aggregate']
+            agg = self.admin.create_aggregate(name)['aggregate']
             self.set_metadata(agg['id'], meta)
             for host in hosts:
-                self.admin.post('/os-aggregates/%s/action' % agg['id'],
-                                {'add_host': {'host': host}})
+                self.admin.aggregate_host(agg['id'], 'add_host', host)
             self.aggregates[name] = agg['id']
         for name, (ram_gb, vcpus, specs) in FLAVORS.items():
-            flavor = self.admin.post('/flavors', {'flavor': {
+            flavor = self.admin.create_flavor({
                 'name': name, 'ram': ram_gb * GB, 'vcpus': vcpus,
-                'disk': 1}})['flavor']
+                'disk': 1})['flavor']
             self.admin.post('/flavors/%s/os-extra_specs' % flavor['id'],
-                            {'extra_specs': specs})
+                            {'extra_specs': specs}, idempotent=True)
             self.flavors[name] = flavor['id']
 
     def relabel_after_scheduler_start(self):
@@ -134,17 +132,14 @@ class Cloud(object):
         """
         agg = self.aggregates['pmem-mm']
         for host in MM_HOSTS:
-            self.admin.post('/os-aggregates/%s/action' % agg,
-                            {'remove_host': {'host': host}})
+            self.admin.aggregate_host(agg, 'remove_host', host)
         deploy('scheduler', 'pmem')
         for host in MM_HOSTS:
-            self.admin.post('/os-aggregates/%s/action' % agg,
-                            {'add_host': {'host': host}})
+            self.admin.aggregate_host(agg, 'add_host', host)
         time.sleep(AGGREGATE_PROPAGATION_S)
 
     def set_metadata(self, agg_id, meta):
-        self.admin.post('/os-aggregates/%s/action' % agg_id,
-                        {'set_metadata': {'metadata': meta}})
+        self.admin.set_metadata(agg_id, meta)
 
     # -- servers -------------------------------------------------------------
 
@@ -179,8 +174,7 @@ class Cloud(object):
                 body['host'] = host
             t0 = time.time()
             try:
-                server = self.admin.post('/servers',
-                                         {'server': body})['server']
+                server = self.admin.create_server(body)['server']
             except (api.APIError, api.requests.RequestException) as exc:
                 errors.append(str(exc))
                 return
@@ -568,14 +562,16 @@ GOOD_SPEC = {'pmem:hot_ratio': '0.25', 'pmem:modes': 'dram,memory_mode'}
 
 
 def scenario_bad_specs(cloud, results):
-    flavor = cloud.admin.post('/flavors', {'flavor': {
-        'name': 'it.bad', 'ram': 1024, 'vcpus': 1, 'disk': 1}})['flavor']
+    flavor = cloud.admin.create_flavor({
+        'name': 'it.bad', 'ram': 1024, 'vcpus': 1, 'disk': 1})['flavor']
     path = '/flavors/%s/os-extra_specs' % flavor['id']
     rejected = 0
     for spec in BAD_SPECS:
         (key, value), = spec.items()
         try:
-            cloud.admin.post(path, {'extra_specs': spec}, ok=(400,))
+            # A refused spec changes nothing: sending it twice is safe.
+            cloud.admin.post(path, {'extra_specs': spec}, ok=(400,),
+                             idempotent=True)
             status, body = 400, ''
         except api.APIError as exc:
             status, body = exc.status, exc.body
@@ -583,7 +579,7 @@ def scenario_bad_specs(cloud, results):
         results.check('nova-api answers 400 to %s=%s' % (key, value),
                       status == 400, 'HTTP %s %s' % (status, body[:120]))
     try:
-        cloud.admin.post(path, {'extra_specs': GOOD_SPEC})
+        cloud.admin.post(path, {'extra_specs': GOOD_SPEC}, idempotent=True)
         status = 200
     except api.APIError as exc:
         status = exc.status
@@ -781,6 +777,7 @@ def main(argv=None):
                       completed.strip().splitlines()[-1] if completed else '')
 
     ours, tracebacks = scan_logs(args.logs)
+    client_stats = api.STATS.snapshot()
     results.check('no traceback in nova_pmem_filters in any service log',
                   not ours, '; '.join(ours[:5]))
     if args.teardown:
@@ -795,9 +792,14 @@ def main(argv=None):
         'tracebacks_per_log': tracebacks,
         'wall_time_s': round(time.time() - started, 1),
         'deployment_rss_mb_at_start': rss_mb,
+        'client': client_stats,
     }
     print(table(results.rows))
     print('deployment RSS at start: %s MB' % rss_mb)
+    print('API client: %d retries of idempotent requests, %d POSTs sent '
+          'again, %d creates reconciled by name (a lost answer)'
+          % (client_stats.get('retried', 0), client_stats.get('resent', 0),
+             client_stats.get('reconciled', 0)))
     print('tracebacks per log (Nova and libraries):')
     for name, info in sorted(tracebacks.items()):
         print('  %s: %d, %s' % (name, info['tracebacks'],
