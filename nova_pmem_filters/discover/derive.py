@@ -124,6 +124,14 @@ def discover(runner, hostname=None):
     sockets = _sockets(socket_ids, dimms, ipm_regions, ndctl_regions,
                        dram_gb, cache_gb, mm_gb, pmem_gb)
     socket_of_region = _socket_of_region(ipm_regions, ndctl_regions)
+    if any(r['iset_id'] is not None for r in ipm_regions):
+        for region in ndctl_regions:
+            if region['iset_id'] is None:
+                notes.append(
+                    'ndctl gives %s no usable interleave set id (ndctl 73 '
+                    'to 78 print 0x7fffffffffffffff with -u); its socket '
+                    'is its NUMA node (%s)'
+                    % (region['dev'], region['numa_node']))
     if ad_gb > 0 and not ndctl_regions:
         notes.append('ipmctl reports App Direct capacity but ndctl lists '
                      'no region (is the nvdimm driver loaded?)')
@@ -180,17 +188,13 @@ def _dram_profile(runner, hostname, notes, namespaces):
     }
 
 
-def _unsigned(iset_id):
-    return None if iset_id is None else iset_id & (2 ** 64 - 1)
-
-
 def _socket_of_region(ipm_regions, ndctl_regions):
     """ndctl region dev -> socket: by interleave set id, else NUMA node."""
-    by_iset = {_unsigned(r['iset_id']): r['socket'] for r in ipm_regions
+    by_iset = {r['iset_id']: r['socket'] for r in ipm_regions
                if r['iset_id'] is not None}
     result = {}
     for region in ndctl_regions:
-        socket = by_iset.get(_unsigned(region['iset_id']))
+        socket = by_iset.get(region['iset_id'])
         if socket is None:
             # One NUMA node per socket (sub-NUMA clustering off).
             socket = region['numa_node']
@@ -201,10 +205,10 @@ def _socket_of_region(ipm_regions, ndctl_regions):
 def _sockets(socket_ids, dimms, ipm_regions, ndctl_regions, dram_gb,
              cache_gb, mm_gb, pmem_gb):
     numa_of_socket = {}
-    by_iset = {_unsigned(r['iset_id']): r['socket'] for r in ipm_regions
+    by_iset = {r['iset_id']: r['socket'] for r in ipm_regions
                if r['iset_id'] is not None}
     for region in ndctl_regions:
-        socket = by_iset.get(_unsigned(region['iset_id']))
+        socket = by_iset.get(region['iset_id'])
         if socket is not None and region['numa_node'] is not None:
             numa_of_socket[socket] = region['numa_node']
     count = len(socket_ids) or 1

@@ -53,7 +53,9 @@ COMMANDS = (
             ('ipmctl-region.xml', 'ipmctl-region.txt')),
     Command('socket', (IPMCTL, 'show', '-o', 'nvmxml', '-socket'),
             ('ipmctl-socket.xml', 'ipmctl-socket.txt')),
-    Command('ndctl', (NDCTL, 'list', '--regions', '--namespaces'),
+    # --verbose: ndctl prints a region's or namespace's numa_node only then.
+    Command('ndctl', (NDCTL, 'list', '--regions', '--namespaces',
+                      '--verbose'),
             ('ndctl-list.json',)),
 )
 BY_KEY = {c.key: c for c in COMMANDS}
