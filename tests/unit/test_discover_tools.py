@@ -33,6 +33,8 @@ from nova_pmem_filters.discover import cli
 from nova_pmem_filters.discover import runner
 
 DATA = os.path.join(os.path.dirname(__file__), 'discover_data')
+DOC = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'doc',
+                   'source', 'discovery.rst')
 NO_PMEM = 'Initialization failed. No PMem modules in the system.'
 
 
@@ -155,19 +157,23 @@ class FakeTools(testtools.TestCase):
 
     def test_live_run_uses_the_documented_commands(self):
         case = os.path.join(DATA, 'mixed_2s_pmem200_256')
-        # Serve each recorded file only for its documented argv.
-        lines = ['case "$*" in']
-        for command in runner.COMMANDS:
-            if command.argv[0] != 'ipmctl':
-                continue
-            lines.append('  "%s") cat %s;;' % (
-                ' '.join(command.argv[1:]),
-                os.path.join(case, command.files[0])))
-        lines.append('  *) echo "unexpected: $*"; exit 9;;')
-        lines.append('esac')
-        self.fake('ipmctl', '\n'.join(lines))
-        self.fake('ndctl', '[ "$*" = "list --regions --namespaces" ] || '
-                  'exit 9; cat %s' % os.path.join(case, 'ndctl-list.json'))
+        with open(DOC) as f:
+            documented = ' '.join(f.read().split())
+        # Serve each recorded file only for the argv the docs give it.
+        for tool in ('ipmctl', 'ndctl'):
+            lines = ['case "$*" in']
+            for command in runner.COMMANDS:
+                if command.argv[0] != tool:
+                    continue
+                self.assertIn('``%s``' % command.display(), documented)
+                recorded = [n for n in command.files
+                            if os.path.exists(os.path.join(case, n))]
+                lines.append('  "%s") cat %s;;' % (
+                    ' '.join(command.argv[1:]),
+                    os.path.join(case, recorded[0])))
+            lines.append('  *) echo "unexpected: $*" >&2; exit 9;;')
+            lines.append('esac')
+            self.fake(tool, '\n'.join(lines))
         status, out, err = run(['--hostname', 'mixed-2s-pmem200-256'])
         self.assertEqual(0, status, err)
         status2, out2, err2 = run(['--from', case])

@@ -14,10 +14,19 @@
 gunicorn closes a keep-alive connection that has been idle for its
 keep-alive time; a request the client sends on it at that moment crosses
 the close on the wire and is answered with a reset or with nothing. The
-server here makes that race certain instead of likely: a request that
-arrives on a connection idle for longer than ``KEEPALIVE`` is not served;
-the connection is closed, with a FIN or with a reset (RST). It can also
-lose the answer to a POST it carried out, or drop a POST unread.
+server here makes that race certain instead of likely, and independent of
+timing: when a test says the keep-alive time has passed
+(``expire_idle_connections``), a request that then arrives on a connection
+that was idle is not served; the connection is closed, with a FIN or with a
+reset (RST). It can also lose the answer to a POST it carried out, or drop a
+POST unread.
+
+The server runs in a thread of the test process. socketserver's
+``serve_forever`` waits in the ``selectors`` module, which blocks the one OS
+thread when Nova's test modules (loaded by the same stestr worker) have
+monkey-patched the process with eventlet: the test would hang. The server
+waits in ``accept()`` instead, which yields under eventlet and blocks only
+its own thread without it.
 """
 
 import collections
@@ -27,7 +36,6 @@ import re
 import socket
 import struct
 import threading
-import time
 import urllib.parse
 import uuid
 
@@ -37,10 +45,6 @@ import testtools
 
 from tests.integration import client
 
-KEEPALIVE = 0.05
-# Idle time after which the server takes a pooled connection as closed.
-IDLE = KEEPALIVE * 4
-
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
@@ -48,7 +52,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def setup(self):
         super(_Handler, self).setup()
         self.served = 0
-        self.last_done = None
+        # The keep-alive period the connection went idle in.
+        self.idle_since = None
         with self.server.lock:
             self.server.connections += 1
             self.connection_no = self.server.connections
@@ -62,7 +67,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.server.always_close:
             self._abort('closed')
             return False
-        if self.served and time.monotonic() - self.last_done > KEEPALIVE:
+        if self.served and self.idle_since != self.server.keepalive_period:
             # gunicorn has closed this connection for idleness by now.
             self._abort('closed idle')
             return False
@@ -83,15 +88,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _reply(self, status, body=None):
         data = json.dumps(body).encode() if body is not None else b''
-        # Recorded before the client can read the answer and look.
+        # Recorded, and the connection idle from now, before the client
+        # can read the answer and go on.
         self._record('served %d' % status)
+        self.served += 1
+        with self.server.lock:
+            self.idle_since = self.server.keepalive_period
         self.send_response(status)
         self.send_header('Content-Type', 'application/json')
         self.send_header('Content-Length', str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        self.served += 1
-        self.last_done = time.monotonic()
 
     def do_GET(self):
         url = urllib.parse.urlsplit(self.path)
@@ -148,6 +155,34 @@ class _Server(http.server.ThreadingHTTPServer):
         self.faults = collections.deque()
         self.always_close = False
         self.reset = set()
+        self.keepalive_period = 0
+        self.stopping = False
+
+    def expire_idle_connections(self):
+        """The keep-alive time passes: every idle connection is stale now."""
+        with self.lock:
+            self.keepalive_period += 1
+
+    def serve(self):
+        """Accept connections until stop(), a thread for each."""
+        while True:
+            try:
+                request, address = self.socket.accept()
+            except OSError:
+                return
+            if self.stopping:
+                request.close()
+                return
+            self.process_request(request, address)
+
+    def stop(self):
+        self.stopping = True
+        # Wake the accept() with a connection of our own.
+        try:
+            socket.create_connection(self.server_address, timeout=5).close()
+        except OSError:
+            pass
+        self.server_close()
 
     def shutdown_request(self, request):
         if request in self.reset:
@@ -176,12 +211,10 @@ class _ClientTestBase(testtools.TestCase):
         self.useFixture(fixtures.MonkeyPatch(
             'tests.integration.client.RECONCILE_POLL_S', 0.05))
         self.server = _Server(self.close)
-        thread = threading.Thread(target=self.server.serve_forever,
-                                  kwargs={'poll_interval': 0.01},
-                                  daemon=True)
+        thread = threading.Thread(target=self.server.serve, daemon=True)
         thread.start()
-        self.addCleanup(self.server.server_close)
-        self.addCleanup(self.server.shutdown)
+        self.addCleanup(thread.join, 10)
+        self.addCleanup(self.server.stop)
         self.url = 'http://127.0.0.1:%d' % self.server.server_address[1]
         client.STATS.reset()
         self.client = client.Client(url=self.url, timeout=10,
@@ -189,16 +222,15 @@ class _ClientTestBase(testtools.TestCase):
         self.addCleanup(self.client.session.close)
 
     def pool_a_connection_and_idle(self):
-        """One served GET leaves a pooled connection; then stay idle."""
+        """One served GET leaves a pooled connection; then it goes stale."""
         self.assertEqual({'path': '/ping'}, self.client.get('/ping'))
-        time.sleep(IDLE)
+        self.server.expire_idle_connections()
 
     def stats(self):
         return client.STATS.snapshot()
 
     def counts(self, *keys):
-        # Lookups during a reconciliation may meet the short keep-alive
-        # too, so retries are not counted here.
+        # Only the counters a test is about.
         stats = self.stats()
         return tuple(stats.get(key, 0) for key in keys)
 
@@ -217,7 +249,7 @@ class StaleConnectionFinTestCase(_ClientTestBase):
             session = requests.Session()
             self.addCleanup(session.close)
             session.get(self.url + '/ping', timeout=10)
-            time.sleep(IDLE)
+            self.server.expire_idle_connections()
             self.assertRaises(requests.ConnectionError, session.request,
                               method, self.url + '/servers', json=body,
                               timeout=10)
