@@ -53,6 +53,17 @@ class Finding:
                                    self.source)
 
 
+# CPU generations the field notes name, and the PMem series each drives
+# (field notes 1 and 2).
+CPU_GENERATIONS = {
+    'skylake': '1st-gen Xeon Scalable, Skylake-SP',
+    'cascade_lake': '2nd-gen Xeon Scalable, Cascade Lake',
+    'ice_lake': '3rd-gen Xeon Scalable, Ice Lake',
+}
+SERIES_PAIRING = ('field notes 2 (PMem 100 runs on 2nd-gen Xeon Scalable, '
+                  'Cascade Lake; PMem 200 on 3rd-gen, Ice Lake)')
+
+
 def _socket_counts(socket):
     dram = sum(n for d, n in socket.items() if not d.is_pmem)
     pmem = sum(n for d, n in socket.items() if d.is_pmem)
@@ -64,8 +75,93 @@ def _socket_gb(socket, pmem):
                if d.is_pmem == pmem)
 
 
+def _modules(socket, pmem=None):
+    """'6 x ddr4-16 + 2 x pmem100-128': a socket's modules by name."""
+    return ' + '.join('%d x %s' % (n, d.name) for d, n in sorted(
+        socket.items(), key=lambda kv: kv[0].name)
+        if n and (pmem is None or d.is_pmem == pmem)) or 'no modules'
+
+
+def _generation(cpu):
+    generation = CPU_GENERATIONS.get(cpu.generation)
+    return ('a %s part' % generation) if generation else 'a CPU'
+
+
+def _catalog(kind, name, fact, source):
+    return '%s catalog (%s: %s)%s' % (kind, name, fact,
+                                      '; %s' % source if source else '')
+
+
+def _series(generations):
+    return ', '.join('PMem %s' % g for g in generations) or 'no PMem'
+
+
+def _cpu_pmem(cpu, dimm):
+    """pmem-unsupported-cpu: why this CPU cannot drive this module."""
+    # The stem "CPU <name> cannot drive PMem <series>" is what this finding
+    # has always said; the reason follows it.
+    stem = 'CPU %s cannot drive PMem %s (%s)' % (
+        cpu.name, dimm.generation, dimm.name)
+    if cpu.pmem_generations:
+        return ('%s: %s that drives %s'
+                % (stem, _generation(cpu), _series(cpu.pmem_generations)),
+                SERIES_PAIRING)
+    message = '%s: %s that drives no PMem at all' % (stem, _generation(cpu))
+    if cpu.generation == 'skylake':
+        return message, ('field notes 1 (1st-gen Xeon Scalable parts such '
+                         'as the Gold 6148 cannot drive PMem)')
+    return message, _catalog('CPU', cpu.name, 'drives no PMem', cpu.source)
+
+
+def _platform_pmem(platform, dimm):
+    if platform.pmem_generations:
+        return ('platform %s cannot take PMem %s (%s); it takes %s'
+                % (platform.name, dimm.generation, dimm.name,
+                   _series(platform.pmem_generations)), SERIES_PAIRING)
+    return ('platform %s takes no PMem (%s)' % (platform.name, dimm.name),
+            _catalog('platform', platform.name, 'no PMem', platform.source))
+
+
+def _symmetry_source(generations):
+    if '200' in generations:
+        return 'field notes 7 (PMem 200: both sockets populated alike)'
+    if generations:
+        return ('assumption (field notes 7 require both sockets populated '
+                'alike for PMem 200; applied to PMem %s)'
+                % ', '.join(generations))
+    return ('assumption (sockets of different sizes make NUMA nodes of '
+            'different sizes; the planner sizes nodes with identical '
+            'sockets)')
+
+
+def _limit(cpu, sock, mode, generations, where):
+    """memory-limit: what counts against the CPU's limit, and why."""
+    pmem_only = mode == profile.MEMORY_MODE and '200' in generations
+    counted = _socket_gb(sock, pmem=True)
+    if not pmem_only:
+        counted += _socket_gb(sock, pmem=False)
+    if counted <= cpu.memory_limit_gb:
+        return None
+    if pmem_only:
+        what = 'the PMem only: %s' % _modules(sock, pmem=True)
+        source = ('field notes 7 (PMem 200 in Memory Mode: only the PMem '
+                  'counts toward the CPU\'s limit)')
+    else:
+        what = _modules(sock)
+        source = ('field notes 7 (the CPU\'s per-socket memory limit counts '
+                  'PMem as well as DRAM)' if generations else
+                  _catalog('CPU', cpu.name, 'memory_limit_gb %g'
+                           % cpu.memory_limit_gb, cpu.source))
+    return ('%s holds %g GB against the %g GB limit of CPU %s; counted: %s'
+            % (where, counted, cpu.memory_limit_gb, cpu.name, what), source)
+
+
 def check(config):
-    """All findings for one NodeConfig, errors first."""
+    """All findings for one NodeConfig, errors first.
+
+    Each finding names the parts involved (configuration, socket, CPU,
+    platform, modules) and cites the source that applies to this case.
+    """
     found = []
 
     def add(severity, code, message, source):
@@ -77,106 +173,141 @@ def check(config):
                          if d.is_pmem}, key=lambda d: d.name)
     generations = sorted({d.generation for d in pmem_dimms})
 
-    if any(sock != per for sock in config.sockets[1:]):
-        add(ERROR, 'asymmetric-sockets',
-            'sockets are populated differently; both sockets must carry '
-            'the same DIMMs', 'field notes 7 (both sockets populated alike)')
+    for index, sock in enumerate(config.sockets[1:], 1):
+        if sock != per:
+            add(ERROR, 'asymmetric-sockets',
+                'sockets are populated differently: socket %d carries %s '
+                'but socket 0 carries %s; every socket must carry the same '
+                'DIMMs' % (index, _modules(sock), _modules(per)),
+                _symmetry_source(generations))
 
-    for gen in generations:
-        if gen not in cpu.pmem_generations:
-            add(ERROR, 'pmem-unsupported-cpu',
-                'CPU %s cannot drive PMem %s (it supports: %s)'
-                % (cpu.name, gen, ', '.join(cpu.pmem_generations) or 'none'),
-                'field notes 1 (1st-gen Xeon Scalable cannot drive PMem)')
-        if gen not in platform.pmem_generations:
-            add(ERROR, 'pmem-unsupported-platform',
-                'platform %s has no PMem %s support' % (platform.name, gen),
-                'field notes 2 (PMem 100 on 2nd gen, 200 on 3rd gen)')
+    for dimm in [d for d in pmem_dimms
+                 if d.generation not in cpu.pmem_generations]:
+        add(ERROR, 'pmem-unsupported-cpu', *_cpu_pmem(cpu, dimm))
+    for dimm in [d for d in pmem_dimms
+                 if d.generation not in platform.pmem_generations]:
+        add(ERROR, 'pmem-unsupported-platform',
+            *_platform_pmem(platform, dimm))
     if len({d.capacity_gb for d in pmem_dimms}) > 1:
         add(ERROR, 'mixed-pmem-sizes',
-            'PMem modules of different sizes in one node (%s)'
-            % ', '.join(d.name for d in pmem_dimms),
-            'field notes 7 (all PMem one size)')
+            'PMem modules of different sizes in one node (%s); all PMem '
+            'must be one size' % ', '.join(
+                '%s: %g GB' % (d.name, d.capacity_gb) for d in pmem_dimms),
+            'field notes 7 (PMem 200: all PMem one size)'
+            if '200' in generations else
+            'assumption (field notes 7 require one PMem size for PMem 200; '
+            'applied to PMem %s)' % ', '.join(generations))
     for d in pmem_dimms:
-        if d.capacity_gb > cpu.pmem_max_module_gb and cpu.pmem_generations:
+        if (d.generation in cpu.pmem_generations
+                and d.capacity_gb > cpu.pmem_max_module_gb):
             add(ERROR, 'pmem-module-too-large',
-                'CPU %s takes PMem modules of at most %g GB, not %s'
-                % (cpu.name, cpu.pmem_max_module_gb, d.name),
-                'field notes 7 (base parts 128 GB only; M and L parts '
-                'larger)')
+                'CPU %s takes PMem modules of at most %g GB, not %s (%g GB)'
+                % (cpu.name, cpu.pmem_max_module_gb, d.name,
+                   d.capacity_gb),
+                'field notes 7 (PMem 100: base CPUs take 128 GB modules '
+                'only; M and L parts larger)' if d.generation == '100'
+                else _catalog('CPU', cpu.name, 'pmem_max_module_gb %g'
+                              % cpu.pmem_max_module_gb, cpu.source))
 
     for index, sock in enumerate(config.sockets):
         dram, pmem = _socket_counts(sock)
         where = 'socket %d' % index
         if dram + pmem > platform.slots_per_socket:
             add(ERROR, 'too-many-modules',
-                '%s has %d modules for %d slots (%d channels x %d)'
-                % (where, dram + pmem, platform.slots_per_socket,
-                   platform.channels_per_socket, platform.slots_per_channel),
-                'platform catalog')
+                '%s has %d modules (%s) for %d slots (%d channels x %d) of '
+                'platform %s' % (where, dram + pmem, _modules(sock),
+                                 platform.slots_per_socket,
+                                 platform.channels_per_socket,
+                                 platform.slots_per_channel, platform.name),
+                _catalog('platform', platform.name, '%d channels x %d slots '
+                         'per socket' % (platform.channels_per_socket,
+                                         platform.slots_per_channel),
+                         platform.source))
         if pmem > platform.channels_per_socket:
             add(ERROR, 'pmem-per-channel',
-                '%s has %d PMem modules on %d channels; at most one per '
-                'channel' % (where, pmem, platform.channels_per_socket),
-                'field notes 7 (at most one PMem module per channel)')
+                '%s has %d PMem modules (%s) on the %d channels of platform '
+                '%s; at most one per channel'
+                % (where, pmem, _modules(sock, pmem=True),
+                   platform.channels_per_socket, platform.name),
+                'field notes 7 (PMem 100: at most one PMem module per '
+                'channel)' if generations == ['100'] else
+                'field notes 7 (at most one PMem module per channel on PMem '
+                '100; no PMem 200 mix has more PMem modules than channels)')
         elif pmem > dram:
             # Each PMem channel needs a DRAM module beside it.
             add(ERROR, 'pmem-without-dram',
-                '%s has %d PMem modules but only %d DRAM; a channel would '
-                'carry PMem with no DRAM' % (where, pmem, dram),
-                'field notes 7 (DRAM caches only PMem of its own '
-                'controller)')
+                '%s has %d PMem modules (%s) but %s; a channel would carry '
+                'PMem with no DRAM'
+                % (where, pmem, _modules(sock, pmem=True),
+                   'only %d DRAM (%s)' % (dram, _modules(sock, pmem=False))
+                   if dram else 'no DRAM'),
+                'field notes 7 (every OEM mix has at least as many DRAM as '
+                'PMem modules per socket: each PMem module has a DRAM '
+                'module on its channel)')
         ctrl = platform.controllers_per_socket
         if mode == profile.MEMORY_MODE and (0 < pmem < ctrl
                                             or 0 < dram < ctrl):
             add(ERROR, 'mm-controller',
                 '%s has %d DRAM and %d PMem modules for %d memory '
-                'controllers; Memory Mode needs DRAM and PMem on every '
-                'controller' % (where, dram, pmem, ctrl),
-                'field notes 7 (at least one DRAM and one PMem per '
-                'controller)')
-        counted = _socket_gb(sock, pmem=True)
-        if not (mode == profile.MEMORY_MODE and '200' in generations):
-            counted += _socket_gb(sock, pmem=False)
-        if counted > cpu.memory_limit_gb:
-            add(ERROR, 'memory-limit',
-                '%s holds %g GB against the %g GB limit of CPU %s'
-                % (where, counted, cpu.memory_limit_gb, cpu.name),
-                'field notes 7 (the per-socket limit counts PMem; in Memory '
-                'Mode on PMem 200 only the PMem)')
+                'controllers of platform %s (%s); Memory Mode needs DRAM '
+                'and PMem on every controller'
+                % (where, dram, pmem, ctrl, platform.name, _modules(sock)),
+                'field notes 7 (PMem 100 in Memory Mode: at least one DRAM '
+                'and one PMem per controller)' if generations == ['100']
+                else 'assumption (field notes 7 state the rule for PMem '
+                '100, and list the PMem 200 mix with a single PMem module, '
+                '8 DRAM + 1 PMem, as App Direct only)')
+        limit = _limit(cpu, sock, mode, generations, where)
+        if limit:
+            add(ERROR, 'memory-limit', *limit)
 
     dram, pmem = _socket_counts(per)
     if mode in (profile.MEMORY_MODE, profile.APP_DIRECT) and not pmem:
         add(ERROR, 'mode-without-pmem',
-            'mode %s needs PMem modules; this configuration has none'
-            % mode, 'field notes 2')
+            'mode %s needs PMem modules; configuration %s has none (%s per '
+            'socket)' % (mode, config.name, _modules(per)),
+            'field notes 2 (Memory Mode and App Direct are modes of PMem)')
     if mode == profile.MEMORY_MODE and not dram:
         add(ERROR, 'mode-without-dram',
-            'Memory Mode needs DRAM as the cache in front of PMem',
-            'field notes 2')
+            'Memory Mode needs DRAM as the cache in front of PMem; '
+            'configuration %s has no DRAM (%s per socket)'
+            % (config.name, _modules(per)),
+            'field notes 2 (in Memory Mode DRAM is the cache in front of '
+            'PMem)')
     if mode == profile.DRAM and pmem:
         add(WARNING, 'pmem-unused',
-            'PMem modules are installed but the node runs in dram mode',
-            'field notes 2')
+            'PMem modules are installed (%s per socket) but configuration '
+            '%s runs in dram mode, where they add cost and power but no '
+            'memory' % (_modules(per, pmem=True), config.name),
+            'field notes 2 (PMem serves as Memory Mode memory or as App '
+            'Direct regions)')
     if mode == profile.MEMORY_MODE and dram and pmem:
-        ratio = _socket_gb(per, pmem=True) / _socket_gb(per, pmem=False)
+        dram_gb = _socket_gb(per, pmem=False)
+        pmem_gb = _socket_gb(per, pmem=True)
+        ratio = pmem_gb / dram_gb
         if not MM_RATIO_MIN <= ratio <= MM_RATIO_MAX:
             add(WARNING, 'mm-ratio',
-                'DRAM:PMem is 1:%.1f per socket, outside the 1:%g to 1:%g '
-                'Memory Mode guidance (1:8 recommended)'
-                % (ratio, MM_RATIO_MIN, MM_RATIO_MAX),
+                'DRAM:PMem is 1:%.1f per socket (%g GB of %s : %g GB of %s), '
+                'outside the 1:%g to 1:%g Memory Mode guidance (1:8 '
+                'recommended)' % (ratio, dram_gb, _modules(per, pmem=False),
+                                  pmem_gb, _modules(per, pmem=True),
+                                  MM_RATIO_MIN, MM_RATIO_MAX),
                 'field notes 1 and 7')
     if pmem and generations and (pmem, dram) not in OEM_MIXES.get(
             generations[0], set()):
         add(WARNING, 'not-oem-mix',
-            '%d PMem + %d DRAM per socket is not a mix OEMs offer (%s)'
-            % (pmem, dram, ', '.join('%d+%d' % m for m in sorted(
-                OEM_MIXES[generations[0]]))),
-            'field notes 7')
+            '%d PMem + %d DRAM per socket (%s) is not a mix OEMs offer for '
+            'PMem %s (PMem + DRAM: %s)'
+            % (pmem, dram, _modules(per), generations[0], ', '.join(
+                '%d+%d' % m for m in sorted(OEM_MIXES[generations[0]]))),
+            'field notes 7 (per-socket mixes OEMs offer for PMem %s)'
+            % generations[0])
     if dram and dram % platform.channels_per_socket and not pmem:
         add(WARNING, 'unbalanced-channels',
-            '%d DRAM modules on %d channels leave channels uneven, which '
-            'lowers memory bandwidth' % (dram, platform.channels_per_socket),
+            '%d DRAM modules (%s) on the %d channels of platform %s leave '
+            'channels uneven, which lowers memory bandwidth'
+            % (dram, _modules(per), platform.channels_per_socket,
+               platform.name),
             'assumption (common vendor population guidance)')
     return sorted(found, key=lambda f: (f.severity != ERROR, f.code))
 

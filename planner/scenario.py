@@ -182,6 +182,8 @@ class Cpu:
     description: str = ''
     price_source: str = ''
     watts_source: str = ''
+    # Where the entry's facts (PMem support, limits) come from.
+    source: str = ''
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,6 +215,7 @@ class Platform:
     description: str = ''
     base_cost_source: str = ''
     base_watts_source: str = ''
+    source: str = ''
 
     @property
     def slots_per_socket(self):
@@ -406,7 +409,8 @@ def _build_catalog(raw, source, path=()):
                       generation=c.get('generation', ''),
                       description=c.get('description', ''),
                       price_source=c.get('price_source', ''),
-                      watts_source=c.get('watts_source', ''))
+                      watts_source=c.get('watts_source', ''),
+                      source=c.get('source', ''))
             for name, c in raw.get('cpus', {}).items()}
     dimms = {}
     for name, d in raw.get('dimms', {}).items():
@@ -430,7 +434,8 @@ def _build_catalog(raw, source, path=()):
         pmem_generations=tuple(p.get('pmem_generations', ())),
         description=p.get('description', ''),
         base_cost_source=p.get('base_cost_source', ''),
-        base_watts_source=p.get('base_watts_source', ''))
+        base_watts_source=p.get('base_watts_source', ''),
+        source=p.get('source', ''))
         for name, p in raw.get('platforms', {}).items()}
     return cpus, dimms, platforms
 

@@ -16,7 +16,9 @@ warnings fire when the population leaves vendor guidance and not otherwise.
 """
 
 import dataclasses
+import re
 
+import testscenarios
 import testtools
 
 from nova_pmem_filters import profile
@@ -284,3 +286,200 @@ class WarningRuleTestCase(PopulationTestCase):
         self.assertFindings(cascade(profile.DRAM, ddr4_16=8),
                             warnings=['unbalanced-channels'])
         self.assertFindings(ice(profile.DRAM, ddr4_16=16))
+
+
+def named(config, name='cfg-under-test'):
+    return dataclasses.replace(config, name=name)
+
+
+def with_cpu(config, **changes):
+    return dataclasses.replace(config, cpu=dataclasses.replace(config.cpu,
+                                                               **changes))
+
+
+def asym(platform, cpu, mode, first, second):
+    return node_config(platform, cpu, mode, sockets=[first, second])
+
+
+# (case, config, code, parts the message names, what the source says, what
+# it must not say). One row per rule, and one per case where the source
+# that applies differs.
+MESSAGE_CASES = [
+    ('PMem 100 on an Ice Lake CPU',
+     lambda: node_config('ice-lake-2s', 'xeon-gold-6330', profile.APP_DIRECT,
+                         {'ddr4-16': 8, 'pmem100-128': 4}),
+     'pmem-unsupported-cpu',
+     ['xeon-gold-6330', '3rd-gen', 'PMem 100', 'pmem100-128',
+      'drives PMem 200'],
+     ['field notes 2', 'PMem 200 on 3rd-gen'], ['field notes 1', '1st-gen']),
+    ('PMem 200 on a Cascade Lake CPU',
+     lambda: cascade(profile.APP_DIRECT, ddr4_16=6, pmem200_128=2),
+     'pmem-unsupported-cpu',
+     ['xeon-gold-6230n', '2nd-gen', 'PMem 200', 'pmem200-128',
+      'drives PMem 100'],
+     ['field notes 2'], ['field notes 1']),
+    ('PMem on the 1st-gen Gold 6148',
+     lambda: node_config('cascade-lake-2s', 'xeon-gold-6148',
+                         profile.MEMORY_MODE,
+                         {'ddr4-16': 6, 'pmem100-128': 2}),
+     'pmem-unsupported-cpu', ['xeon-gold-6148', '1st-gen', 'pmem100-128'],
+     ['field notes 1', '1st-gen'], ['field notes 2']),
+    ('PMem on a catalog CPU of no known generation without PMem',
+     lambda: with_cpu(cascade(profile.APP_DIRECT, ddr4_16=6, pmem100_128=2),
+                      name='acme-1', generation='', pmem_generations=(),
+                      source='the vendor datasheet'),
+     'pmem-unsupported-cpu', ['acme-1', 'pmem100-128'],
+     ['CPU catalog (acme-1', 'the vendor datasheet'],
+     ['field notes', '1st-gen']),
+    ('PMem 100 on an Ice Lake platform',
+     lambda: node_config('ice-lake-2s', 'xeon-gold-6330', profile.APP_DIRECT,
+                         {'ddr4-16': 8, 'pmem100-128': 4}),
+     'pmem-unsupported-platform', ['ice-lake-2s', 'PMem 100', 'pmem100-128',
+                                   'takes PMem 200'],
+     ['field notes 2'], ['field notes 1']),
+    ('PMem on a platform without PMem',
+     lambda: node_config('purley-2s', 'xeon-gold-6148', profile.APP_DIRECT,
+                         {'ddr4-16': 6, 'pmem100-128': 2}),
+     'pmem-unsupported-platform', ['purley-2s', 'pmem100-128'],
+     ['platform catalog (purley-2s'], ['field notes 2']),
+    ('sockets differ, PMem 100',
+     lambda: asym('cascade-lake-2s', 'xeon-gold-6230n', profile.MEMORY_MODE,
+                  {'ddr4-16': 6, 'pmem100-128': 2},
+                  {'ddr4-32': 6, 'pmem100-128': 2}),
+     'asymmetric-sockets',
+     ['socket 1', '6 x ddr4-32 + 2 x pmem100-128', 'socket 0',
+      '6 x ddr4-16 + 2 x pmem100-128'],
+     ['assumption', 'applied to PMem 100'], []),
+    ('sockets differ, PMem 200',
+     lambda: asym('ice-lake-2s', 'xeon-gold-6330', profile.APP_DIRECT,
+                  {'ddr4-16': 8, 'pmem200-128': 4},
+                  {'ddr4-16': 8, 'pmem200-128': 8}),
+     'asymmetric-sockets', ['8 x ddr4-16 + 8 x pmem200-128',
+                            '8 x ddr4-16 + 4 x pmem200-128'],
+     ['field notes 7 (PMem 200: both sockets populated alike'],
+     ['assumption']),
+    ('sockets differ, DRAM only',
+     lambda: asym('purley-2s', 'xeon-gold-6148', profile.DRAM,
+                  {'ddr4-16': 6}, {'ddr4-16': 4}),
+     'asymmetric-sockets', ['4 x ddr4-16', '6 x ddr4-16'],
+     ['assumption', 'NUMA'], ['PMem']),
+    ('PMem 100 of two sizes',
+     lambda: cascade(profile.APP_DIRECT, cpu='xeon-gold-6238l', ddr4_16=6,
+                     pmem100_128=1, pmem100_256=1),
+     'mixed-pmem-sizes', ['pmem100-128', 'pmem100-256'],
+     ['assumption', 'applied to PMem 100'], []),
+    ('PMem 200 of two sizes',
+     lambda: ice(profile.APP_DIRECT, ddr4_16=8, pmem200_128=2,
+                 pmem200_256=2),
+     'mixed-pmem-sizes', ['pmem200-128', 'pmem200-256'],
+     ['field notes 7 (PMem 200: all PMem one size)'], ['assumption']),
+    ('PMem 100 module too large for a base CPU',
+     lambda: cascade(profile.APP_DIRECT, ddr4_16=6, pmem100_256=2),
+     'pmem-module-too-large', ['xeon-gold-6230n', '128 GB', 'pmem100-256'],
+     ['field notes 7 (PMem 100: base CPUs'], []),
+    ('PMem 200 module over a catalog CPU limit',
+     lambda: with_cpu(ice(profile.APP_DIRECT, ddr4_16=8, pmem200_512=4),
+                      pmem_max_module_gb=256),
+     'pmem-module-too-large', ['xeon-gold-6330', '256 GB', 'pmem200-512'],
+     ['CPU catalog (xeon-gold-6330: pmem_max_module_gb 256'],
+     ['base CPUs']),
+    ('more modules than slots',
+     lambda: cascade(profile.DRAM, ddr4_16=13),
+     'too-many-modules', ['socket 0', '13 x ddr4-16', '12 slots',
+                          'cascade-lake-2s'],
+     ['platform catalog (cascade-lake-2s: 6 channels x 2 slots'], []),
+    ('more PMem than channels',
+     lambda: cascade(profile.APP_DIRECT, ddr4_16=5, pmem100_128=7),
+     'pmem-per-channel', ['socket 0', '7 x pmem100-128', 'cascade-lake-2s'],
+     ['field notes 7 (PMem 100: at most one PMem module per channel)'], []),
+    ('more PMem than DRAM',
+     lambda: cascade(profile.APP_DIRECT, ddr4_16=1, pmem100_128=2),
+     'pmem-without-dram', ['socket 0', '2 x pmem100-128', '1 x ddr4-16'],
+     ['field notes 7'], []),
+    ('PMem and no DRAM',
+     lambda: cascade(profile.APP_DIRECT, pmem100_128=2),
+     'pmem-without-dram', ['2 x pmem100-128', 'no DRAM'],
+     ['field notes 7'], []),
+    ('Memory Mode, a PMem 100 controller without PMem',
+     lambda: cascade(profile.MEMORY_MODE, ddr4_16=6, pmem100_128=1),
+     'mm-controller', ['socket 0', '2 memory controllers', 'cascade-lake-2s',
+                       '6 x ddr4-16 + 1 x pmem100-128'],
+     ['field notes 7 (PMem 100 in Memory Mode'], ['assumption']),
+    ('Memory Mode, PMem 200 controllers without PMem',
+     lambda: ice(profile.MEMORY_MODE, ddr4_16=8, pmem200_128=1),
+     'mm-controller', ['4 memory controllers', 'ice-lake-2s',
+                       '8 x ddr4-16 + 1 x pmem200-128'],
+     ['assumption', '8 DRAM + 1 PMem', 'App Direct only'], []),
+    ('over the limit with PMem 100',
+     lambda: cascade(profile.APP_DIRECT, ddr4_64=6, pmem100_128=6),
+     'memory-limit', ['socket 0', 'xeon-gold-6230n',
+                      '6 x ddr4-64 + 6 x pmem100-128'],
+     ['field notes 7', 'counts PMem as well as DRAM'], ['only the PMem']),
+    ('over the limit with PMem 200 in Memory Mode',
+     lambda: with_cpu(ice(profile.MEMORY_MODE, ddr4_128=8, pmem200_512=8),
+                      memory_limit_gb=3072),
+     'memory-limit', ['xeon-gold-6330', 'the PMem only: 8 x pmem200-512'],
+     ['field notes 7 (PMem 200 in Memory Mode: only the PMem'],
+     ['ddr4-128']),
+    ('over the limit with DRAM only',
+     lambda: with_cpu(cascade(profile.DRAM, ddr4_128=12),
+                      memory_limit_gb=1024),
+     'memory-limit', ['xeon-gold-6230n', '12 x ddr4-128'],
+     ['CPU catalog (xeon-gold-6230n: memory_limit_gb 1024'],
+     ['counts PMem', 'only the PMem']),
+    ('a PMem mode without PMem',
+     lambda: named(cascade(profile.APP_DIRECT, ddr4_16=6)),
+     'mode-without-pmem', ['app_direct', 'cfg-under-test', '6 x ddr4-16'],
+     ['field notes 2'], []),
+    ('Memory Mode without DRAM',
+     lambda: named(cascade(profile.MEMORY_MODE, pmem100_128=2)),
+     'mode-without-dram', ['cfg-under-test', '2 x pmem100-128'],
+     ['field notes 2'], []),
+    ('PMem unused in dram mode',
+     lambda: named(cascade(profile.DRAM, ddr4_16=6, pmem100_128=2)),
+     'pmem-unused', ['cfg-under-test', '2 x pmem100-128'],
+     ['field notes 2'], []),
+    ('Memory-Mode ratio outside guidance',
+     lambda: cascade(profile.MEMORY_MODE, ddr4_16=6, pmem100_128=2),
+     'mm-ratio', ['1:2.7', '96 GB of 6 x ddr4-16',
+                  '256 GB of 2 x pmem100-128'],
+     ['field notes 1 and 7'], []),
+    ('not an OEM mix of PMem 200',
+     lambda: ice(profile.APP_DIRECT, ddr4_16=6, pmem200_128=2),
+     'not-oem-mix', ['2 PMem + 6 DRAM', 'PMem 200',
+                     '6 x ddr4-16 + 2 x pmem200-128'],
+     ['field notes 7', 'PMem 200'], ['PMem 100']),
+    ('uneven DRAM channels',
+     lambda: cascade(profile.DRAM, ddr4_16=8),
+     'unbalanced-channels', ['8 x ddr4-16', '6 channels', 'cascade-lake-2s'],
+     ['assumption'], []),
+]
+
+
+class MessageTestCase(testscenarios.WithScenarios, testtools.TestCase):
+    """Each finding names the parts involved and cites what applies."""
+
+    scenarios = [(case, {'make': make, 'code': code, 'parts': parts,
+                         'says': says, 'never': never})
+                 for case, make, code, parts, says, never in MESSAGE_CASES]
+
+    def test_names_its_parts_and_cites_what_applies(self):
+        found = [f for f in population.check(self.make())
+                 if f.code == self.code]
+        self.assertTrue(found, 'no %s finding' % self.code)
+        finding = found[0]
+        for part in self.parts:
+            self.assertIn(part, finding.message)
+        for text in self.says:
+            self.assertIn(text, finding.source)
+        for text in self.never:
+            self.assertNotIn(text, finding.source)
+
+
+class RuleCoverageTestCase(testtools.TestCase):
+
+    def test_every_rule_has_a_case(self):
+        with open(population.__file__) as f:
+            codes_in_code = set(re.findall(
+                r"add\((?:ERROR|WARNING), '([a-z-]+)'", f.read()))
+        self.assertEqual(codes_in_code, {c[2] for c in MESSAGE_CASES})
