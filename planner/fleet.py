@@ -241,6 +241,15 @@ def load(directory):
     return group(hosts)
 
 
+# Columns the table of ``fleet`` shows only with --long: the rest (kind,
+# mode, count and each workload's density, binding and fleet total) decide.
+DETAIL_COLUMNS = ('hosts', 'visible_memory_gb', 'dram_cache_gb', 'vcpus')
+
+
+def short_columns(column_names):
+    return [c for c in column_names if c not in DETAIL_COLUMNS]
+
+
 def columns(scen):
     cols = ['kind', 'hosts', 'mode', 'visible_memory_gb', 'dram_cache_gb',
             'vcpus', 'count']

@@ -86,6 +86,10 @@ COLUMNS = ('rank', 'config', 'mode', 'population', 'visible_memory_gb',
            'dram_cache_gb', 'vms_per_node', 'binding', 'node_cost',
            'cost_vs_budget', 'cost_per_vm', 'node_watts', 'vms_per_kw',
            'node_throughput', 'warnings')
+# The table of ``search`` without --long; the config name spells the mode
+# (dram-, mm-, ad-) and the population out.
+SHORT_COLUMNS = ('rank', 'config', 'vms_per_node', 'binding',
+                 'cost_per_vm', 'vms_per_kw', 'node_throughput', 'warnings')
 
 # Relative tolerance of the band edges: a population priced exactly at an
 # edge is in, whatever order its prices were added in.

@@ -27,6 +27,10 @@ COMPARISON_COLUMNS = (
     'vms_per_node', 'binding', 'node_cost', 'memory_cost', 'cost_vs_baseline',
     'cost_per_vm', 'node_watts', 'vms_per_kw', 'per_vm_throughput',
     'relative_throughput', 'warnings')
+# What a reader decides by: the table of ``compare`` without --long.
+COMPARISON_SHORT_COLUMNS = (
+    'config', 'workload', 'mode', 'vms_per_node', 'binding', 'cost_per_vm',
+    'vms_per_kw', 'relative_throughput', 'warnings')
 
 
 def _round(value, digits):

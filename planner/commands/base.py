@@ -14,6 +14,8 @@
 import math
 import sys
 
+from cliff import lister
+
 from planner import scenario
 
 
@@ -59,3 +61,34 @@ def show_warnings(findings_by_config, stream=None):
     for name, findings in findings_by_config.items():
         for finding in findings:
             stream.write('%s: %s\n' % (name, finding))
+
+
+class ShortTableLister(lister.Lister):
+    """A listing whose table shows the columns that decide; --long all.
+
+    As in the ``openstack`` client, a terminal table shows what a reader
+    decides by and ``--long`` shows every column. The machine formats
+    (``-f json|yaml|csv|value``) always carry every column under its own
+    name, so scripts see the same data with or without ``--long``; ``-c``
+    picks columns from all of them in any format.
+    """
+
+    def short_columns(self, column_names):
+        """The columns the table shows without --long, in their order."""
+        raise NotImplementedError()
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--long', action='store_true',
+            help='show every column in the table (the machine formats, '
+                 '-f json|yaml|csv|value, always have every column)')
+        return parser
+
+    def produce_output(self, parsed_args, column_names, data):
+        if (parsed_args.formatter == 'table' and not parsed_args.long
+                and not parsed_args.columns):
+            # cliff sorts on the full rows first, so --sort-column may name
+            # a column the short table does not show.
+            parsed_args.columns = list(self.short_columns(column_names))
+        return super().produce_output(parsed_args, column_names, data)

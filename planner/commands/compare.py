@@ -18,8 +18,11 @@ from planner import fleet
 from planner import tables
 
 
-class Compare(lister.Lister):
+class Compare(base.ShortTableLister):
     """Compare the baseline configuration with its cost-matched candidates."""
+
+    def short_columns(self, column_names):
+        return tables.COMPARISON_SHORT_COLUMNS
 
     def get_parser(self, prog_name):
         parser = base.add_scenario_argument(super().get_parser(prog_name))

@@ -11,14 +11,15 @@
 #    under the License.
 """fleet command."""
 
-from cliff import lister
-
 from planner.commands import base
 from planner import fleet
 
 
-class Fleet(lister.Lister):
+class Fleet(base.ShortTableLister):
     """List the node kinds of the current fleet and the VMs they hold."""
+
+    def short_columns(self, column_names):
+        return fleet.short_columns(column_names)
 
     def get_parser(self, prog_name):
         parser = base.add_scenario_argument(super().get_parser(prog_name))

@@ -11,14 +11,15 @@
 #    under the License.
 """search command."""
 
-from cliff import lister
-
 from planner.commands import base
 from planner import search
 
 
-class Search(lister.Lister):
+class Search(base.ShortTableLister):
     """Rank every valid DIMM population of a platform and CPU in a budget."""
+
+    def short_columns(self, column_names):
+        return search.SHORT_COLUMNS
 
     def get_parser(self, prog_name):
         parser = base.add_scenario_argument(super().get_parser(prog_name))
