@@ -57,12 +57,21 @@ PY=$VENV/bin/python
 # PMEM_IT_PLACEMENT_RETRIES=10 (Placement's default) shows the bug.
 PLACEMENT_RETRIES=${PMEM_IT_PLACEMENT_RETRIES:-1}
 RABBIT_BIN=/usr/lib/rabbitmq/bin
-# Keep-alive of Placement and nova-api, set explicitly: gunicorn's default
-# is 2 s, and a client that sends on a connection just as the server closes
-# it for idleness gets a reset. Longer than the 60 s between the periodic
-# tasks of Nova's services, so their connections to Placement are not
-# closed under them either; our client survives a close in any case.
+# Keep-alive of nova-api, set explicitly: gunicorn's default is 2 s, and a
+# client that sends on a connection just as the server closes it for
+# idleness gets a reset. Our client survives such a close in any case.
 KEEPALIVE_S=${PMEM_IT_KEEPALIVE:-75}
+# Placement keeps no connection alive (gunicorn closes each after its
+# answer, with "Connection: close"). nova-scheduler and nova-conductor make
+# their first Placement request (version discovery) in the parent process,
+# before oslo.service forks the workers; every worker inherits that pooled
+# connection, and while the server keeps it open the workers send on the
+# one socket at once and read each other's answers: keystoneauth raises
+# ConnectFailure (BadStatusLine holding another request's JSON) and the
+# request gets NoValidHost. With a 75 s keep-alive CI failed that way; with
+# a short one it depends on how soon the workers start. Without keep-alive
+# no connection outlives its request, so none is shared.
+PLACEMENT_KEEPALIVE_S=${PMEM_IT_PLACEMENT_KEEPALIVE:-0}
 # name:vcpus:memory_gb:mode:dram_gb
 COMPUTES=${PMEM_IT_COMPUTES:-"dram1:80:384:dram:384 mm1:80:512:memory_mode:192 mm2:80:512:memory_mode:192 ad1:80:192:app_direct:192"}
 
@@ -326,7 +335,8 @@ start_placement() {
     start placement env OS_PLACEMENT_CONFIG_DIR="$WORK/etc" \
         "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
         --bind "127.0.0.1:$PLACEMENT_PORT" --workers 2 --threads 8 \
-        --keep-alive "$KEEPALIVE_S" --timeout 120 --graceful-timeout 5 \
+        --keep-alive "$PLACEMENT_KEEPALIVE_S" --timeout 120 \
+        --graceful-timeout 5 \
         tests.integration.wsgi_placement:application
     wait_for 60 Placement http_ok "http://127.0.0.1:$PLACEMENT_PORT/"
 }
@@ -500,6 +510,16 @@ cmd_leftovers() {
     ((found)) || echo none
 }
 
+cmd_shared_connections() {
+    # Open connections to Placement or nova-api that more than one process
+    # holds (a socket inherited across fork): two processes sending on one
+    # connection read each other's answers.
+    ss -Htnp state established |
+        awk -v p=":($PLACEMENT_PORT|$API_PORT)\$" '
+            $4 ~ p && gsub(/pid=/, "pid=") > 1 { print $3 " -> " $4 " " $5 }
+        ' | grep . || echo none
+}
+
 cmd_scheduler_workers() {
     local parent
     parent=$(cat "$WORK/pids/nova-scheduler.pid")
@@ -573,6 +593,7 @@ case ${1:-} in
     scheduler) cmd_scheduler "$2" ;;
     placement) cmd_placement "$2" ;;
     leftovers) cmd_leftovers ;;
+    shared-connections) cmd_shared_connections ;;
     scheduler-workers) cmd_scheduler_workers ;;
     rss) cmd_rss ;;
     *) die "usage: $0 packages|up|down|leftovers|restart-compute H|kill-scheduler-worker|scheduler-workers|restart-rabbit|scheduler pmem|plain|placement N|rss" ;;

@@ -752,6 +752,14 @@ def main(argv=None):
     cloud = Cloud()
     cloud.setup()
     rss_mb = deploy('rss')
+    shared = []
+
+    def sample_shared_connections(when):
+        found = deploy('shared-connections')
+        if found != 'none':
+            shared.append('%s: %s' % (when, found.replace('\n', '; ')))
+
+    sample_shared_connections('after setup')
     plan = [('latency', scenario_latency, (cloud, results, load)),
             ('race', scenario_race, (cloud, results, args.race, upstream)),
             ('bad', scenario_bad_specs, (cloud, results)),
@@ -775,6 +783,12 @@ def main(argv=None):
                 log('cleanup after %s failed: %s', func.__name__, exc)
         results.check('%s ran to the end' % func.__name__, not completed,
                       completed.strip().splitlines()[-1] if completed else '')
+        sample_shared_connections('after %s' % func.__name__)
+
+    # Every scenario restarts nova-scheduler, whose parent process talks to
+    # Placement before it forks the workers (see deploy.sh).
+    results.check('no connection to Placement or nova-api is shared by two '
+                  'processes', not shared, '; '.join(shared)[:600])
 
     ours, tracebacks = scan_logs(args.logs)
     client_stats = api.STATS.snapshot()
