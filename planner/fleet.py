@@ -22,21 +22,19 @@ line names the file and the key.
 """
 
 import dataclasses
-import glob
-import json
 import math
-import os
 
 import pandas as pd
 
+from nova_pmem_filters.discover import profiles
 from nova_pmem_filters import profile
 
 from planner import model
 from planner import scenario
 
-SCHEMA = 'nova-pmem-host-profile/1'
-MIXED = 'mixed'
-HARDWARE_MODES = profile.MODES + (MIXED,)
+SCHEMA = profiles.SCHEMA
+MIXED = profiles.MIXED
+HARDWARE_MODES = profiles.HARDWARE_MODES
 
 TOTAL = 'total'
 
@@ -82,101 +80,34 @@ class Kind:
             vcpus=self.vcpus, region_gb=self.region_gb)
 
 
-def _is_number(value):
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
-def _number(data, key, source, positive=False):
-    if key not in data:
-        raise scenario.ScenarioError(source, [key], 'missing')
-    value = data[key]
-    if not _is_number(value) or value < 0 or (positive and value == 0):
-        raise scenario.ScenarioError(
-            source, [key], 'expected a %s number of GB, got %s'
-            % ('positive' if positive else 'non-negative',
-               json.dumps(value)))
-    return float(value)
-
-
-def _text(data, key, source, allowed=None):
-    if key not in data:
-        raise scenario.ScenarioError(source, [key], 'missing')
-    value = data[key]
-    if not isinstance(value, str) or not value.strip():
-        raise scenario.ScenarioError(source, [key], 'expected a non-empty '
-                                     'string, got %s' % json.dumps(value))
-    if allowed is not None and value not in allowed:
-        raise scenario.ScenarioError(source, [key], '%s is not one of %s'
-                                     % (json.dumps(value),
-                                        ', '.join(allowed)))
-    return value
-
-
-def _regions(data, source):
-    regions = data.get('regions', [])
-    if not isinstance(regions, list):
-        raise scenario.ScenarioError(source, ['regions'], 'expected a list')
-    sizes = []
-    for i, region in enumerate(regions):
-        if not isinstance(region, dict):
-            raise scenario.ScenarioError(source, ['regions', i],
-                                         'expected an object')
-        sizes.append(_number(region, 'size_gb', '%s: regions.%d'
-                             % (source, i)))
-    return tuple(sorted(sizes))
-
-
 def parse_host(data, source):
     """Check one host profile and keep what the model needs.
 
     :raises planner.scenario.ScenarioError: naming ``source`` and the key.
     """
-    if not isinstance(data, dict):
-        raise scenario.ScenarioError(source, [], 'expected a JSON object')
-    if data.get('schema') != SCHEMA:
-        raise scenario.ScenarioError(
-            source, ['schema'], 'expected %s, got %s'
-            % (json.dumps(SCHEMA), json.dumps(data.get('schema'))))
-    hostname = _text(data, 'hostname', source)
-    _text(data, 'mode', source, HARDWARE_MODES)
-    mode = _text(data, 'scheduler_mode', source, profile.MODES)
-    visible = _number(data, 'visible_memory_gb', source, positive=True)
-    cache = _number(data, 'dram_cache_gb', source)
-    if mode == profile.MEMORY_MODE and not cache:
-        raise scenario.ScenarioError(
-            source, ['dram_cache_gb'], 'a %s host needs a positive DRAM '
-            'cache, got %s' % (mode, json.dumps(data['dram_cache_gb'])))
-    if mode != profile.MEMORY_MODE:
-        # Only Memory Mode has a DRAM cache, as for the scheduler.
-        cache = 0.0
-    vcpus = data.get('vcpus')
-    if vcpus is not None and (not isinstance(vcpus, int)
-                              or isinstance(vcpus, bool) or vcpus < 1):
-        raise scenario.ScenarioError(source, ['vcpus'], 'expected a '
-                                     'positive integer, got %s'
-                                     % json.dumps(vcpus))
-    regions = _regions(data, source) if mode == profile.APP_DIRECT else ()
-    return Host(source=source, hostname=hostname, mode=mode,
-                visible_memory_gb=visible, dram_cache_gb=cache, vcpus=vcpus,
-                region_gb=regions)
+    try:
+        return _host(profiles.parse(data, source))
+    except profiles.ProfileError as exc:
+        raise _scenario_error(exc)
 
 
 def read_host(path):
     """Read and check one profile file."""
     try:
-        with open(path, encoding='utf-8') as f:
-            text = f.read()
-    except OSError as exc:
-        raise scenario.ScenarioError(path, [], 'cannot read the file: %s'
-                                     % exc.strerror)
-    except UnicodeDecodeError:
-        raise scenario.ScenarioError(path, [], 'not UTF-8 text')
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise scenario.ScenarioError(path, [], 'not valid JSON: %s' % exc)
-    return parse_host(data, path)
+        return _host(profiles.read(path))
+    except profiles.ProfileError as exc:
+        raise _scenario_error(exc)
+
+
+def _scenario_error(exc):
+    return scenario.ScenarioError(exc.source, exc.path, exc.rule)
+
+
+def _host(prof):
+    return Host(source=prof.source, hostname=prof.hostname, mode=prof.mode,
+                visible_memory_gb=prof.visible_memory_gb,
+                dram_cache_gb=prof.dram_cache_gb, vcpus=prof.vcpus,
+                region_gb=prof.region_gb)
 
 
 def _gb(value):
@@ -222,23 +153,10 @@ def load(directory):
     :raises planner.scenario.ScenarioError: on the first bad file, on a
         hostname given by two files and on a directory with no profile.
     """
-    if not os.path.isdir(directory):
-        raise scenario.ScenarioError(directory, [], 'not a directory')
-    paths = sorted(glob.glob(os.path.join(directory, '*.json')))
-    if not paths:
-        raise scenario.ScenarioError(directory, [], 'no *.json host '
-                                     'profile in the directory')
-    hosts = []
-    seen = {}
-    for path in paths:
-        host = read_host(path)
-        if host.hostname in seen:
-            raise scenario.ScenarioError(
-                path, ['hostname'], '%s is also described by %s'
-                % (json.dumps(host.hostname), seen[host.hostname]))
-        seen[host.hostname] = path
-        hosts.append(host)
-    return group(hosts)
+    try:
+        return group([_host(p) for p in profiles.load(directory)])
+    except profiles.ProfileError as exc:
+        raise _scenario_error(exc)
 
 
 # Columns the table of ``fleet`` shows only with --long: the rest (kind,

@@ -1,0 +1,194 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Reading discovered host profiles back: one file, or a directory of them.
+
+``nova-pmem-discover`` prints a host's profile as JSON
+(``doc/source/host-profile-format.rst``); operators keep one file per host
+in a directory. The planner (``fleet``, ``compare --fleet``) and the doctor
+(``--fleet``) read such directories through this module, so both accept and
+refuse the same files with the same one-line messages.
+
+This module imports nothing from Nova.
+"""
+
+import dataclasses
+import glob
+import json
+import math
+import os
+
+from nova_pmem_filters import profile
+
+SCHEMA = 'nova-pmem-host-profile/1'
+MIXED = 'mixed'
+HARDWARE_MODES = profile.MODES + (MIXED,)
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used; the message names the file and key."""
+
+    def __init__(self, source, path, rule):
+        self.source = source
+        self.path = list(path)
+        self.rule = rule
+        where = '.'.join(str(p) for p in path) or '(top level)'
+        super().__init__(' '.join(('%s: %s: %s' % (source, where, rule))
+                                  .splitlines()))
+
+
+@dataclasses.dataclass(frozen=True)
+class HostProfile:
+    """What the planner and the doctor read of one discovered host."""
+
+    source: str
+    hostname: str
+    # The hardware mode (dram, memory_mode, app_direct or mixed) and the
+    # mode the scheduler should see (mixed is scheduled as memory_mode).
+    hardware_mode: str
+    mode: str
+    visible_memory_gb: float
+    # 0 unless mode is memory_mode, as for the scheduler.
+    dram_cache_gb: float
+    # Installed DRAM; None in a profile that does not say.
+    dram_gb: float = None
+    vcpus: int = None
+    region_gb: tuple = ()
+
+    def as_output_profile(self):
+        """The fields :mod:`nova_pmem_filters.discover.outputs` reads."""
+        return {'hostname': self.hostname, 'mode': self.hardware_mode,
+                'scheduler_mode': self.mode, 'dram_gb': self.dram_gb,
+                'dram_cache_gb': self.dram_cache_gb}
+
+
+def _is_number(value):
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _number(data, key, source, positive=False):
+    if key not in data:
+        raise ProfileError(source, [key], 'missing')
+    value = data[key]
+    if not _is_number(value) or value < 0 or (positive and value == 0):
+        raise ProfileError(
+            source, [key], 'expected a %s number of GB, got %s'
+            % ('positive' if positive else 'non-negative',
+               json.dumps(value)))
+    return float(value)
+
+
+def _text(data, key, source, allowed=None):
+    if key not in data:
+        raise ProfileError(source, [key], 'missing')
+    value = data[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ProfileError(source, [key], 'expected a non-empty string, '
+                           'got %s' % json.dumps(value))
+    if allowed is not None and value not in allowed:
+        raise ProfileError(source, [key], '%s is not one of %s'
+                           % (json.dumps(value), ', '.join(allowed)))
+    return value
+
+
+def _regions(data, source):
+    regions = data.get('regions', [])
+    if not isinstance(regions, list):
+        raise ProfileError(source, ['regions'], 'expected a list')
+    sizes = []
+    for i, region in enumerate(regions):
+        if not isinstance(region, dict):
+            raise ProfileError(source, ['regions', i], 'expected an object')
+        sizes.append(_number(region, 'size_gb', '%s: regions.%d'
+                             % (source, i)))
+    return tuple(sorted(sizes))
+
+
+def parse(data, source):
+    """Check one host profile (a decoded JSON document).
+
+    :raises ProfileError: naming ``source`` and the key.
+    """
+    if not isinstance(data, dict):
+        raise ProfileError(source, [], 'expected a JSON object')
+    if data.get('schema') != SCHEMA:
+        raise ProfileError(source, ['schema'], 'expected %s, got %s'
+                           % (json.dumps(SCHEMA),
+                              json.dumps(data.get('schema'))))
+    hostname = _text(data, 'hostname', source)
+    hardware_mode = _text(data, 'mode', source, HARDWARE_MODES)
+    mode = _text(data, 'scheduler_mode', source, profile.MODES)
+    visible = _number(data, 'visible_memory_gb', source, positive=True)
+    cache = _number(data, 'dram_cache_gb', source)
+    if mode == profile.MEMORY_MODE and not cache:
+        raise ProfileError(source, ['dram_cache_gb'], 'a %s host needs a '
+                           'positive DRAM cache, got %s'
+                           % (mode, json.dumps(data['dram_cache_gb'])))
+    if mode != profile.MEMORY_MODE:
+        cache = 0.0
+    dram = (_number(data, 'dram_gb', source) if 'dram_gb' in data
+            else None)
+    vcpus = data.get('vcpus')
+    if vcpus is not None and (not isinstance(vcpus, int)
+                              or isinstance(vcpus, bool) or vcpus < 1):
+        raise ProfileError(source, ['vcpus'], 'expected a positive integer, '
+                           'got %s' % json.dumps(vcpus))
+    regions = _regions(data, source) if mode == profile.APP_DIRECT else ()
+    return HostProfile(source=source, hostname=hostname,
+                       hardware_mode=hardware_mode, mode=mode,
+                       visible_memory_gb=visible, dram_cache_gb=cache,
+                       dram_gb=dram, vcpus=vcpus, region_gb=regions)
+
+
+def read(path):
+    """Read and check one profile file.
+
+    :raises ProfileError: naming the file and, where it applies, the key.
+    """
+    try:
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+    except OSError as exc:
+        raise ProfileError(path, [], 'cannot read the file: %s'
+                           % exc.strerror)
+    except UnicodeDecodeError:
+        raise ProfileError(path, [], 'not UTF-8 text')
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ProfileError(path, [], 'not valid JSON: %s' % exc)
+    return parse(data, path)
+
+
+def load(directory):
+    """Every ``*.json`` profile of ``directory``, in file-name order.
+
+    :raises ProfileError: on the first bad file, on a hostname given by two
+        files and on a directory with no profile.
+    """
+    if not os.path.isdir(directory):
+        raise ProfileError(directory, [], 'not a directory')
+    paths = sorted(glob.glob(os.path.join(directory, '*.json')))
+    if not paths:
+        raise ProfileError(directory, [], 'no *.json host profile in the '
+                           'directory')
+    hosts = []
+    seen = {}
+    for path in paths:
+        host = read(path)
+        if host.hostname in seen:
+            raise ProfileError(path, ['hostname'], '%s is also described by '
+                               '%s' % (json.dumps(host.hostname),
+                                       seen[host.hostname]))
+        seen[host.hostname] = path
+        hosts.append(host)
+    return hosts
