@@ -1,0 +1,209 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``nova-pmem-doctor``: audit a live cloud's PMem scheduling setup.
+
+Reads the cloud through openstacksdk (``clouds.yaml``, ``OS_CLOUD``, the
+usual ``--os-*`` options; admin credentials), and optionally the local
+nova.conf (``--config-file``) and a directory of discovered host profiles
+(``--fleet DIR``). Lists findings; exits 0 when clean (info findings only),
+1 with warnings, 2 with errors. A cloud that cannot be read, bad
+credentials or a bad file are one line on stderr and exit status 2.
+"""
+
+import sys
+
+from cliff import app
+from cliff import commandmanager
+from cliff import lister
+from keystoneauth1 import exceptions as ksa_exceptions
+from openstack import config as sdk_config
+from openstack import connection
+from openstack import exceptions as sdk_exceptions
+import pbr.version
+
+from nova_pmem_filters.discover import profiles
+from nova_pmem_filters.doctor import checks
+from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters.doctor import snapshot
+
+COLUMNS = ('severity', 'code', 'object', 'problem', 'fix')
+DEFAULT_COMMAND = 'check'
+
+
+class DoctorError(Exception):
+    """What stops the audit; the message is one line."""
+
+
+def _one_line(exc):
+    return ' '.join(str(exc).split()) or exc.__class__.__name__
+
+
+def _cloud_error(exc):
+    """One line for what openstacksdk or keystoneauth raised."""
+    status = getattr(exc, 'status_code', None) or getattr(exc, 'http_status',
+                                                          None)
+    url = getattr(exc, 'url', None) or getattr(
+        getattr(exc, 'response', None), 'url', None)
+    if isinstance(exc, (ksa_exceptions.ConnectFailure,
+                        ksa_exceptions.ConnectTimeout,
+                        ksa_exceptions.DiscoveryFailure)):
+        return 'cannot reach the cloud: %s' % _one_line(exc)
+    if isinstance(exc, ksa_exceptions.Unauthorized) or status == 401:
+        return ('the cloud refused the credentials (HTTP 401%s): check '
+                'OS_CLOUD, clouds.yaml or the --os-* options'
+                % (' from %s' % url if url else ''))
+    if isinstance(exc, ksa_exceptions.Forbidden) or status == 403:
+        return ('the cloud refused a request (HTTP 403%s): the doctor reads '
+                'aggregates, hypervisors, every project\'s servers and '
+                'Placement, which needs admin credentials'
+                % (' on %s' % url if url else ''))
+    if isinstance(exc, ksa_exceptions.EndpointNotFound):
+        return ('the service catalog has no endpoint the doctor needs '
+                '(compute and placement): %s' % _one_line(exc))
+    if isinstance(exc, (sdk_exceptions.ConfigException,
+                        ksa_exceptions.auth_plugins.AuthPluginException)):
+        return ('no usable cloud configuration (set OS_CLOUD or --os-cloud, '
+                'or the --os-* options): %s' % _one_line(exc))
+    return 'cannot read the cloud: %s' % _one_line(exc)
+
+
+def version_string():
+    try:
+        return pbr.version.VersionInfo('nova-pmem-filters').version_string()
+    except Exception:
+        return 'unknown'
+
+
+CLOUD_ERRORS = (sdk_exceptions.SDKException, ksa_exceptions.ClientException)
+
+
+class Check(lister.Lister):
+    """Audit the cloud's PMem scheduling setup and list what is wrong."""
+
+    log = None
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--config-file', metavar='FILE', action='append', default=[],
+            help='the nova.conf that nova-scheduler reads (repeatable, later '
+                 'files override earlier ones, as for Nova): audit the '
+                 'filter and weigher settings and use its [pmem] options; '
+                 'without it those checks are skipped and the [pmem] '
+                 'defaults are assumed')
+        parser.add_argument(
+            '--fleet', metavar='DIR',
+            help='a directory of discovered host profiles (*.json, as '
+                 'nova-pmem-discover prints them): compare each host\'s '
+                 'aggregates, Placement traits and near-memory inventory '
+                 'with what discovery found')
+        return parser
+
+    def take_action(self, parsed_args):
+        config = None
+        if parsed_args.config_file:
+            try:
+                config = novaconf.load(parsed_args.config_file)
+            except novaconf.ConfigError as exc:
+                raise DoctorError(str(exc))
+        fleet = None
+        if parsed_args.fleet:
+            try:
+                fleet = profiles.load(parsed_args.fleet)
+            except profiles.ProfileError as exc:
+                raise DoctorError(str(exc))
+        try:
+            conn = connection.from_config(options=self.app.options,
+                                          app_name='nova-pmem-doctor',
+                                          app_version=version_string())
+            snap = snapshot.gather(conn, config=config, fleet=fleet)
+        except CLOUD_ERRORS as exc:
+            raise DoctorError(_cloud_error(exc))
+        findings = checks.run(snap)
+        self.status = checks.exit_status(findings)
+        return COLUMNS, [tuple(getattr(f, c) for c in COLUMNS)
+                         for f in findings]
+
+    def run(self, parsed_args):
+        self.status = 2
+        super().run(parsed_args)
+        return self.status
+
+
+class DoctorApp(app.App):
+    """Audit a cloud's PMem scheduling setup: findings and what to do."""
+
+    def __init__(self, argv):
+        # openstacksdk registers the options of the auth plugin named in
+        # argv (--os-auth-type), so it needs argv before the parser exists.
+        self._argv = list(argv)
+        super().__init__(
+            description=DoctorApp.__doc__,
+            version=version_string(),
+            command_manager=commandmanager.CommandManager(
+                'nova_pmem_doctor.cli'),
+            deferred_help=True)
+        self._last_error = None
+
+    def build_option_parser(self, description, version, argparse_kwargs=None):
+        parser = super().build_option_parser(description, version,
+                                             argparse_kwargs)
+        sdk_config.OpenStackConfig().register_argparse_arguments(
+            parser, self._argv)
+        return parser
+
+    def run(self, argv):
+        # "nova-pmem-doctor [options]" runs the audit: the check command is
+        # the default. argparse leaves a bare command name in the remainder
+        # wherever the app's options stand, so it can go first.
+        _options, remainder = self.parser.parse_known_args(argv)
+        asks_help = not remainder and any(a in ('-h', '--help')
+                                          for a in argv)
+        if not asks_help and not self._names_command(remainder):
+            argv = [DEFAULT_COMMAND] + list(argv)
+        return super().run(argv)
+
+    def _names_command(self, argv):
+        if not argv:
+            return False
+        try:
+            self.command_manager.find_command(argv)
+        except ValueError:
+            return False
+        return True
+
+    def clean_up(self, cmd, result, err):
+        self._last_error = err
+
+    def run_subcommand(self, argv):
+        result = super().run_subcommand(argv)
+        if self._last_error is not None:
+            # One line was printed; an audit that could not run is exit 2.
+            return 2
+        return result
+
+
+def main(argv=None):
+    if argv is None:
+        argv = sys.argv[1:]
+    try:
+        doctor = DoctorApp(argv)
+    except CLOUD_ERRORS as exc:
+        # openstacksdk reads the cloud named by --os-cloud or OS_CLOUD
+        # while the options are registered.
+        sys.stderr.write('%s\n' % _cloud_error(exc))
+        return 2
+    return doctor.run(argv)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

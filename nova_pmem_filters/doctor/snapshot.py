@@ -1,0 +1,191 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What the doctor reads of a live cloud, as plain values.
+
+:func:`gather` reads it through an openstacksdk connection (compute and
+placement APIs, admin credentials); the checks of
+:mod:`nova_pmem_filters.doctor.checks` then work on these values only, so
+they are tested without a cloud.
+"""
+
+import dataclasses
+import urllib.parse
+
+from openstack import exceptions as sdk_exceptions
+
+# Microversions the doctor reads at: flavors with their extra specs (2.61),
+# servers with their embedded flavor (2.47), hypervisors with their service
+# host (2.53); provider traits (Placement 1.6).
+FLAVOR_MICROVERSION = '2.61'
+SERVER_MICROVERSION = '2.47'
+HYPERVISOR_MICROVERSION = '2.53'
+PLACEMENT_MICROVERSION = '1.6'
+
+
+@dataclasses.dataclass(frozen=True)
+class Aggregate:
+    name: str
+    id: str
+    hosts: tuple
+    metadata: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Flavor:
+    name: str
+    id: str
+    ram_mb: int
+    extra_specs: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Compute:
+    """A nova-compute host and the nodes (hypervisors) it runs."""
+
+    host: str
+    nodes: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class Provider:
+    """A compute node's root resource provider in Placement."""
+
+    uuid: str
+    name: str
+    traits: frozenset
+    # resource class -> inventory record (total, reserved, allocation_ratio,
+    # ...), as Placement returns it.
+    inventories: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Server:
+    id: str
+    name: str
+    # The nova-compute host; None for a server on no host (ERROR before
+    # scheduling, shelved offloaded).
+    host: str
+    status: str
+    flavor_name: str
+    ram_mb: int
+    extra_specs: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    aggregates: tuple = ()
+    flavors: tuple = ()
+    computes: tuple = ()
+    servers: tuple = ()
+    # Provider name (the node name) -> Provider.
+    providers: dict = dataclasses.field(default_factory=dict)
+    # The nova.conf read (doctor.novaconf.NovaConfig), or None if none was
+    # given.
+    config: object = None
+    # Discovered host profiles (discover.profiles.HostProfile), or None.
+    fleet: tuple = None
+
+
+class CloudError(Exception):
+    """The cloud cannot be read; the message is one line."""
+
+
+def _get(proxy, path, microversion):
+    response = proxy.get(path, microversion=microversion)
+    sdk_exceptions.raise_from_response(response)
+    return response.json()
+
+
+def _pages(proxy, path, key, microversion):
+    """Every item of a paged Nova listing."""
+    while path:
+        body = _get(proxy, path, microversion)
+        yield from body.get(key) or ()
+        path = None
+        for link in body.get('%s_links' % key) or ():
+            if link.get('rel') == 'next':
+                path = link['href']
+
+
+def _aggregates(conn):
+    body = _get(conn.compute, '/os-aggregates', None)
+    return tuple(Aggregate(name=a['name'], id=str(a['id']),
+                           hosts=tuple(a.get('hosts') or ()),
+                           metadata=dict(a.get('metadata') or {}))
+                 for a in body.get('aggregates') or ())
+
+
+def _flavors(conn):
+    # is_public=None: public and private flavors alike.
+    flavors = _pages(conn.compute, '/flavors/detail?is_public=None',
+                     'flavors', FLAVOR_MICROVERSION)
+    return tuple(Flavor(name=f['name'], id=f['id'], ram_mb=f['ram'],
+                        extra_specs=dict(f.get('extra_specs') or {}))
+                 for f in flavors)
+
+
+def _computes(conn):
+    nodes = {}
+    for hyp in _pages(conn.compute, '/os-hypervisors/detail', 'hypervisors',
+                      HYPERVISOR_MICROVERSION):
+        host = (hyp.get('service') or {}).get('host')
+        if host:
+            nodes.setdefault(host, []).append(hyp['hypervisor_hostname'])
+    return tuple(Compute(host=h, nodes=tuple(sorted(n)))
+                 for h, n in sorted(nodes.items()))
+
+
+def _servers(conn):
+    servers = []
+    for s in _pages(conn.compute, '/servers/detail?all_tenants=1',
+                    'servers', SERVER_MICROVERSION):
+        flavor = s.get('flavor') or {}
+        servers.append(Server(
+            id=s['id'], name=s.get('name') or '',
+            host=s.get('OS-EXT-SRV-ATTR:host'), status=s.get('status'),
+            flavor_name=flavor.get('original_name', ''),
+            ram_mb=flavor.get('ram') or 0,
+            extra_specs=dict(flavor.get('extra_specs') or {})))
+    return tuple(servers)
+
+
+def _providers(conn, node_names):
+    providers = {}
+    body = _get(conn.placement, '/resource_providers',
+                PLACEMENT_MICROVERSION)
+    for rp in body.get('resource_providers') or ():
+        if rp['name'] not in node_names:
+            continue
+        uuid = rp['uuid']
+        base = '/resource_providers/%s' % urllib.parse.quote(uuid)
+        traits = _get(conn.placement, base + '/traits',
+                      PLACEMENT_MICROVERSION).get('traits') or ()
+        inventories = _get(conn.placement, base + '/inventories',
+                           PLACEMENT_MICROVERSION).get('inventories') or {}
+        providers[rp['name']] = Provider(uuid=uuid, name=rp['name'],
+                                         traits=frozenset(traits),
+                                         inventories=dict(inventories))
+    return providers
+
+
+def gather(conn, config=None, fleet=None):
+    """Read the cloud through an openstacksdk Connection.
+
+    :raises openstack.exceptions.SDKException, keystoneauth1 exceptions:
+        as the connection raises them; the CLI turns them into one line.
+    """
+    computes = _computes(conn)
+    node_names = {n for c in computes for n in c.nodes}
+    return Snapshot(aggregates=_aggregates(conn), flavors=_flavors(conn),
+                    computes=computes, servers=_servers(conn),
+                    providers=_providers(conn, node_names), config=config,
+                    fleet=tuple(fleet) if fleet is not None else None)

@@ -1,0 +1,92 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The doctor's reading of nova.conf, and its copy of Nova's options."""
+
+import os
+
+import fixtures
+from nova.conf import scheduler as nova_scheduler_conf
+import testtools
+
+from nova_pmem_filters.doctor import novaconf
+
+
+class NovaOptionsTestCase(testtools.TestCase):
+    """The options the doctor registers are Nova's, name, type and default."""
+
+    def test_same_as_nova(self):
+        nova = {group.name: {o.dest: o for o in opts}
+                for group, opts in nova_scheduler_conf.list_opts().items()}
+        for group, opts in novaconf.NOVA_OPTS.items():
+            for opt in opts:
+                theirs = nova[group][opt.dest]
+                self.assertEqual(type(theirs), type(opt), opt.dest)
+                self.assertEqual(theirs.default, opt.default, opt.dest)
+                self.assertEqual(theirs.multi, opt.multi, opt.dest)
+                self.assertEqual(type(theirs.type), type(opt.type), opt.dest)
+
+
+class LoadTestCase(testtools.TestCase):
+
+    def write(self, text, name='nova.conf'):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, name)
+        with open(path, 'w') as f:
+            f.write(text)
+        return path
+
+    def test_defaults_and_values(self):
+        defaults = novaconf.defaults()
+        self.assertEqual(('nova.scheduler.filters.all_filters',),
+                         defaults.available_filters)
+        self.assertIsNone(defaults.scheduler_workers)
+        self.assertEqual(0.5, defaults.default_hot_ratio)
+        path = self.write(
+            '[filter_scheduler]\n'
+            'available_filters = nova.scheduler.filters.all_filters\n'
+            'available_filters = nova_pmem_filters.filters.all_filters\n'
+            'enabled_filters = ComputeFilter, PmemModeFilter\n'
+            '[scheduler]\nworkers = 3\n'
+            '[pmem]\ndefault_flavor_modes = dram,app_direct\n'
+            'cache_overcommit_ratio = 1.25\n')
+        conf = novaconf.load([path])
+        self.assertEqual(('nova.scheduler.filters.all_filters',
+                          'nova_pmem_filters.filters.all_filters'),
+                         conf.available_filters)
+        self.assertEqual(('ComputeFilter', 'PmemModeFilter'),
+                         conf.enabled_filters)
+        self.assertEqual(3, conf.scheduler_workers)
+        self.assertEqual(('dram', 'app_direct'), conf.default_flavor_modes)
+        self.assertEqual(1.25, conf.cache_overcommit_ratio)
+
+    def test_later_files_override(self):
+        first = self.write('[scheduler]\nworkers = 3\n')
+        second = self.write('[scheduler]\nworkers = 1\n', 'override.conf')
+        self.assertEqual(1, novaconf.load([first, second]).scheduler_workers)
+
+    def test_errors_name_the_file_and_option(self):
+        cases = [
+            ('[scheduler]\nworkers = many\n', '[scheduler] workers'),
+            ('[pmem]\ndefault_hot_ratio = 2\n', '[pmem] default_hot_ratio'),
+            ('[pmem]\ndefault_host_mode = tiered\n',
+             '[pmem] default_host_mode'),
+            ('no section here\n', 'not a valid ini file'),
+        ]
+        for text, part in cases:
+            path = self.write(text)
+            exc = self.assertRaises(novaconf.ConfigError, novaconf.load,
+                                    [path])
+            self.assertIn(path, str(exc))
+            self.assertIn(part, str(exc))
+            self.assertEqual(1, len(str(exc).splitlines()))
+        exc = self.assertRaises(novaconf.ConfigError, novaconf.load,
+                                ['/nonexistent/nova.conf'])
+        self.assertEqual('cannot read /nonexistent/nova.conf', str(exc))
