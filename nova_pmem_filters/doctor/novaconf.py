@@ -26,6 +26,7 @@ from nova_pmem_filters import conf as pmem_conf
 
 FILTER_SCHEDULER = 'filter_scheduler'
 SCHEDULER = 'scheduler'
+DEFAULT = 'DEFAULT'
 
 # Nova's own options, as nova/conf/scheduler.py defines them.
 NOVA_OPTS = {
@@ -45,6 +46,11 @@ NOVA_OPTS = {
     SCHEDULER: [
         # None: one worker per CPU of the scheduler host.
         cfg.IntOpt('workers', min=0),
+    ],
+    # nova/conf/compute.py: what a compute gives MEMORY_MB in Placement.
+    DEFAULT: [
+        cfg.FloatOpt('ram_allocation_ratio', min=0.0),
+        cfg.FloatOpt('initial_ram_allocation_ratio', default=1.0, min=0.0),
     ],
 }
 
@@ -72,7 +78,7 @@ class NovaConfig:
 def _conf(files):
     conf = cfg.ConfigOpts()
     for group, opts in NOVA_OPTS.items():
-        conf.register_opts(opts, group=group)
+        conf.register_opts(opts, group=None if group == DEFAULT else group)
     pmem_conf.register_opts(conf)
     args = []
     for path in files:
@@ -89,7 +95,7 @@ def defaults():
 
 def _get(conf, group, name, files):
     try:
-        return conf[group][name]
+        return conf[name] if group == DEFAULT else conf[group][name]
     except (cfg.ConfigFileValueError, ValueError) as exc:
         # oslo.config says "Value for option X from LocationInfo(...) is not
         # valid: REASON"; the reason is what the operator needs.
@@ -115,6 +121,17 @@ def _values(conf, files):
         default_flavor_modes=tuple(get(pmem, 'default_flavor_modes')),
         default_hot_ratio=get(pmem, 'default_hot_ratio'),
         cache_overcommit_ratio=get(pmem, 'cache_overcommit_ratio'))
+
+
+def ram_allocation_ratio(files):
+    """MEMORY_MB's allocation ratio a compute with these files reports."""
+    try:
+        conf = _conf(files)
+        return (_get(conf, DEFAULT, 'ram_allocation_ratio', files)
+                or _get(conf, DEFAULT, 'initial_ram_allocation_ratio',
+                        files))
+    except cfg.Error as exc:
+        raise ConfigError('%s: %s' % (', '.join(files), exc))
 
 
 def load(files):

@@ -108,13 +108,16 @@ class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
     # Whether a test makes the scheduler's aggregates stale on purpose.
     EXPECT_STALE_VIEW = False
 
+    def scheduler_flags(self):
+        """[filter_scheduler] options of the scheduler: README.rst's."""
+        return dict(available_filters=AVAILABLE_FILTERS,
+                    enabled_filters=ENABLED_FILTERS,
+                    weight_classes=WEIGHT_CLASSES)
+
     def setUp(self):
         # The scheduler reads these when it starts, in super().setUp().
-        self.flags(available_filters=AVAILABLE_FILTERS,
-                   enabled_filters=ENABLED_FILTERS,
-                   weight_classes=WEIGHT_CLASSES,
-                   track_instance_changes=self.TRACK_INSTANCE_CHANGES,
-                   group='filter_scheduler')
+        self.flags(track_instance_changes=self.TRACK_INSTANCE_CHANGES,
+                   group='filter_scheduler', **self.scheduler_flags())
         # pip installs api-paste.ini under the environment's prefix, not
         # under Nova's default state_path.
         self.flags(api_paste_config=os.path.join(

@@ -14,6 +14,7 @@
 import os
 
 import fixtures
+from nova.conf import compute as nova_compute_conf
 from nova.conf import scheduler as nova_scheduler_conf
 import testtools
 
@@ -26,6 +27,8 @@ class NovaOptionsTestCase(testtools.TestCase):
     def test_same_as_nova(self):
         nova = {group.name: {o.dest: o for o in opts}
                 for group, opts in nova_scheduler_conf.list_opts().items()}
+        nova['DEFAULT'] = {o.dest: o for o in
+                           nova_compute_conf.list_opts()['DEFAULT']}
         for group, opts in novaconf.NOVA_OPTS.items():
             for opt in opts:
                 theirs = nova[group][opt.dest]

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What the devstack plugin does in Python: nova.conf, aggregates, flavors.
+
+Run with the Python devstack installed the package into, so that Nova's
+option defaults, our ``[pmem]`` options, the extra-spec grammar and the
+discovery outputs come from the package itself::
+
+    pmem_devstack.py configure-nova NOVA_CONF [--filters F,F] [--weighers]
+                                    [--set OPTION=VALUE ...]
+    pmem_devstack.py set-option FILE SECTION OPTION VALUE
+    pmem_devstack.py provider-config OUTPUT [--nova-conf FILE] [--from DIR]
+    pmem_devstack.py local-aggregate [--from DIR]
+    pmem_devstack.py flavor-properties RAM_MB [--placement-accounting]
+                                       [KEY=VALUE ...]
+
+Every edit of nova.conf is idempotent: a second run changes nothing. The
+multi-valued ``[filter_scheduler] available_filters`` keeps every line it
+has (Nova's own included) and gains ours once; ``enabled_filters`` and
+``weight_classes`` start from Nova's defaults when nova.conf does not set
+them. Errors are one line on stderr and exit status 2.
+"""
+
+import argparse
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+
+from nova_pmem_filters import conf as pmem_conf
+from nova_pmem_filters.discover import outputs
+from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters import extra_specs
+from nova_pmem_filters import fileutil
+
+FILTERS = 'nova_pmem_filters.filters.all_filters'
+WEIGHERS = 'nova_pmem_filters.weighers.all_weighers'
+_SECTION = re.compile(r'^\s*\[([^\]]+)\]\s*$')
+_OPTION = re.compile(r'^([A-Za-z0-9_.-]+)\s*[=:]')
+
+
+class ToolError(Exception):
+    """One line for the operator."""
+
+
+class IniFile(object):
+    """Line-preserving edits of an ini file with repeated options."""
+
+    def __init__(self, text):
+        self.lines = text.splitlines()
+
+    def text(self):
+        return '\n'.join(self.lines) + '\n'
+
+    def _section_range(self, section):
+        start = None
+        for i, line in enumerate(self.lines):
+            match = _SECTION.match(line)
+            if match and start is not None:
+                return start, i
+            if match and match.group(1).strip() == section:
+                start = i + 1
+        return (start, len(self.lines)) if start is not None else None
+
+    def _option_lines(self, section, option):
+        bounds = self._section_range(section)
+        if bounds is None:
+            return []
+        start, end = bounds
+        found = []
+        for i in range(start, end):
+            match = _OPTION.match(self.lines[i])
+            if match and match.group(1) == option:
+                found.append(i)
+        return found
+
+    def values(self, section, option):
+        """Every value of ``option``, in file order (None if absent)."""
+        found = self._option_lines(section, option)
+        if not found:
+            return None
+        return [re.split(r'[=:]', self.lines[i], 1)[1].strip()
+                for i in found]
+
+    def _insert(self, section, after, lines):
+        bounds = self._section_range(section)
+        if bounds is None:
+            if self.lines and self.lines[-1].strip():
+                self.lines.append('')
+            self.lines.append('[%s]' % section)
+            self.lines.extend(lines)
+            return
+        if after is None:
+            # At the end of the section, before its trailing blank lines.
+            after = bounds[1] - 1
+            while after >= bounds[0] and not self.lines[after].strip():
+                after -= 1
+        self.lines[after + 1:after + 1] = lines
+
+    def add_value(self, section, option, value, defaults=()):
+        """A value of a multi-valued option, once; absent: defaults first."""
+        current = self.values(section, option)
+        if current is None:
+            self._insert(section, None, ['%s = %s' % (option, v)
+                                         for v in list(defaults) + [value]
+                                         if v])
+            return
+        if value in current:
+            return
+        self._insert(section, self._option_lines(section, option)[-1],
+                     ['%s = %s' % (option, value)])
+
+    def set(self, section, option, value):
+        """One line ``option = value`` in place of any there were."""
+        found = self._option_lines(section, option)
+        line = '%s = %s' % (option, value)
+        if found and len(found) == 1 and self.lines[found[0]] == line:
+            return
+        for i in reversed(found[1:]):
+            del self.lines[i]
+        if found:
+            self.lines[found[0]] = line
+        else:
+            self._insert(section, None, [line])
+
+    def append_to_list(self, section, option, items, default):
+        """Append ``items`` not in a comma-list option (oslo: last wins)."""
+        current = self.values(section, option)
+        listed = ([v.strip() for v in current[-1].split(',') if v.strip()]
+                  if current else list(default))
+        wanted = listed + [i for i in items if i not in listed]
+        if current and wanted == listed and len(current) == 1:
+            return
+        self.set(section, option, ','.join(wanted))
+
+
+def _nova_default(group, name):
+    for opt in novaconf.NOVA_OPTS[group]:
+        if opt.dest == name:
+            return list(opt.default or ())
+    raise KeyError(name)
+
+
+def _pmem_opts():
+    return {opt.dest: opt for opt in pmem_conf.pmem_opts}
+
+
+def configure_nova(path, filters, weighers, settings):
+    try:
+        with open(path) as f:
+            before = f.read()
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError as exc:
+        raise ToolError('cannot read %s: %s' % (path, exc.strerror))
+    ini = IniFile(before)
+    fs = novaconf.FILTER_SCHEDULER
+    ini.add_value(fs, 'available_filters', FILTERS,
+                  defaults=_nova_default(fs, 'available_filters'))
+    if filters:
+        ini.append_to_list(fs, 'enabled_filters', filters,
+                           _nova_default(fs, 'enabled_filters'))
+    if weighers:
+        ini.append_to_list(fs, 'weight_classes', [WEIGHERS],
+                           _nova_default(fs, 'weight_classes'))
+    opts = _pmem_opts()
+    for name, value in settings:
+        if name not in opts:
+            raise ToolError('[pmem] has no option %s (options: %s)'
+                            % (name, ', '.join(sorted(opts))))
+        try:
+            opts[name].type(value)
+        except ValueError as exc:
+            raise ToolError('[pmem] %s = %r: %s' % (name, value, exc))
+        ini.set(pmem_conf.pmem_group.name, name, value)
+    if ini.text() != before:
+        # nova.conf may hold secrets: keep its permissions.
+        fileutil.write_atomic(path, ini.text(), mode=mode)
+
+
+def set_option(path, section, option, value):
+    try:
+        with open(path) as f:
+            before = f.read()
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        before, mode = '', None
+    except OSError as exc:
+        raise ToolError('cannot read %s: %s' % (path, exc.strerror))
+    ini = IniFile(before)
+    ini.set(section, option, value)
+    if ini.text() != before:
+        fileutil.write_atomic(path, ini.text(), mode=mode)
+
+
+def provider_config(output, nova_conf, from_dir, discover):
+    """This host's provider config, with the ratios its compute uses.
+
+    The near memory of a dram or app_direct host carries the compute's RAM
+    allocation ratio, that of a Memory-Mode host [pmem]
+    cache_overcommit_ratio: see profile.near_memory_inventory.
+    """
+    files = [f for f in nova_conf if os.path.exists(f)]
+    try:
+        ram_ratio = novaconf.ram_allocation_ratio(files)
+        overcommit = novaconf.load(files).cache_overcommit_ratio
+    except novaconf.ConfigError as exc:
+        raise ToolError(str(exc))
+    argv = [discover, '--json', '--provider-config', output,
+            '--ram-allocation-ratio', repr(ram_ratio),
+            '--cache-overcommit-ratio', repr(overcommit)]
+    if from_dir:
+        argv += ['--from', from_dir]
+    proc = subprocess.run(argv, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300)
+    if proc.returncode:
+        raise ToolError(proc.stderr.strip() or 'nova-pmem-discover failed')
+
+
+def local_aggregate(from_dir, discover):
+    """``name:key=value,...:host`` of this host's discovered profile."""
+    argv = [discover, '--json']
+    if from_dir:
+        argv += ['--from', from_dir]
+    proc = subprocess.run(argv, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300)
+    if proc.returncode:
+        raise ToolError(proc.stderr.strip() or 'nova-pmem-discover failed')
+    prof = json.loads(proc.stdout)
+    meta = ','.join('%s=%s' % kv for kv in outputs.aggregate_metadata(prof))
+    return '%s:%s:%s' % (outputs.aggregate_name(prof), meta,
+                         prof['hostname'])
+
+
+def flavor_properties(ram_mb, properties, placement_accounting,
+                      default_hot_ratio):
+    specs = {}
+    for item in properties:
+        key, sep, value = item.partition('=')
+        if not sep:
+            raise ToolError('flavor property %r is not KEY=VALUE' % item)
+        specs[key] = value
+    try:
+        request = extra_specs.parse(specs,
+                                    default_hot_ratio=default_hot_ratio)
+    except extra_specs.InvalidExtraSpec as exc:
+        raise ToolError(str(exc))
+    if request.conflict:
+        raise ToolError(request.conflict)
+    if placement_accounting and extra_specs.requested_near_memory(
+            specs) is None:
+        specs.update(extra_specs.near_memory_spec(ram_mb,
+                                                  request.hot_ratio))
+    return ['%s=%s' % kv for kv in sorted(specs.items())]
+
+
+def _setting(text):
+    name, sep, value = text.partition('=')
+    if not sep:
+        raise argparse.ArgumentTypeError('expected OPTION=VALUE, got %r'
+                                         % text)
+    return name.strip().lower(), value.strip()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest='command', required=True)
+    conf = sub.add_parser('configure-nova')
+    conf.add_argument('nova_conf')
+    conf.add_argument('--filters', default='',
+                      help='comma list of our filters to enable')
+    conf.add_argument('--weighers', action='store_true')
+    conf.add_argument('--set', type=_setting, action='append', default=[],
+                      metavar='OPTION=VALUE', help='a [pmem] option')
+    agg = sub.add_parser('local-aggregate')
+    agg.add_argument('--from', dest='from_dir', default='')
+    agg.add_argument('--discover', default='nova-pmem-discover')
+    opt = sub.add_parser('set-option')
+    opt.add_argument('file')
+    opt.add_argument('section')
+    opt.add_argument('option')
+    opt.add_argument('value')
+    prov = sub.add_parser('provider-config')
+    prov.add_argument('output')
+    prov.add_argument('--nova-conf', action='append', default=[])
+    prov.add_argument('--from', dest='from_dir', default='')
+    prov.add_argument('--discover', default='nova-pmem-discover')
+    flv = sub.add_parser('flavor-properties')
+    flv.add_argument('ram_mb', type=int)
+    flv.add_argument('properties', nargs='*')
+    flv.add_argument('--placement-accounting', action='store_true')
+    flv.add_argument('--default-hot-ratio', type=float,
+                     default=_pmem_opts()['default_hot_ratio'].default)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == 'configure-nova':
+            configure_nova(args.nova_conf,
+                           [f for f in args.filters.split(',') if f],
+                           args.weighers, args.set)
+        elif args.command == 'set-option':
+            set_option(args.file, args.section, args.option, args.value)
+        elif args.command == 'provider-config':
+            provider_config(args.output, args.nova_conf, args.from_dir,
+                            args.discover)
+        elif args.command == 'local-aggregate':
+            print(local_aggregate(args.from_dir, args.discover))
+        else:
+            print('\n'.join(flavor_properties(
+                args.ram_mb, args.properties, args.placement_accounting,
+                args.default_hot_ratio)))
+    except (ToolError, OSError) as exc:
+        sys.stderr.write('pmem_devstack: %s\n' % exc)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
