@@ -53,6 +53,8 @@ from urllib3.util import retry as urllib3_retry
 BASE = int(os.environ.get('PMEM_IT_PORT_BASE', '18000'))
 COMPUTE_URL = 'http://127.0.0.1:%d/v2.1' % (BASE + 774)
 PLACEMENT_URL = 'http://127.0.0.1:%d' % (BASE + 778)
+# The stand-in's Keystone version document (tests/integration/stubs.py).
+IDENTITY_URL = 'http://127.0.0.1:%d/identity/v3' % (BASE + 90)
 AMQP_URL = 'amqp://guest:guest@127.0.0.1:%d//' % (BASE + 672)
 MICROVERSION = 'latest'
 

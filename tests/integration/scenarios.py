@@ -49,6 +49,7 @@ from nova_pmem_filters import fileutil
 from nova_pmem_filters import profile
 
 from tests.integration import client as api
+from tests.integration import operator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEPLOY = os.path.join(HERE, 'deploy.sh')
@@ -737,8 +738,9 @@ def main(argv=None):
                         help='servers per race scenario (24 fit)')
     parser.add_argument('--no-upstream-retries', action='store_true',
                         help='skip the race with Placement retries=10')
-    parser.add_argument('--only', default='latency,race,bad,faults',
-                        help='comma list of latency, race, bad, faults')
+    parser.add_argument('--only', default='operator,latency,race,bad,faults',
+                        help='comma list of operator, latency, race, bad, '
+                        'faults')
     parser.add_argument('--teardown', action='store_true',
                         help='stop the deployment at the end and check '
                         'that nothing is left running')
@@ -760,7 +762,14 @@ def main(argv=None):
             shared.append('%s: %s' % (when, found.replace('\n', '; ')))
 
     sample_shared_connections('after setup')
-    plan = [('latency', scenario_latency, (cloud, results, load)),
+    operator_work = os.path.join(
+        os.environ.get('PMEM_IT_WORK', '/tmp/pmem-integration'), 'operator')
+    # First, on the cloud as set up: the doctor knows exactly what to find.
+    plan = [('operator', operator.scenario_doctor,
+             (cloud, results, operator_work)),
+            ('operator', operator.scenario_devstack,
+             (cloud, results, operator_work)),
+            ('latency', scenario_latency, (cloud, results, load)),
             ('race', scenario_race, (cloud, results, args.race, upstream)),
             ('bad', scenario_bad_specs, (cloud, results)),
             ('bad', scenario_bad_aggregate,

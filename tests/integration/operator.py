@@ -1,0 +1,424 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Operator scenarios: nova-pmem-doctor and the devstack plugin, for real.
+
+Both talk to the deployment as an operator's tools would: the doctor
+through openstacksdk, the plugin through the ``openstack`` client, with a
+``clouds.yaml`` naming the deployment ``it``.
+
+* **doctor**: on the cloud as set up, the doctor must report exactly the
+  findings the suite's own setup has (``BASELINE``); then every finding the
+  API lets an operator cause is planted through the real compute API and
+  the doctor must report exactly those, with the right exit status; after
+  the plants are removed it must report the baseline again.
+* **devstack**: ``plugin.sh stack extra`` twice, then ``unstack`` twice,
+  against this cloud: the aggregates and flavors it describes exist as
+  described, an aggregate and a flavor it did not create are left alone,
+  and unstack removes exactly what it created.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import yaml
+
+from nova_pmem_filters.discover import profiles
+from nova_pmem_filters import extra_specs as pmem_specs
+from nova_pmem_filters import profile
+
+from tests import devstack_plugin
+from tests.integration import client as api
+
+ERROR, WARNING, INFO = 'error', 'warning', 'info'
+WORKERS = 'nova.conf [scheduler] workers'
+ENABLED = 'nova.conf [filter_scheduler] enabled_filters'
+AVAILABLE = 'nova.conf [filter_scheduler] available_filters'
+WEIGHTS = 'nova.conf [filter_scheduler] weight_classes'
+
+# What the suite's own setup has (see scenarios.Cloud.setup and deploy.sh):
+# two scheduler workers, flavors it.cap and it.small (Memory-Mode-eligible)
+# without near-memory requests while it.cap.placement has one.
+BASELINE = {
+    (WARNING, 'filter-only-cache-accounting', WORKERS),
+    (WARNING, 'placement-accounting-partial', 'flavor it.cap'),
+    (WARNING, 'placement-accounting-partial', 'flavor it.small'),
+}
+
+# The nova.conf the doctor audits after the plants: our filters listed in
+# enabled_filters but not available, PmemCacheFilter left out, and one of
+# our weighers missing.
+DOCTOR_NOVA_CONF = '''[scheduler]
+workers = 2
+[filter_scheduler]
+available_filters = nova.scheduler.filters.all_filters
+enabled_filters = ComputeFilter,PmemModeFilter
+weight_classes = nova.scheduler.weights.all_weighers,\
+nova_pmem_filters.weighers.PmemTierWeigher
+[pmem]
+default_hot_ratio = 0.5
+'''
+
+# Planted with that nova.conf and the fleet of write_fleet().
+PLANTED = {
+    (ERROR, 'filter-not-available', AVAILABLE),
+    (ERROR, 'filter-not-enabled', ENABLED),
+    (WARNING, 'weighers-not-configured', WEIGHTS),
+    (WARNING, 'placement-accounting-partial', 'flavor it.cap'),
+    (WARNING, 'placement-accounting-partial', 'flavor it.small'),
+    (ERROR, 'invalid-pmem-mode', 'aggregate doc-bad-mode'),
+    (ERROR, 'invalid-dram-cache', 'aggregate doc-bad-cache'),
+    (WARNING, 'misspelt-key', 'aggregate doc-typo'),
+    (WARNING, 'invalid-weight-multiplier', 'aggregate doc-typo'),
+    (WARNING, 'memory-mode-without-cache', 'aggregate doc-mm-nocache'),
+    (WARNING, 'dram-cache-without-memory-mode', 'aggregate doc-dram-cache'),
+    (ERROR, 'aggregates-disagree', 'host ad1'),
+    (ERROR, 'invalid-extra-spec', 'flavor doc.old'),
+    (ERROR, 'vpmem-modes-conflict', 'flavor doc.vpmem'),
+    (ERROR, 'near-memory-mismatch', 'flavor doc.near'),
+    # pmem-mm's cache lowered to 16 GB under two 16-GB-hot instances.
+    (ERROR, 'cache-overcommitted', 'host mm1'),
+    # Discovery says mm1 has 192 GB of cache (more than the label now) and
+    # mm2 is a dram host whose provider config says Memory Mode.
+    (WARNING, 'profile-mismatch', 'host mm1'),
+    (ERROR, 'profile-mismatch', 'host mm2'),
+    (WARNING, 'mode-trait-mismatch', 'host mm2'),
+    (ERROR, 'near-memory-inventory-mismatch', 'host mm2'),
+    (INFO, 'fleet-host-unknown', 'host mm9'),
+}
+
+# The same cloud without nova.conf and without the fleet: the labels are
+# all there is, so both Memory-Mode hosts offer Placement more near memory
+# than their (lowered) label says.
+PLANTED_BARE = {
+    (INFO, 'nova-conf-not-read', 'nova.conf'),
+    (WARNING, 'placement-accounting-partial', 'flavor it.cap'),
+    (WARNING, 'placement-accounting-partial', 'flavor it.small'),
+    (ERROR, 'invalid-pmem-mode', 'aggregate doc-bad-mode'),
+    (ERROR, 'invalid-dram-cache', 'aggregate doc-bad-cache'),
+    (WARNING, 'misspelt-key', 'aggregate doc-typo'),
+    (WARNING, 'invalid-weight-multiplier', 'aggregate doc-typo'),
+    (WARNING, 'memory-mode-without-cache', 'aggregate doc-mm-nocache'),
+    (WARNING, 'dram-cache-without-memory-mode', 'aggregate doc-dram-cache'),
+    (ERROR, 'aggregates-disagree', 'host ad1'),
+    (ERROR, 'invalid-extra-spec', 'flavor doc.old'),
+    (ERROR, 'vpmem-modes-conflict', 'flavor doc.vpmem'),
+    (ERROR, 'near-memory-mismatch', 'flavor doc.near'),
+    (ERROR, 'cache-overcommitted', 'host mm1'),
+    (ERROR, 'near-memory-inventory-mismatch', 'host mm1'),
+    (ERROR, 'near-memory-inventory-mismatch', 'host mm2'),
+}
+
+# Hosts of the deployment as nova-pmem-discover would describe them
+# (deploy.sh COMPUTES): mode, DRAM GB.
+HOSTS = {'dram1': (profile.DRAM, 384), 'mm1': (profile.MEMORY_MODE, 192),
+         'mm2': (profile.MEMORY_MODE, 192), 'ad1': (profile.APP_DIRECT, 192)}
+
+
+def write_clouds_yaml(path):
+    """clouds.yaml with the deployment as cloud ``it`` (test-only auth)."""
+    with open(path, 'w') as f:
+        yaml.safe_dump({'clouds': {'it': {
+            # As devstack's clouds.yaml says; the openstack client needs it.
+            'identity_api_version': 3,
+            'auth_type': 'admin_token',
+            'auth': {'token': 'admin:admin', 'endpoint': api.COMPUTE_URL},
+            'compute_endpoint_override': api.COMPUTE_URL,
+            'placement_endpoint_override': api.PLACEMENT_URL,
+            # No Keystone: the openstack client checks the identity API
+            # version before some compute commands; the stand-in answers.
+            'identity_endpoint_override': api.IDENTITY_URL,
+        }}}, f)
+
+
+def write_fleet(directory, overrides):
+    os.makedirs(directory, exist_ok=True)
+    for host, (mode, dram) in dict(HOSTS, **overrides).items():
+        cache = float(dram) if mode == profile.MEMORY_MODE else 0.0
+        data = {'schema': profiles.SCHEMA, 'hostname': host, 'mode': mode,
+                'scheduler_mode': mode, 'dram_gb': float(dram),
+                'visible_memory_gb': 512.0 if mode == profile.MEMORY_MODE
+                else float(dram), 'dram_cache_gb': cache}
+        with open(os.path.join(directory, '%s.json' % host), 'w') as f:
+            json.dump(data, f)
+
+
+class Operator(object):
+    """The doctor and the devstack plugin pointed at the deployment."""
+
+    def __init__(self, cloud, work):
+        self.cloud = cloud
+        self.work = work
+        os.makedirs(work, exist_ok=True)
+        self.clouds_yaml = os.path.join(work, 'clouds.yaml')
+        write_clouds_yaml(self.clouds_yaml)
+        self.env = dict(os.environ, OS_CLIENT_CONFIG_FILE=self.clouds_yaml,
+                        PATH='%s:%s' % (os.path.dirname(sys.executable),
+                                        os.environ.get('PATH', '')))
+        for name in [n for n in self.env if n.startswith('OS_')
+                     and n != 'OS_CLIENT_CONFIG_FILE']:
+            del self.env[name]
+
+    def doctor(self, *argv):
+        """(exit status, {(severity, code, object)}, rows, stderr)."""
+        proc = subprocess.run(
+            [sys.executable, '-m', 'nova_pmem_filters.doctor.cli',
+             '--os-cloud', 'it', '-f', 'json'] + list(argv),
+            env=self.env, capture_output=True, text=True, timeout=300)
+        try:
+            rows = json.loads(proc.stdout or '[]')
+        except ValueError:
+            rows = []
+        found = {(r['severity'], r['code'], r['object']) for r in rows}
+        return proc.returncode, found, rows, proc.stderr.strip()
+
+
+def _diff(expected, found):
+    missing = sorted(expected - found)
+    extra = sorted(found - expected)
+    return 'missing %s; unexpected %s' % (missing, extra)
+
+
+def _exit_for(findings):
+    severities = {f[0] for f in findings}
+    return 2 if ERROR in severities else 1 if WARNING in severities else 0
+
+
+def check_doctor(results, name, got, expected):
+    status, found, rows, err = got
+    results.check(
+        'doctor %s: exactly the expected findings, exit %d'
+        % (name, _exit_for(expected)),
+        found == expected and status == _exit_for(expected)
+        and len(rows) == len(expected),
+        'exit %s (%s); %s' % (status, err[:200], _diff(expected, found)))
+    return rows
+
+
+class _Plants(object):
+    """What scenario_doctor changes, and how to put it back."""
+
+    def __init__(self, cloud):
+        self.cloud = cloud
+        self.aggregates = []
+        self.flavors = []
+        self.added = []
+
+    def aggregate(self, name, meta, hosts=()):
+        agg = self.cloud.admin.create_aggregate(name)['aggregate']
+        self.aggregates.append(agg['id'])
+        self.cloud.admin.set_metadata(agg['id'], meta)
+        for host in hosts:
+            self.add_host(agg['id'], host)
+
+    def add_host(self, agg_id, host):
+        self.cloud.admin.aggregate_host(agg_id, 'add_host', host)
+        self.added.append((agg_id, host))
+
+    def flavor(self, name, ram_mb, specs, microversion=api.MICROVERSION):
+        flavor = self.cloud.admin.create_flavor({
+            'name': name, 'ram': ram_mb, 'vcpus': 1, 'disk': 1})['flavor']
+        self.flavors.append(flavor['id'])
+        # Below 2.86 nova-api does not validate extra specs: flavors made
+        # before the validators were installed look like this.
+        client = api.Client(microversion=microversion)
+        client.post('/flavors/%s/os-extra_specs' % flavor['id'],
+                    {'extra_specs': specs}, idempotent=True)
+
+    def remove(self):
+        admin = self.cloud.admin
+        for agg_id, host in reversed(self.added):
+            admin.aggregate_host(agg_id, 'remove_host', host)
+        for agg_id in self.aggregates:
+            admin.request('DELETE', '/os-aggregates/%s' % agg_id,
+                          ok=(200, 202, 204, 404))
+        for flavor_id in self.flavors:
+            admin.request('DELETE', '/flavors/%s' % flavor_id,
+                          ok=(200, 202, 204, 404))
+
+
+def _log_table(rows):
+    from tests.integration import scenarios
+    row = '%-8s %-31s %-26s %s'
+    lines = [row % ('severity', 'code', 'object', 'problem')]
+    for r in rows:
+        lines.append(row % (r['severity'], r['code'], r['object'],
+                            r['problem'][:90]))
+    scenarios.log('doctor findings with every finding planted:\n%s',
+                  '\n'.join(lines))
+
+
+def scenario_doctor(cloud, results, work):
+    from tests.integration import scenarios
+    operator = Operator(cloud, work)
+    nova_conf = os.path.join(os.environ.get('PMEM_IT_WORK',
+                                            '/tmp/pmem-integration'),
+                             'etc', 'nova.conf')
+    check_doctor(results, 'on the cloud as set up',
+                 operator.doctor('--config-file', nova_conf), BASELINE)
+
+    plants = _Plants(cloud)
+    try:
+        plants.aggregate('doc-bad-mode', {profile.MODE_KEY: 'tiered'})
+        plants.aggregate('doc-bad-cache', {
+            profile.MODE_KEY: profile.MEMORY_MODE,
+            profile.DRAM_CACHE_KEY: 'banana'})
+        plants.aggregate('doc-typo', {
+            'pmem_dram_cache': '192',
+            profile.TIER_WEIGHT_MULTIPLIER_KEY: 'heavy'})
+        plants.aggregate('doc-mm-nocache',
+                         {profile.MODE_KEY: profile.MEMORY_MODE})
+        plants.aggregate('doc-dram-cache', {profile.DRAM_CACHE_KEY: '384'},
+                         hosts=['dram1'])
+        plants.add_host(cloud.aggregates['dram'], 'ad1')
+        plants.flavor('doc.old', 4096, {'pmem:hotratio': '0.3'},
+                      microversion='2.85')
+        plants.flavor('doc.vpmem', 4096, {'hw:pmem': 'SMALL',
+                                          'pmem:modes': 'dram'})
+        plants.flavor('doc.near', 32 * scenarios.GB, {
+            'pmem:modes': profile.MEMORY_MODE, 'pmem:hot_ratio': '0.5',
+            pmem_specs.NEAR_MEMORY_KEY: '4096'})
+        # Two instances with 16 GB hot each on mm1, then the cache of
+        # pmem-mm lowered to 16 GB under them.
+        records, errors = scenarios.probe(cloud, 'doctor', 'it.cap',
+                                          host='mm1')
+        placed = [r for r in records if r['status'] == 'ACTIVE'
+                  and r['host'] == 'mm1']
+        results.check('doctor: two capacity servers ACTIVE on mm1',
+                      len(placed) == 2, scenarios.describe(records, errors))
+        cloud.set_metadata(cloud.aggregates['pmem-mm'], {
+            profile.MODE_KEY: profile.MEMORY_MODE,
+            profile.DRAM_CACHE_KEY: '16'})
+        conf = os.path.join(work, 'doctor-nova.conf')
+        with open(conf, 'w') as f:
+            f.write(DOCTOR_NOVA_CONF)
+        fleet = os.path.join(work, 'fleet')
+        write_fleet(fleet, {'mm2': (profile.DRAM, 192),
+                            'mm9': (profile.DRAM, 384)})
+        rows = check_doctor(results, 'with every finding planted',
+                            operator.doctor('--config-file', conf,
+                                            '--fleet', fleet), PLANTED)
+        check_doctor(results, 'planted, without nova.conf or fleet',
+                     operator.doctor(), PLANTED_BARE)
+        _log_table(rows)
+        over = [r for r in rows if r['code'] == 'cache-overcommitted']
+        results.check(
+            'doctor lists the instances of the overcommitted host',
+            len(over) == 1 and all(r['id'] in over[0]['problem']
+                                   for r in placed),
+            over[0]['problem'][:300] if over else 'no such finding')
+    finally:
+        cloud.set_metadata(cloud.aggregates['pmem-mm'], {
+            profile.MODE_KEY: profile.MEMORY_MODE,
+            profile.DRAM_CACHE_KEY: str(scenarios.CACHE_GB)})
+        cloud.delete_all()
+        plants.remove()
+    check_doctor(results, 'after the plants are removed',
+                 operator.doctor('--config-file', nova_conf), BASELINE)
+
+
+# The devstack plugin's view of this cloud: one aggregate of its own with
+# mm2 in it, one named like an aggregate of the suite (not created by it),
+# and its example flavors plus one named like a flavor of the suite.
+DEVSTACK_AGGREGATES = ('dev-mm:pmem_mode=memory_mode,pmem_dram_cache_gb=192'
+                       ':mm2 pmem-ad:pmem_mode=dram')
+DEVSTACK_EXTRA_FLAVOR = 'it.small;512;1;1;pmem:modes=dram'
+
+
+def scenario_devstack(cloud, results, work):
+    state = os.path.join(work, 'devstack-state')
+    fixture = devstack_plugin.Devstack(
+        PATH='%s:%s' % (os.path.dirname(sys.executable),
+                        os.environ.get('PATH', '')),
+        OS_CLIENT_CONFIG_FILE=os.path.join(work, 'clouds.yaml'),
+        NOVA_PMEM_OS_CLOUD='it', NOVA_PMEM_STATE_DIR=state,
+        NOVA_PMEM_AGGREGATES=DEVSTACK_AGGREGATES,
+        NOVA_PMEM_PLACEMENT_ACCOUNTING='True')
+    fixture.setUp()
+    try:
+        _devstack_phases(cloud, results, fixture)
+    finally:
+        fixture.cleanUp()
+
+
+def _aggregates(cloud):
+    return {a['name']: a for a in
+            cloud.admin.get('/os-aggregates')['aggregates']}
+
+
+def _flavors(cloud):
+    flavors = cloud.admin.get('/flavors/detail?is_public=None')['flavors']
+    return {f['name']: f for f in flavors}
+
+
+def _devstack_phases(cloud, results, devstack):
+    from tests.integration import scenarios
+    default_flavors = devstack_plugin.default_flavors()
+    before_aggs, before_flavors = _aggregates(cloud), _flavors(cloud)
+    outputs = []
+    for _ in range(2):
+        # The suite's it.small exists already: the plugin must leave it.
+        devstack.env['NOVA_PMEM_FLAVORS'] = ' '.join(
+            default_flavors + [DEVSTACK_EXTRA_FLAVOR])
+        outputs.append(devstack.run('stack', 'extra', expect=None))
+    aggs, flavors = _aggregates(cloud), _flavors(cloud)
+    ok = all(p.returncode == 0 for p in outputs)
+    results.check('devstack stack extra runs, twice',
+                  ok, '; '.join(p.stderr.strip()[-300:] for p in outputs))
+    created = set(aggs) - set(before_aggs)
+    dev_mm = aggs.get('dev-mm', {})
+    results.check(
+        'devstack stack extra: its aggregate, as described, host once',
+        created == {'dev-mm'} and dev_mm.get('hosts') == ['mm2']
+        and dev_mm.get('metadata', {}).get(profile.MODE_KEY) ==
+        profile.MEMORY_MODE
+        and dev_mm['metadata'].get(profile.DRAM_CACHE_KEY) == '192',
+        'created %s; dev-mm %s' % (sorted(created), dev_mm))
+    results.check(
+        'devstack stack extra: leaves an aggregate it did not create',
+        aggs['pmem-ad'] == before_aggs['pmem-ad']
+        and all('aggregate pmem-ad exists and was not created by this '
+                'plugin' in p.stdout for p in outputs),
+        'pmem-ad %s' % aggs.get('pmem-ad'))
+    new_flavors = set(flavors) - set(before_flavors)
+    names = {entry.split(';')[0] for entry in default_flavors}
+    specs_ok = True
+    details = []
+    for name in sorted(names & new_flavors):
+        specs = cloud.admin.get('/flavors/%s/os-extra_specs'
+                                % flavors[name]['id'])['extra_specs']
+        # The cloud's [pmem] default_hot_ratio, as the plugin applies it.
+        request = pmem_specs.parse(
+            specs, default_hot_ratio=scenarios.DEFAULT_HOT_RATIO)
+        wanted = pmem_specs.near_memory_spec(flavors[name]['ram'],
+                                             request.hot_ratio)
+        specs_ok &= all(specs.get(k) == v for k, v in wanted.items())
+        details.append('%s %s' % (name, specs))
+    results.check(
+        'devstack stack extra: its flavors, with their near memory',
+        new_flavors == names and specs_ok
+        and flavors['it.small'] == before_flavors['it.small'],
+        '; '.join(details) or 'created %s' % sorted(new_flavors))
+    for i in range(2):
+        proc = devstack.run('unstack', expect=None)
+        after_aggs, after_flavors = _aggregates(cloud), _flavors(cloud)
+        results.check(
+            'devstack unstack (%s) removes what it created, nothing else'
+            % ('first', 'again')[i],
+            proc.returncode == 0 and set(after_aggs) == set(before_aggs)
+            and set(after_flavors) == set(before_flavors)
+            and after_aggs['pmem-ad'] == before_aggs['pmem-ad'],
+            'exit %d %s; aggregates %s; flavors %s'
+            % (proc.returncode, proc.stderr.strip()[-200:],
+               sorted(set(after_aggs) ^ set(before_aggs)),
+               sorted(set(after_flavors) ^ set(before_flavors))))
