@@ -193,6 +193,14 @@ def _rejected(what):
             'for every flavor that names modes' % what)
 
 
+def _rejected_in(agg):
+    if agg.hosts:
+        return _rejected('hosts %s' % _names(agg.hosts))
+    return ('hosts added to it will be rejected (by PmemCacheFilter for '
+            'every flavor, by PmemModeFilter for every flavor that names '
+            'modes)')
+
+
 def _names(items, limit=MAX_LISTED):
     items = list(items)
     shown = ', '.join(items[:limit])
@@ -345,7 +353,7 @@ def check_aggregates(snap, view):
                 ERROR, 'invalid-pmem-mode', obj,
                 '%s=%r is not one of %s: %s' % (
                     profile.MODE_KEY, mode, ', '.join(profile.MODES),
-                    _rejected(_hosts_note(agg))),
+                    _rejected_in(agg)),
                 'openstack aggregate set --property %s=%s %s'
                 % (profile.MODE_KEY, hint or '<mode>', agg.name)))
         if profile.DRAM_CACHE_KEY in meta:
@@ -358,7 +366,7 @@ def check_aggregates(snap, view):
                     ERROR, 'invalid-dram-cache', obj,
                     '%s=%r is not a positive number of GB: %s'
                     % (profile.DRAM_CACHE_KEY, cache,
-                       _rejected(_hosts_note(agg))),
+                       _rejected_in(agg)),
                     'openstack aggregate set --property %s=<GB of DRAM '
                     'cache per host> %s (nova-pmem-discover --aggregate '
                     'prints it)' % (profile.DRAM_CACHE_KEY, agg.name)))

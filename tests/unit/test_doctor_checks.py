@@ -315,8 +315,17 @@ class AggregateTestCase(DoctorTestCase):
         for value in ('banana', '-5', '0', 'inf', ''):
             snap = with_aggregate(clean(), 'pmem-mm',
                                   pmem_dram_cache_gb=value)
-            self.assertFindings(snap, (checks.ERROR, 'invalid-dram-cache',
-                                       self.MM))
+            found = self.assertFindings(
+                snap, (checks.ERROR, 'invalid-dram-cache', self.MM))
+            self.assertIn('PmemCacheFilter rejects hosts mm1, mm2 for every '
+                          'flavor', found[('invalid-dram-cache',
+                                           self.MM)].problem)
+        empty = with_aggregate(clean(), 'new', hosts=(),
+                               pmem_dram_cache_gb='lots')
+        found = self.assertFindings(
+            empty, (checks.ERROR, 'invalid-dram-cache', 'aggregate new'))
+        self.assertIn('hosts added to it will be rejected', found[(
+            'invalid-dram-cache', 'aggregate new')].problem)
 
     def test_misspelt_keys(self):
         for wrong in ('pmem_dram_cache', 'pmem-dram-cache-gb',
