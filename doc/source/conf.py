@@ -16,7 +16,11 @@ extensions = [
     # Renders the [pmem] options from nova_pmem_filters.conf.list_opts, so
     # the reference cannot go stale.
     'oslo_config.sphinxext',
+    # The CLI reference, from the commands' own parsers.
+    'cliff.sphinxext',
 ]
+autoprogram_cliff_app_dist_name = 'nova-pmem-filters'
+
 source_suffix = '.rst'
 master_doc = 'index'
 exclude_patterns = []

@@ -25,6 +25,9 @@ import argparse
 import json
 import sys
 
+from cliff import app
+from cliff import commandmanager
+
 from nova_pmem_filters.discover import derive
 from nova_pmem_filters.discover import errors
 from nova_pmem_filters.discover import outputs
@@ -100,6 +103,25 @@ def build_parser():
                         help='show a traceback on unexpected errors')
     parser.set_defaults(view='json')
     return parser
+
+
+class DiscoverApp(app.App):
+    """nova-pmem-discover as cliff's Sphinx extension documents programs.
+
+    The command itself runs through :func:`main` (argparse, see the module
+    docstring); this class only hands the same parser to
+    ``autoprogram-cliff``, so the CLI reference is generated from it.
+    """
+
+    def __init__(self):
+        super().__init__(
+            description=build_parser().description, version='',
+            command_manager=commandmanager.CommandManager(
+                'nova_pmem_discover.cli'))
+
+    def build_option_parser(self, description, version,
+                            argparse_kwargs=None):
+        return build_parser()
 
 
 def _run(args, stdout):

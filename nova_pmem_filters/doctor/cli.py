@@ -102,8 +102,8 @@ class Check(lister.Lister):
                  'defaults are assumed')
         parser.add_argument(
             '--fleet', metavar='DIR',
-            help='a directory of discovered host profiles (*.json, as '
-                 'nova-pmem-discover prints them): compare each host\'s '
+            help='a directory of discovered host profiles (the .json files, '
+                 'as nova-pmem-discover prints them): compare each host\'s '
                  'aggregates, Placement traits and near-memory inventory '
                  'with what discovery found')
         return parser
@@ -142,7 +142,7 @@ class Check(lister.Lister):
 class DoctorApp(app.App):
     """Audit a cloud's PMem scheduling setup: findings and what to do."""
 
-    def __init__(self, argv):
+    def __init__(self, argv=()):
         # openstacksdk registers the options of the auth plugin named in
         # argv (--os-auth-type), so it needs argv before the parser exists.
         self._argv = list(argv)

@@ -31,8 +31,8 @@ def add_scenario_argument(parser):
 def add_fleet_argument(parser, required, purpose):
     parser.add_argument(
         '--fleet', metavar='DIR', required=required, default=None,
-        help='%s: a directory of discovered host profiles (*.json, as '
-             'nova-pmem-discover prints them)' % purpose)
+        help='%s: a directory of discovered host profiles (the .json '
+             'files, as nova-pmem-discover prints them)' % purpose)
     return parser
 
 
