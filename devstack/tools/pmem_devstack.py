@@ -157,13 +157,27 @@ def _pmem_opts():
     return {opt.dest: opt for opt in pmem_conf.pmem_opts}
 
 
-def configure_nova(path, filters, weighers, settings):
+def _read(path, missing_ok=False):
+    """(text, permissions) of a config file; ('', None) if missing_ok."""
     try:
         with open(path) as f:
-            before = f.read()
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+            return f.read(), stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        if missing_ok:
+            return '', None
+        raise ToolError('cannot read %s: no such file' % path)
     except OSError as exc:
         raise ToolError('cannot read %s: %s' % (path, exc.strerror))
+
+
+def _write(path, ini, before, mode):
+    if ini.text() != before:
+        # nova.conf may hold secrets: keep its permissions.
+        fileutil.write_atomic(path, ini.text(), mode=mode)
+
+
+def configure_nova(path, filters, weighers, settings):
+    before, mode = _read(path)
     ini = IniFile(before)
     fs = novaconf.FILTER_SCHEDULER
     ini.add_value(fs, 'available_filters', FILTERS,
@@ -184,24 +198,14 @@ def configure_nova(path, filters, weighers, settings):
         except ValueError as exc:
             raise ToolError('[pmem] %s = %r: %s' % (name, value, exc))
         ini.set(pmem_conf.pmem_group.name, name, value)
-    if ini.text() != before:
-        # nova.conf may hold secrets: keep its permissions.
-        fileutil.write_atomic(path, ini.text(), mode=mode)
+    _write(path, ini, before, mode)
 
 
 def set_option(path, section, option, value):
-    try:
-        with open(path) as f:
-            before = f.read()
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        before, mode = '', None
-    except OSError as exc:
-        raise ToolError('cannot read %s: %s' % (path, exc.strerror))
+    before, mode = _read(path, missing_ok=True)
     ini = IniFile(before)
     ini.set(section, option, value)
-    if ini.text() != before:
-        fileutil.write_atomic(path, ini.text(), mode=mode)
+    _write(path, ini, before, mode)
 
 
 def provider_config(output, nova_conf, from_dir, discover):

@@ -50,17 +50,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = _serve
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
+class AcceptLoop(object):
+    """serve() and stop() for a socketserver server, without selectors."""
 
-    def __init__(self, app):
-        super().__init__(('127.0.0.1', 0), _Handler)
-        self.app = app
-        self.lock = threading.Lock()
-        self.requests = []
-        self.stopping = False
+    stopping = False
 
     def serve(self):
+        """Accept connections until stop(), handing each to the server."""
         while True:
             try:
                 request, address = self.socket.accept()
@@ -73,11 +69,22 @@ class _Server(http.server.ThreadingHTTPServer):
 
     def stop(self):
         self.stopping = True
+        # Wake the accept() with a connection of our own.
         try:
             socket.create_connection(self.server_address, timeout=5).close()
         except OSError:
             pass
         self.server_close()
+
+
+class _Server(AcceptLoop, http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, app):
+        super().__init__(('127.0.0.1', 0), _Handler)
+        self.app = app
+        self.lock = threading.Lock()
+        self.requests = []
 
 
 class StubServer(fixtures.Fixture):

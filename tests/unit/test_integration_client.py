@@ -21,12 +21,9 @@ that was idle is not served; the connection is closed, with a FIN or with a
 reset (RST). It can also lose the answer to a POST it carried out, or drop a
 POST unread.
 
-The server runs in a thread of the test process. socketserver's
-``serve_forever`` waits in the ``selectors`` module, which blocks the one OS
-thread when Nova's test modules (loaded by the same stestr worker) have
-monkey-patched the process with eventlet: the test would hang. The server
-waits in ``accept()`` instead, which yields under eventlet and blocks only
-its own thread without it.
+The server runs in a thread of the test process, in httpstub's accept
+loop: socketserver's ``serve_forever`` would hang the test once Nova's test
+modules have monkey-patched the process with eventlet.
 """
 
 import collections
@@ -44,6 +41,7 @@ import requests
 import testtools
 
 from tests.integration import client
+from tests.unit import httpstub
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -141,7 +139,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._reply(202, answer)
 
 
-class _Server(http.server.ThreadingHTTPServer):
+class _Server(httpstub.AcceptLoop, http.server.ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, close):
@@ -156,33 +154,11 @@ class _Server(http.server.ThreadingHTTPServer):
         self.always_close = False
         self.reset = set()
         self.keepalive_period = 0
-        self.stopping = False
 
     def expire_idle_connections(self):
         """The keep-alive time passes: every idle connection is stale now."""
         with self.lock:
             self.keepalive_period += 1
-
-    def serve(self):
-        """Accept connections until stop(), a thread for each."""
-        while True:
-            try:
-                request, address = self.socket.accept()
-            except OSError:
-                return
-            if self.stopping:
-                request.close()
-                return
-            self.process_request(request, address)
-
-    def stop(self):
-        self.stopping = True
-        # Wake the accept() with a connection of our own.
-        try:
-            socket.create_connection(self.server_address, timeout=5).close()
-        except OSError:
-            pass
-        self.server_close()
 
     def shutdown_request(self, request):
         if request in self.reset:
