@@ -56,15 +56,14 @@ BASELINE = {
 }
 
 # The nova.conf the doctor audits after the plants: our filters listed in
-# enabled_filters but not available, PmemCacheFilter left out, and one of
-# our weighers missing.
+# enabled_filters but not available, PmemCacheFilter left out, one of our
+# weighers missing and Nova's weighers dropped.
 DOCTOR_NOVA_CONF = '''[scheduler]
 workers = 2
 [filter_scheduler]
 available_filters = nova.scheduler.filters.all_filters
 enabled_filters = ComputeFilter,PmemModeFilter
-weight_classes = nova.scheduler.weights.all_weighers,\
-nova_pmem_filters.weighers.PmemTierWeigher
+weight_classes = nova_pmem_filters.weighers.PmemTierWeigher
 [pmem]
 default_hot_ratio = 0.5
 '''
@@ -92,6 +91,7 @@ PLANTED = PLANTED_IN_THE_CLOUD | {
     (ERROR, 'filter-not-available', AVAILABLE),
     (ERROR, 'filter-not-enabled', ENABLED),
     (WARNING, 'weighers-not-configured', WEIGHTS),
+    (WARNING, 'nova-weighers-dropped', WEIGHTS),
     # Discovery says mm1 has 192 GB of cache (more than the label now) and
     # mm2 is a dram host whose provider config says Memory Mode.
     (WARNING, 'profile-mismatch', 'host mm1'),
