@@ -160,12 +160,15 @@ class Operator(object):
                      and n != 'OS_CLIENT_CONFIG_FILE']:
             del self.env[name]
 
+    def run_doctor(self, *argv):
+        return subprocess.run(
+            [sys.executable, '-m', 'nova_pmem_filters.doctor.cli',
+             '--os-cloud', 'it'] + list(argv),
+            env=self.env, capture_output=True, text=True, timeout=300)
+
     def doctor(self, *argv):
         """(exit status, {(severity, code, object)}, rows, stderr)."""
-        proc = subprocess.run(
-            [sys.executable, '-m', 'nova_pmem_filters.doctor.cli',
-             '--os-cloud', 'it', '-f', 'json'] + list(argv),
-            env=self.env, capture_output=True, text=True, timeout=300)
+        proc = self.run_doctor('-f', 'json', *argv)
         try:
             rows = json.loads(proc.stdout or '[]')
         except ValueError:
@@ -238,15 +241,14 @@ class _Plants(object):
                           ok=(200, 202, 204, 404))
 
 
-def _log_table(rows):
+def _log_table(operator, *argv):
+    """The doctor's own table of what it found, for the run's log."""
     from tests.integration import scenarios
-    row = '%-8s %-31s %-26s %s'
-    lines = [row % ('severity', 'code', 'object', 'problem')]
-    for r in rows:
-        lines.append(row % (r['severity'], r['code'], r['object'],
-                            r['problem'][:90]))
-    scenarios.log('doctor findings with every finding planted:\n%s',
-                  '\n'.join(lines))
+    proc = operator.run_doctor('-f', 'table', '-c', 'severity', '-c',
+                               'code', '-c', 'object', *argv)
+    scenarios.log('nova-pmem-doctor %s -f table -c severity -c code -c '
+                  'object, every finding planted (exit %d):\n%s',
+                  ' '.join(argv), proc.returncode, proc.stdout.rstrip())
 
 
 def scenario_doctor(cloud, results, work):
@@ -301,7 +303,7 @@ def scenario_doctor(cloud, results, work):
                                             '--fleet', fleet), PLANTED)
         check_doctor(results, 'planted, without nova.conf or fleet',
                      operator.doctor(), PLANTED_BARE)
-        _log_table(rows)
+        _log_table(operator, '--config-file', conf, '--fleet', fleet)
         over = [r for r in rows if r['code'] == 'cache-overcommitted']
         results.check(
             'doctor lists the instances of the overcommitted host',
