@@ -21,6 +21,7 @@ from oslo_log import log as logging
 from nova.scheduler import filters
 from nova.scheduler import utils as scheduler_utils
 
+from nova_pmem_filters import decide
 from nova_pmem_filters import extra_specs
 from nova_pmem_filters import hostinfo
 from nova_pmem_filters import profile
@@ -71,7 +72,7 @@ class PmemModeFilter(_PmemFilter):
                         {'uuid': hostinfo.loaded(spec_obj, 'instance_uuid'),
                          'error': error})
             return []
-        if request.conflict:
+        if decide.flavor_conflict(request):
             LOG.warning("PmemModeFilter rejects every host for instance "
                         "%(uuid)s: flavor %(flavor)s is contradictory: "
                         "%(conflict)s",
@@ -85,9 +86,10 @@ class PmemModeFilter(_PmemFilter):
         passing = []
         for host_state in hosts:
             prof = hostinfo.host_profile(host_state)
-            if prof.mode in request.modes:
+            passes, reason = decide.mode_passes(request, prof)
+            if passes:
                 passing.append(host_state)
-            elif prof.known:
+            elif reason == decide.REJECT_MODE:
                 LOG.debug("%(host_state)s fails pmem mode check: host mode "
                           "%(mode)s is not in the flavor's modes %(allowed)s",
                           {'host_state': host_state, 'mode': prof.mode,
@@ -128,39 +130,36 @@ class PmemCacheFilter(_PmemFilter):
         ratio = CONF.pmem.cache_overcommit_ratio
         passing = []
         for host_state, prof in zip(hosts, profiles):
-            if not prof.known:
+            used = usage.get(hostinfo.node_key(host_state))
+            passes, reason = decide.cache_passes(
+                prof, used, new_hot_mb, ratio, accounted=bool(accounted))
+            if passes:
+                if accounted and prof.mode == profile.MEMORY_MODE:
+                    LOG.debug("%(host_state)s passes pmem cache check: "
+                              "Placement accounts this flavor's hot RAM "
+                              "(%(key)s=%(mb)d)",
+                              {'host_state': host_state,
+                               'key': extra_specs.NEAR_MEMORY_KEY,
+                               'mb': accounted})
+                passing.append(host_state)
+            elif reason == decide.REJECT_UNKNOWN:
                 LOG.debug("%(host_state)s fails pmem cache check: unknown "
                           "host profile (%(problem)s), so its DRAM-cache "
                           "bound cannot be checked",
                           {'host_state': host_state,
                            'problem': prof.problem})
-                continue
-            if prof.mode != profile.MEMORY_MODE:
-                passing.append(host_state)
-                continue
-            if accounted:
-                LOG.debug("%(host_state)s passes pmem cache check: Placement "
-                          "accounts this flavor's hot RAM (%(key)s=%(mb)d)",
-                          {'host_state': host_state,
-                           'key': extra_specs.NEAR_MEMORY_KEY,
-                           'mb': accounted})
-                passing.append(host_state)
-                continue
-            used = usage.get(hostinfo.node_key(host_state))
-            capacity = prof.cache_capacity_mb(ratio)
-            if used is None:
+            elif reason == decide.REJECT_UNREADABLE:
                 LOG.debug("%(host_state)s fails pmem cache check: the "
                           "flavors of its instances could not be read",
                           {'host_state': host_state})
-            elif profile.fits_cache(used, new_hot_mb, capacity):
-                passing.append(host_state)
             else:
                 LOG.debug("%(host_state)s fails pmem cache check: hot RAM "
                           "%(used).0f MB + %(new).0f MB requested exceeds "
                           "the DRAM-cache bound of %(capacity).0f MB "
                           "(%(cache)g GB x cache_overcommit_ratio %(ratio)s)",
                           {'host_state': host_state, 'used': used,
-                           'new': new_hot_mb, 'capacity': capacity,
+                           'new': new_hot_mb,
+                           'capacity': prof.cache_capacity_mb(ratio),
                            'cache': prof.dram_cache_gb, 'ratio': ratio})
         return passing
 

@@ -174,8 +174,12 @@ def instances_in_cache(capacity_mb, hot_mb_each):
 
 
 def cache_headroom_mb(used_hot_mb, capacity_mb):
-    """DRAM cache, in MB, not yet taken by hot RAM (never negative)."""
-    return max(capacity_mb - used_hot_mb, 0.0)
+    """DRAM cache, in MB, not yet taken by hot RAM (never negative).
+
+    Elementwise on arrays too, for the planner's simulator.
+    """
+    free = capacity_mb - used_hot_mb
+    return free * (free > 0) + 0.0
 
 
 def near_memory_mb(memory_mb, hot_ratio):

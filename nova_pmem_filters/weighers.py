@@ -29,7 +29,7 @@ from oslo_log import log as logging
 from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 
-from nova_pmem_filters import extra_specs
+from nova_pmem_filters import decide
 from nova_pmem_filters import hostinfo
 from nova_pmem_filters import profile
 
@@ -66,13 +66,9 @@ class PmemTierWeigher(_PmemWeigher):
 
     def _weigh_hosts(self, hosts, spec_obj):
         request, _error = hostinfo.spec_request(spec_obj)
-        if request is None or request.priority == extra_specs.PRIORITY_NORMAL:
+        if request is None:
             return [0.0] * len(hosts)
-        if request.priority == extra_specs.PRIORITY_HIGH:
-            preferred = profile.DRAM_BACKED
-        else:
-            preferred = frozenset([profile.MEMORY_MODE])
-        return [1.0 if hostinfo.host_profile(hs).mode in preferred else 0.0
+        return [decide.tier_score(request, hostinfo.host_profile(hs))
                 for hs in hosts]
 
 
@@ -91,16 +87,9 @@ class PmemCacheHeadroomWeigher(_PmemWeigher):
             hosts, profiles, spec_obj, request)
         new_hot_mb = request.hot_mb(spec_obj.flavor.memory_mb)
         ratio = CONF.pmem.cache_overcommit_ratio
-        scores = []
-        for host_state, prof in zip(hosts, profiles):
-            used = usage.get(hostinfo.node_key(host_state))
-            capacity = prof.cache_capacity_mb(ratio)
-            if used is None or not capacity:
-                scores.append(0.0)
-                continue
-            free = profile.cache_headroom_mb(used + new_hot_mb, capacity)
-            scores.append(free / capacity)
-        return scores
+        return [decide.headroom_score(
+            prof, usage.get(hostinfo.node_key(hs)), new_hot_mb, ratio)
+            for hs, prof in zip(hosts, profiles)]
 
 
 def all_weighers():
