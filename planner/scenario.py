@@ -79,6 +79,7 @@ PLATFORM_SCHEMA = _obj({
     'slots_per_channel': _POSITIVE_INT, 'pmem_generations': _GENERATIONS,
     'base_cost': _NON_NEGATIVE, 'base_cost_source': _TEXT,
     'base_watts': _NON_NEGATIVE, 'base_watts_source': _TEXT,
+    'rack_units': _POSITIVE_INT, 'rack_units_source': _TEXT,
     'source': _TEXT,
 }, required=['sockets', 'controllers_per_socket', 'channels_per_socket',
              'slots_per_channel', 'base_cost', 'base_watts'])
@@ -140,6 +141,27 @@ PERFORMANCE_SCHEMA = _obj({
     'source': _TEXT,
 })
 
+ECONOMICS_SCHEMA = _obj({
+    'power_price_per_kwh': _NON_NEGATIVE, 'power_price_source': _TEXT,
+    'pue': {'type': 'number', 'minimum': 1}, 'pue_source': _TEXT,
+    'years': _POSITIVE, 'years_source': _TEXT,
+    # Optional caps on the whole fleet.
+    'budget': _NON_NEGATIVE, 'power_kw': _NON_NEGATIVE,
+    'rack_units': _NON_NEGATIVE,
+})
+
+_VM_COUNTS = {'type': 'object', 'propertyNames': _NAME,
+              'additionalProperties': {'type': 'integer', 'minimum': 0}}
+
+DEMAND_SCHEMA = {'oneOf': [
+    # VMs per workload, for the whole service life ...
+    _VM_COUNTS,
+    # ... or per period of growth, each lasting some years.
+    {'type': 'array', 'minItems': 1, 'items': _obj({
+        'name': _NAME, 'years': _POSITIVE, 'vms': _VM_COUNTS,
+    }, required=['name', 'years', 'vms'])},
+]}
+
 SCENARIO_SCHEMA = _obj({
     'name': _NAME,
     'description': _TEXT,
@@ -150,6 +172,8 @@ SCENARIO_SCHEMA = _obj({
     'workloads': {**_named(WORKLOAD_SCHEMA), 'minProperties': 1},
     'policies': POLICIES_SCHEMA,
     'performance': PERFORMANCE_SCHEMA,
+    'economics': ECONOMICS_SCHEMA,
+    'demand': DEMAND_SCHEMA,
 }, required=['name', 'configs', 'workloads'])
 
 
@@ -216,6 +240,7 @@ class Platform:
     base_cost_source: str = ''
     base_watts_source: str = ''
     source: str = ''
+    rack_units: int = 2
 
     @property
     def slots_per_socket(self):
@@ -315,6 +340,28 @@ class Performance:
 
 
 @dataclasses.dataclass(frozen=True)
+class Economics:
+    """What a node costs over its service life, and the fleet's caps."""
+
+    # Assumptions to replace with the site's own figures.
+    power_price_per_kwh: float = 0.10
+    pue: float = 1.5
+    years: float = 5.0
+    budget: float = None
+    power_kw: float = None
+    rack_units: float = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Period:
+    """VMs to carry for some years: one step of a demand forecast."""
+
+    name: str
+    years: float
+    vms: dict
+
+
+@dataclasses.dataclass(frozen=True)
 class Scenario:
     name: str
     source: str
@@ -325,6 +372,9 @@ class Scenario:
     policies: Policies
     performance: Performance
     description: str = ''
+    economics: Economics = Economics()
+    # Periods of demand, in order; empty when the scenario gives none.
+    demand: tuple = ()
 
 
 def _read_yaml(text, source):
@@ -435,7 +485,7 @@ def _build_catalog(raw, source, path=()):
         description=p.get('description', ''),
         base_cost_source=p.get('base_cost_source', ''),
         base_watts_source=p.get('base_watts_source', ''),
-        source=p.get('source', ''))
+        source=p.get('source', ''), rack_units=p.get('rack_units', 2))
         for name, p in raw.get('platforms', {}).items()}
     return cpus, dimms, platforms
 
@@ -578,10 +628,40 @@ def parse(text, source, catalog=None):
                            if not k.endswith('_source')})
     performance = Performance(**{k: v for k, v in raw.get(
         'performance', {}).items() if k != 'source'})
+    economics = Economics(**{k: v for k, v in raw.get(
+        'economics', {}).items() if not k.endswith('_source')})
+    demand = _build_demand(raw.get('demand'), workloads, economics, source)
     return Scenario(name=raw['name'], source=source, catalog=catalog,
                     configs=configs, baseline=baseline, workloads=workloads,
                     policies=policies, performance=performance,
-                    description=raw.get('description', ''))
+                    description=raw.get('description', ''),
+                    economics=economics, demand=demand)
+
+
+def _build_demand(raw, workloads, economics, source):
+    if raw is None:
+        return ()
+    if isinstance(raw, dict):
+        periods = [('all', economics.years, raw, ['demand'])]
+    else:
+        periods = [(p['name'], p['years'], p['vms'], ['demand', i, 'vms'])
+                   for i, p in enumerate(raw)]
+        names = [p[0] for p in periods]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise ScenarioError(source, ['demand', i, 'name'],
+                                    'period %r is named twice' % name)
+    result = []
+    for name, years, vms, path in periods:
+        for workload in vms:
+            if workload not in workloads:
+                raise ScenarioError(source, path + [workload],
+                                    'unknown workload %r (known: %s)'
+                                    % (workload, ', '.join(sorted(
+                                        workloads))))
+        result.append(Period(name=name, years=float(years),
+                             vms={w: int(vms.get(w, 0)) for w in workloads}))
+    return tuple(result)
 
 
 def load(path=None):

@@ -1,0 +1,110 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""optimize command."""
+
+from planner.commands import base
+from planner import errors
+from planner import optimize
+
+
+def _vm_count(text):
+    name, sep, count = text.partition('=')
+    try:
+        value = int(count)
+    except ValueError:
+        value = -1
+    if not sep or not name or value < 0:
+        raise errors.PlannerError('--demand %s: expected WORKLOAD=VMS, a '
+                                  'whole number of VMs' % text)
+    return name, value
+
+
+def _number(option, text):
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not value >= 0:
+        raise errors.PlannerError('%s %s: expected a number, 0 or more'
+                                  % (option, text))
+    return value
+
+
+class Optimize(base.ShortTableLister):
+    """Choose the fleet that carries the demand at the lowest cost."""
+
+    def get_parser(self, prog_name):
+        parser = base.add_scenario_argument(super().get_parser(prog_name))
+        parser.add_argument(
+            '--objective', default=optimize.DEFAULT_OBJECTIVE,
+            choices=optimize.OBJECTIVES,
+            help='tco: the cheapest fleet (capex and energy over the '
+                 'service life) that serves the whole demand; vms: the most '
+                 'VMs served under the caps; throughput: the most VM '
+                 'throughput under the caps (default: %(default)s)')
+        parser.add_argument(
+            '--demand', action='append', metavar='WORKLOAD=VMS',
+            help='VMs of a workload to carry, in place of the scenario\'s '
+                 'demand (repeatable; workloads not named get 0)')
+        parser.add_argument('--config', action='append', metavar='NAME',
+                            help='a candidate configuration (repeatable; '
+                                 'default: every configuration)')
+        for option, what in (('--budget', 'capex of all nodes'),
+                             ('--power-kw', 'facility power in kW, PUE '
+                                            'included, in every period'),
+                             ('--rack-units', 'rack units of all nodes')):
+            parser.add_argument(option, metavar='LIMIT',
+                                help='cap on %s (replaces the scenario\'s)'
+                                     % what)
+        parser.add_argument(
+            '--time-limit', metavar='SECONDS', default='60',
+            help='time for the solver (default: %(default)s)')
+        parser.add_argument(
+            '--gap', metavar='SHARE', default='0.001',
+            help='stop once the answer is proven within this share of the '
+                 'optimum (default: %(default)s)')
+        parser.add_argument(
+            '--no-single', action='store_true',
+            help='skip the best single-configuration fleet')
+        return parser
+
+    def short_columns(self, column_names):
+        return optimize.short_columns(column_names)
+
+    def _progress(self, rounds, columns, value, bound):
+        if self.app.options.verbose_level > 1:
+            self.app.stderr.write('[round %d] %d patterns, LP %.6g, bound '
+                                  '%.6g\n' % (rounds, columns, value, bound))
+
+    def take_action(self, parsed_args):
+        scen = base.load_scenario(parsed_args)
+        demand = (dict(_vm_count(d) for d in parsed_args.demand)
+                  if parsed_args.demand else None)
+        caps = {k: _number('--' + k.replace('_', '-'), v) for k, v in (
+            ('budget', parsed_args.budget),
+            ('power_kw', parsed_args.power_kw),
+            ('rack_units', parsed_args.rack_units)) if v is not None}
+        time_limit = _number('--time-limit', parsed_args.time_limit)
+        gap = _number('--gap', parsed_args.gap)
+        problem = optimize.build(scen, objective=parsed_args.objective,
+                                 demand=demand, configs=parsed_args.config,
+                                 **caps)
+        plan = optimize.solve(problem, scen=scen, time_limit=time_limit,
+                              gap=gap, progress=self._progress)
+        plans = [plan]
+        if not parsed_args.no_single:
+            plans.append(optimize.best_single(problem, scen=scen,
+                                              time_limit=time_limit,
+                                              gap=gap))
+        columns = optimize.columns(problem)
+        return columns, [tuple(r.get(c) for c in columns)
+                         for r in optimize.rows(problem, plans)]

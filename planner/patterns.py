@@ -1,0 +1,335 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What one node can hold of several workloads at once: patterns.
+
+A *pattern* is a vector of VM counts, one per workload, that one node of a
+configuration holds within every constraint of the node model
+(:mod:`planner.model`): the flavor's modes, vCPUs, memory (the memory cap
+after host reserve), the DRAM cache of a Memory-Mode node (with the same
+comparison PmemCacheFilter makes) and the vPMEM namespaces that fit each
+socket's App-Direct region. With one workload, the largest pattern is the
+model's density, exactly (a test holds the two to that).
+
+:func:`fits` checks a pattern exactly; :func:`best_pattern` finds the
+pattern of largest value for given per-VM values (the pricing problem of
+the optimiser), as a small integer program on HiGHS.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import optimize as sp_optimize
+
+from nova_pmem_filters import profile
+
+from planner import model
+
+# The model's floors: n <= capacity / size + 1e-9.
+_EPS = model._EPS
+
+
+@dataclasses.dataclass(frozen=True)
+class Demand:
+    """What one VM of a workload takes from a node."""
+
+    name: str
+    vcpus: float
+    used_gb: float
+    hot_mb: float
+    vpmem_gb: float
+    modes: frozenset
+
+    @classmethod
+    def of(cls, workload):
+        request = workload.request
+        return cls(name=workload.name, vcpus=float(workload.vcpus),
+                   used_gb=float(workload.used_gb),
+                   hot_mb=float(request.hot_mb(workload.ram_mb)),
+                   vpmem_gb=float(workload.vpmem_gb or 0.0),
+                   modes=frozenset(request.modes))
+
+
+@dataclasses.dataclass(frozen=True)
+class Capacity:
+    """What one node of a configuration offers, as the model counts it."""
+
+    name: str
+    mode: str
+    # None: not counted (a discovered node that reports no vCPUs).
+    vcpus: float
+    memory_gb: float
+    # Memory Mode only: the hot MB PmemCacheFilter admits.
+    cache_mb: float
+    # App Direct: usable GB of each socket's region.
+    regions: tuple
+
+    @classmethod
+    def of(cls, node_, policies):
+        mode = node_.config.mode
+        vcpus = (None if node_.vcpus is None
+                 else node_.vcpus * policies.cpu_overcommit)
+        usable = max(node_.visible_memory_gb - policies.host_reserve_gb, 0.0)
+        cache = (node_.profile.cache_capacity_mb(policies.cache_overcommit)
+                 if mode == profile.MEMORY_MODE else None)
+        return cls(name=node_.config.name, mode=mode, vcpus=vcpus,
+                   memory_gb=usable * policies.memory_cap, cache_mb=cache,
+                   regions=tuple(node_.region_gb))
+
+
+def allowed(capacity, demand):
+    return capacity.mode in demand.modes
+
+
+def _within(total, cap, sizes):
+    # n_w x s_w summed within cap, with the model's tolerance: for a single
+    # workload this is n <= cap / s + 1e-9 exactly.
+    return total <= cap + _EPS * max(sizes)
+
+
+def _cache_fits(capacity_mb, hots):
+    used = [(n, h) for n, h in hots if n]
+    if not used:
+        return True
+    if len(used) == 1:
+        n, h = used[0]
+        # The comparison instances_in_cache makes for the n-th instance.
+        return profile.fits_cache((n - 1) * h, h, capacity_mb)
+    return profile.fits_cache(sum(n * h for n, h in used), 0.0, capacity_mb)
+
+
+def _namespaces_fit(regions, wanted):
+    """Whether namespaces of the given sizes fit the sockets' regions."""
+    wanted = sorted(((s, n) for s, n in wanted if n), reverse=True)
+    if not wanted:
+        return True
+    if not regions:
+        return False
+
+    def place(i, free):
+        if i == len(wanted):
+            return True
+        size, count = wanted[i]
+        return _spread(size, count, 0, list(free), i)
+
+    def _spread(size, count, socket, free, i):
+        if count == 0:
+            return place(i + 1, free)
+        if socket == len(free):
+            return False
+        most = min(count, int(math.floor(free[socket] / size + _EPS)))
+        for k in range(most, -1, -1):
+            free[socket] -= k * size
+            if _spread(size, count - k, socket + 1, free, i):
+                return True
+            free[socket] += k * size
+        return False
+
+    return place(0, regions)
+
+
+def fits(capacity, demands, counts):
+    """Whether one node of ``capacity`` holds ``counts`` of ``demands``."""
+    pairs = [(d, int(n)) for d, n in zip(demands, counts) if n]
+    if any(n < 0 for _d, n in pairs):
+        return False
+    if any(not allowed(capacity, d) for d, _n in pairs):
+        return False
+    if not pairs:
+        return True
+    if capacity.vcpus is not None and not _within(
+            sum(n * d.vcpus for d, n in pairs), capacity.vcpus,
+            [d.vcpus for d, _n in pairs]):
+        return False
+    if not _within(sum(n * d.used_gb for d, n in pairs), capacity.memory_gb,
+                   [d.used_gb for d, _n in pairs]):
+        return False
+    if capacity.mode == profile.MEMORY_MODE and not _cache_fits(
+            capacity.cache_mb, [(n, d.hot_mb) for d, n in pairs]):
+        return False
+    vpmem = [(d.vpmem_gb, n) for d, n in pairs if d.vpmem_gb]
+    return _namespaces_fit(capacity.regions, vpmem)
+
+
+def single_limit(capacity, demand):
+    """The largest count of ``demand`` alone that one node holds."""
+    if not allowed(capacity, demand):
+        return 0
+    # An upper bound from memory, then down to what fits.
+    n = int(math.floor(capacity.memory_gb / demand.used_gb + _EPS))
+    if capacity.vcpus is not None:
+        n = min(n, int(math.floor(capacity.vcpus / demand.vcpus + _EPS)))
+    if capacity.mode == profile.MEMORY_MODE and demand.hot_mb > 0:
+        n = min(n, profile.instances_in_cache(capacity.cache_mb,
+                                              demand.hot_mb))
+    if demand.vpmem_gb:
+        n = min(n, sum(int(math.floor(r / demand.vpmem_gb + _EPS))
+                       for r in capacity.regions))
+    counts = [0]
+    while n > 0:
+        counts[0] = n
+        if fits(capacity, [demand], counts):
+            return n
+        n -= 1
+    return 0
+
+
+def best_pattern(capacity, demands, values, limits=None, gap=0.0,
+                 time_limit=None):
+    """The pattern of largest total value that one node holds.
+
+    :param values: value of one VM of each demand (the duals of the
+        optimiser); workloads of value 0 or less are left out.
+    :param limits: per-demand upper bounds (default: :func:`single_limit`).
+    :param gap, time_limit: let the solver stop early; the third value
+        returned then bounds what it did not prove.
+    :returns: (value, counts, bound): counts a tuple of ints and bound an
+        upper bound on the best value (equal to value when proven);
+        (0.0, zeros, 0.0) if no VM of positive value fits.
+    """
+    k = len(demands)
+    limits = list(limits if limits is not None
+                  else [single_limit(capacity, d) for d in demands])
+    use = [i for i in range(k) if values[i] > 0 and limits[i] > 0]
+    zero = tuple(0 for _ in range(k))
+    if not use:
+        return 0.0, zero, 0.0
+    vpmem = [i for i in use if demands[i].vpmem_gb]
+    sockets = len(capacity.regions)
+    # Variables: a_i for i in use, then y_(i, s) for vPMEM workloads.
+    n_a = len(use)
+    n_y = len(vpmem) * sockets
+    c = np.zeros(n_a + n_y)
+    c[:n_a] = [-values[i] for i in use]
+    rows, lbs, ubs = [], [], []
+
+    def add(coeffs, ub, lb=-np.inf):
+        row = np.zeros(n_a + n_y)
+        for j, v in coeffs:
+            row[j] += v
+        rows.append(row)
+        lbs.append(lb)
+        ubs.append(ub)
+
+    if capacity.vcpus is not None:
+        add([(j, demands[i].vcpus) for j, i in enumerate(use)],
+            capacity.vcpus + _EPS * min(demands[i].vcpus for i in use))
+    add([(j, demands[i].used_gb) for j, i in enumerate(use)],
+        capacity.memory_gb + _EPS * min(demands[i].used_gb for i in use))
+    if capacity.mode == profile.MEMORY_MODE:
+        hot = [(j, demands[i].hot_mb) for j, i in enumerate(use)
+               if demands[i].hot_mb]
+        if hot:
+            add(hot, capacity.cache_mb)
+    for v, i in enumerate(vpmem):
+        j = use.index(i)
+        base = n_a + v * sockets
+        add([(j, 1.0)] + [(base + s, -1.0) for s in range(sockets)], 0.0,
+            0.0)
+    for s in range(sockets):
+        if vpmem:
+            add([(n_a + v * sockets + s, demands[i].vpmem_gb)
+                 for v, i in enumerate(vpmem)], capacity.regions[s])
+    bounds_ub = np.array([limits[i] for i in use]
+                         + [limits[i] for i in vpmem for _s in range(sockets)],
+                         dtype=float)
+    constraints = (sp_optimize.LinearConstraint(np.array(rows), lbs, ubs)
+                   if rows else ())
+    tighten = 0.0
+    first_bound = None
+    for _attempt in range(4):
+        if tighten and rows:
+            constraints = sp_optimize.LinearConstraint(
+                np.array(rows), lbs, [u - tighten * max(abs(u), 1.0)
+                                      if np.isfinite(u) and u != 0.0
+                                      else u for u in ubs])
+        options = {'mip_rel_gap': gap}
+        if time_limit is not None:
+            options['time_limit'] = time_limit
+        res = sp_optimize.milp(
+            c, integrality=np.ones(n_a + n_y),
+            bounds=sp_optimize.Bounds(np.zeros(n_a + n_y), bounds_ub),
+            constraints=constraints, options=options)
+        # Minimising -value: the dual bound is minus an upper bound.
+        bound = (-res.mip_dual_bound
+                 if getattr(res, 'mip_dual_bound', None) is not None
+                 and np.isfinite(res.mip_dual_bound) else
+                 sum(values[i] * limits[i] for i in use))
+        # Only the untightened problem's bound holds for the node.
+        if first_bound is None:
+            first_bound = bound
+        bound = first_bound
+        if res.x is None:
+            return 0.0, zero, bound
+        counts = list(zero)
+        for j, i in enumerate(use):
+            counts[i] = int(round(res.x[j]))
+        if fits(capacity, demands, counts):
+            value = sum(values[i] * counts[i] for i in range(k))
+            return value, tuple(counts), max(bound, value)
+        # The solver's tolerance let a constraint slip by a hair: tighten.
+        tighten = tighten * 10 if tighten else 1e-9
+    return 0.0, zero, sum(values[i] * limits[i] for i in use)
+
+
+def greedy_pattern(capacity, demands, values, limits):
+    """A good pattern fast: fill by value per unit of the scarcest resource.
+
+    Several orders are tried (value per share of the tightest resource, per
+    GB of memory, per vCPU); each fills a node one workload at a time with
+    as many VMs as still fit. Returns (value, counts) of the best, which
+    :func:`fits` holds; it need not be optimal (:func:`best_pattern` is).
+    """
+    k = len(demands)
+    use = [i for i in range(k) if values[i] > 0 and limits[i] > 0]
+    zero = tuple(0 for _ in range(k))
+    if not use:
+        return 0.0, zero
+    cap = capacity
+
+    def share(i):
+        d = demands[i]
+        parts = [d.used_gb / max(cap.memory_gb, 1e-12)]
+        if cap.vcpus:
+            parts.append(d.vcpus / cap.vcpus)
+        if cap.cache_mb:
+            parts.append(d.hot_mb / cap.cache_mb)
+        if d.vpmem_gb and sum(cap.regions):
+            parts.append(d.vpmem_gb / sum(cap.regions))
+        return max(parts)
+
+    orders = [
+        sorted(use, key=lambda i: -values[i] / max(share(i), 1e-12)),
+        sorted(use, key=lambda i: -values[i] / demands[i].used_gb),
+        sorted(use, key=lambda i: -values[i]),
+    ]
+    if cap.vcpus:
+        orders.append(sorted(use, key=lambda i: -values[i]
+                             / demands[i].vcpus))
+    best = (0.0, zero)
+    for order in orders:
+        counts = list(zero)
+        for i in order:
+            lo, hi = 0, limits[i]
+            # The largest count of i that still fits beside the others.
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                counts[i] = mid
+                if fits(capacity, demands, counts):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            counts[i] = lo
+        value = sum(values[i] * counts[i] for i in range(k))
+        if value > best[0]:
+            best = (value, tuple(counts))
+    return best

@@ -1,0 +1,222 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The fleet optimiser: patterns, bounds, optimality and named failures."""
+
+import itertools
+import math
+import os
+import sys
+
+import hypothesis
+from hypothesis import strategies as st
+import testtools
+import yaml
+
+from planner import model
+from planner import optimize
+from planner import patterns
+from planner import scenario
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir,
+                                os.pardir, 'benchmarks'))
+import fleet_optimize  # noqa: E402
+
+PROPERTY = hypothesis.settings(
+    derandomize=True, deadline=None, max_examples=60, database=None,
+    suppress_health_check=[hypothesis.HealthCheck.too_slow])
+
+BUILTIN = scenario.load()
+
+
+def _scenario(workloads, configs=None, demand=None, economics=None):
+    raw = {'name': 'test', 'workloads': workloads,
+           'configs': configs or {
+               'dram-384': {'platform': 'purley-2s',
+                            'cpu': 'xeon-gold-6148', 'mode': 'dram',
+                            'per_socket': {'ddr4-16': 12}},
+               'mm-192-512': {'platform': 'cascade-lake-2s',
+                              'cpu': 'xeon-gold-6230n',
+                              'mode': 'memory_mode',
+                              'per_socket': {'ddr4-16': 6,
+                                             'pmem100-128': 2}}}}
+    if demand is not None:
+        raw['demand'] = demand
+    if economics is not None:
+        raw['economics'] = economics
+    return scenario.parse(yaml.safe_dump(raw), 'test scenario')
+
+
+def _small_benchmark():
+    return fleet_optimize.make_scenario(workloads=4, configs=6, seed=3)
+
+
+class PatternTestCase(testtools.TestCase):
+
+    @PROPERTY
+    @hypothesis.given(
+        config=st.sampled_from(sorted(BUILTIN.configs)),
+        vcpus=st.integers(min_value=1, max_value=32),
+        ram_gb=st.integers(min_value=1, max_value=256),
+        used=st.floats(min_value=0.1, max_value=1.0),
+        hot=st.sampled_from(['0.05', '0.2', '0.5', '1']))
+    def test_single_limit_is_the_model_density(self, config, vcpus, ram_gb,
+                                               used, hot):
+        w = scenario._build_workload('w', {
+            'vcpus': vcpus, 'ram_gb': ram_gb,
+            'used_gb': round(ram_gb * used, 2) or 0.01,
+            'hot_ratio': float(hot)}, 'test')
+        node = model.node(BUILTIN.configs[config], BUILTIN.policies)
+        cap = patterns.Capacity.of(node, BUILTIN.policies)
+        vms, _binding = model.density(node, w, BUILTIN.policies)
+        self.assertEqual(vms, patterns.single_limit(
+            cap, patterns.Demand.of(w)))
+        if vms:
+            counts = (vms,)
+            self.assertTrue(patterns.fits(cap, (patterns.Demand.of(w),),
+                                          counts))
+            self.assertFalse(patterns.fits(cap, (patterns.Demand.of(w),),
+                                           (vms + 1,)))
+
+
+class OptimizeTestCase(testtools.TestCase):
+
+    def test_builtin_answer_is_proven_optimal(self):
+        problem = optimize.build(BUILTIN)
+        plan = optimize.solve(problem, scen=BUILTIN, time_limit=60)
+        self.assertEqual('optimal', plan.status)
+        self.assertLessEqual(plan.lp_bound, plan.objective + 1e-6)
+        self._check_plan(BUILTIN, problem, plan)
+
+    def _check_plan(self, scen, problem, plan):
+        """Every node's pattern fits; the demand is served; costs add up."""
+        for cand in problem.candidates:
+            for period in problem.periods:
+                key = (cand.name, period.name)
+                running = sum(n for _p, n in plan.runs[key])
+                self.assertLessEqual(running, plan.nodes[key])
+                for pattern, _n in plan.runs[key]:
+                    counts = tuple(pattern[w] for w in problem.workloads)
+                    self.assertTrue(patterns.fits(
+                        cand.capacity, problem.demands, counts),
+                        '%s runs %s, which does not fit' % (key[0], pattern))
+                for w in problem.workloads:
+                    self.assertLessEqual(plan.vms[key][w],
+                                         plan.patterns[key][w])
+        if problem.objective == 'tco':
+            for period in problem.periods:
+                for w in problem.workloads:
+                    self.assertGreaterEqual(
+                        sum(plan.vms[c.name, period.name][w]
+                            for c in problem.candidates),
+                        period.vms.get(w, 0))
+            self.assertAlmostEqual(
+                plan.objective,
+                sum(plan.capex.values()) + sum(plan.energy.values()),
+                places=4)
+
+    def test_benchmark_scenario_plan_is_feasible_and_bounded(self):
+        scen = _small_benchmark()
+        problem = optimize.build(scen)
+        plan = optimize.solve(problem, scen=scen, time_limit=60, gap=0.01)
+        self._check_plan(scen, problem, plan)
+        self.assertLessEqual(plan.lp_bound, plan.objective + 1e-6)
+        self.assertLess(plan.gap, 0.01 + 1e-9)
+        # Mixing VMs on a node never costs more than one workload per node.
+        single = optimize.solve(problem, scen=scen, time_limit=60,
+                                generate=False)
+        self.assertLessEqual(plan.objective, single.objective + 1e-6)
+
+    def test_brute_force_agrees(self):
+        # Two workloads, one configuration: every fleet of up to 12 nodes
+        # and every split of the VMs over them, by enumeration.
+        scen = _scenario(
+            {'a': {'vcpus': 4, 'ram_gb': 48, 'used_gb': 40,
+                   'hot_ratio': 0.25},
+             'b': {'vcpus': 8, 'ram_gb': 20, 'used_gb': 18,
+                   'hot_ratio': 1.0}},
+            demand={'a': 23, 'b': 17})
+        problem = optimize.build(scen, configs=['mm-192-512'])
+        cand = problem.candidates[0]
+        limits = cand.limits
+        fitting = [c for c in itertools.product(
+            range(limits[0] + 1), range(limits[1] + 1))
+            if any(c) and patterns.fits(cand.capacity, problem.demands, c)]
+        best = None
+        for nodes in range(1, 13):
+            # The most of b a fleet of `nodes` holds with at least 23 of a,
+            # by dynamic programming over the nodes.
+            reach = {(0, 0)}
+            for _ in range(nodes):
+                reach = {(min(a + p[0], 23), min(b + p[1], 17))
+                         for a, b in reach for p in fitting + [(0, 0)]}
+            if (23, 17) in reach:
+                best = nodes
+                break
+        plan = optimize.solve(problem, scen=scen, time_limit=60)
+        self.assertEqual(best, plan.nodes['mm-192-512', 'all'])
+        per_node = cand.capex + problem.energy(cand, problem.periods[0])
+        self.assertAlmostEqual(best * per_node, plan.objective, places=4)
+
+    def test_periods_keep_the_nodes_bought(self):
+        scen = _scenario(
+            {'redis': {'vcpus': 4, 'ram_gb': 24, 'used_gb': 20,
+                       'hot_ratio': 0.2}},
+            demand=[{'name': 'y1', 'years': 1, 'vms': {'redis': 100}},
+                    {'name': 'y2', 'years': 2, 'vms': {'redis': 60}},
+                    {'name': 'y3', 'years': 2, 'vms': {'redis': 300}}])
+        problem = optimize.build(scen)
+        plan = optimize.solve(problem, scen=scen, time_limit=60)
+        self._check_plan(scen, problem, plan)
+        for cand in problem.candidates:
+            counts = [plan.nodes[cand.name, p.name] for p in problem.periods]
+            self.assertEqual(sorted(counts), counts)
+
+    def test_a_workload_no_node_holds_is_named(self):
+        scen = _scenario({'huge': {'vcpus': 4, 'ram_gb': 4096,
+                                   'used_gb': 4000}},
+                         demand={'huge': 3})
+        exc = self.assertRaises(optimize.Infeasible, optimize.solve,
+                                optimize.build(scen), scen=scen)
+        self.assertIn('3 huge VMs cannot be met', str(exc))
+        self.assertIn('dram-384: memory', str(exc))
+
+    def test_a_cap_too_small_is_named_with_what_it_needs(self):
+        scen = _scenario({'redis': {'vcpus': 4, 'ram_gb': 24,
+                                    'used_gb': 20, 'hot_ratio': 0.2}},
+                         demand={'redis': 200},
+                         economics={'budget': 50000, 'rack_units': 100})
+        exc = self.assertRaises(optimize.Infeasible, optimize.solve,
+                                optimize.build(scen), scen=scen)
+        self.assertIn('the capex budget of 50000 is too small', str(exc))
+        self.assertIn('needs at least', str(exc))
+        self.assertNotIn('rack units', str(exc))
+
+    def test_most_vms_under_a_budget(self):
+        scen = _scenario({'redis': {'vcpus': 4, 'ram_gb': 24,
+                                    'used_gb': 20, 'hot_ratio': 0.2},
+                          'mysql': {'vcpus': 4, 'ram_gb': 32,
+                                    'used_gb': 24, 'hot_ratio': 0.3,
+                                    'modes': ['dram']}},
+                         demand={'redis': 500, 'mysql': 500},
+                         economics={'budget': 100000})
+        problem = optimize.build(scen, objective='vms')
+        plan = optimize.solve(problem, scen=scen, time_limit=60)
+        self._check_plan(scen, problem, plan)
+        self.assertLessEqual(sum(plan.capex.values()), 100000 + 1e-6)
+        served = sum(sum(v.values()) for v in plan.vms.values())
+        self.assertEqual(served, plan.objective)
+        self.assertGreater(served, 0)
+        # No node more could be bought: the budget binds.
+        cheapest = min(c.capex for c in problem.candidates)
+        self.assertGreater(sum(plan.capex.values()) + cheapest, 100000)
+        self.assertLessEqual(plan.objective, plan.lp_bound + 1e-6)
+        self.assertTrue(math.isfinite(plan.lp_bound))
