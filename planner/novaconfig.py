@@ -109,6 +109,25 @@ def provider_config_yaml(inventory):
                           width=float('inf')).strip()
 
 
+def compute_memory(scen, config_name, workloads=None):
+    """(reserved_host_memory_mb, ram_allocation_ratio) of a configuration.
+
+    The ratio is the smallest any of ``workloads`` (default all) that may
+    run on it needs, so that none is over-admitted.
+    """
+    policies = scen.policies
+    config = scen.configs[config_name]
+    chosen = (list(scen.workloads.values()) if workloads is None
+              else workloads)
+    fitting = [w for w in chosen if config.mode in w.request.modes]
+    if fitting:
+        node_ = model.node(config, policies)
+        pairs = [memory_settings(node_, w, policies) for w in fitting]
+        return pairs[0][0], min(p[1] for p in pairs)
+    return (int(round(policies.host_reserve_gb * profile.MB_PER_GB)),
+            policies.memory_cap)
+
+
 def settings(scen, workloads=None, placement_accounting=False):
     """DataFrame of every Nova setting that realises the scenario's plan.
 
@@ -135,16 +154,7 @@ def settings(scen, workloads=None, placement_accounting=False):
             add('aggregate', agg, key, value,
                 'openstack aggregate set --property %s=%s %s'
                 % (key, value, agg))
-        node_ = model.node(config, policies)
-        fitting = [w for w in chosen if config.mode in w.request.modes]
-        if fitting:
-            pairs = [memory_settings(node_, w, policies) for w in fitting]
-            reserved = pairs[0][0]
-            ratio = min(p[1] for p in pairs)
-        else:
-            reserved = int(round(policies.host_reserve_gb
-                                 * profile.MB_PER_GB))
-            ratio = policies.memory_cap
+        reserved, ratio = compute_memory(scen, name, chosen)
         target = 'nova.conf of the hosts in %s' % agg
         add('compute', target, '[DEFAULT] reserved_host_memory_mb',
             reserved, '[DEFAULT] reserved_host_memory_mb = %d' % reserved)

@@ -713,11 +713,36 @@ def _sources_section(scen):
                       classes=('key', 'key', '')))
 
 
-def render_html(scen, report_frames, charts, version=None):
+def _simulation_section(simulation, png):
+    """The simulated trace: its summary table and its chart."""
+    if simulation is None:
+        return ''
+    from planner import simulate
+    headings = list(simulate.SUMMARY_COLUMNS)
+    rows = [[format_value(r[c], c) for c in headings]
+            for r in simulation.rows]
+    return ('<section id="simulation"><h2>Simulated placement</h2>'
+            '<p class="note">A synthetic trace of %d events replayed on '
+            'the optimiser\'s fleet as Nova places each boot (Placement, '
+            'the pmem filters and weighers, RAM and CPU weighers). '
+            '<em>density_mean</em> is what Nova reaches, '
+            '<em>model_density</em> the per-node model for the same mix, '
+            '<em>planned_vms</em> the optimiser\'s packing.</p>%s'
+            '<figure><img alt="simulated placement over time" '
+            'src="data:image/png;base64,%s"></figure></section>'
+            % (len(simulation.events),
+               _rows_table(headings, rows, 'simulation'),
+               base64.b64encode(png).decode('ascii')))
+
+
+def render_html(scen, report_frames, charts, version=None, simulation=None,
+                simulation_png=None):
     """The report as one self-contained HTML document.
 
     :param report_frames: a :class:`Frames`.
     :param charts: [(ChartSpec, PNG bytes)], embedded as data: URIs.
+    :param simulation: a :class:`planner.simulate.Run` to add, with its
+        chart ``simulation_png``.
     """
     version = version or planner.version_string()
     findings = tables.findings_by_config(scen)
@@ -753,6 +778,7 @@ def render_html(scen, report_frames, charts, version=None):
         % _table(report_frames.comparison, COMPARISON_HEADINGS,
                  'comparison', warn_column='warnings'),
         _charts_section(charts),
+        _simulation_section(simulation, simulation_png),
         '<section id="calibration"><h2>Calibration</h2>'
         '<p class="note">Where a node-throughput gain is published, the '
         'per-VM factor t_hit of the Memory-Mode node is solved so that the '
@@ -775,13 +801,18 @@ def render_html(scen, report_frames, charts, version=None):
     return '\n'.join(parts) + '\n'
 
 
-def build(scen, png=True, progress=None):
+SIMULATION_CHART = 'simulation.png'
+
+
+def build(scen, png=True, progress=None, simulation=None):
     """Render the report of a scenario; nothing is written.
 
     :param png: also return the charts as PNG files (they are always
         embedded in the HTML).
     :param progress: called as ``progress(step, STEPS, label)`` before
         each step; the last step, writing, is the caller's.
+    :param simulation: a :class:`planner.simulate.Run` to add, with a
+        chart of it.
     :returns: a list of :class:`Artifact`, the HTML last.
     """
     step = iter(range(1, STEPS + 1))
@@ -797,10 +828,18 @@ def build(scen, png=True, progress=None):
         tell('chart: %s' % spec.title)
         charts.append((spec, chart_png(spec, report_frames.comparison,
                                        scen.baseline)))
+    sim_png = None
+    if simulation is not None:
+        from planner import simulate
+        sim_png = simulate.chart_png(simulation.result.timeline,
+                                     'Simulated placement: %s' % scen.name)
     tell('html: %s' % HTML_NAME)
-    text = render_html(scen, report_frames, charts)
+    text = render_html(scen, report_frames, charts, simulation=simulation,
+                       simulation_png=sim_png)
     artifacts = [Artifact(spec.name, 'png', data)
                  for spec, data in charts] if png else []
+    if png and sim_png is not None:
+        artifacts.append(Artifact(SIMULATION_CHART, 'png', sim_png))
     artifacts.append(Artifact(HTML_NAME, 'html', text.encode('utf-8')))
     return artifacts
 

@@ -36,6 +36,10 @@ class Report(lister.Lister):
         parser.add_argument(
             '--no-png', action='store_true',
             help='write only the HTML file (its charts are embedded in it)')
+        parser.add_argument(
+            '--simulate', action='store_true',
+            help='add a simulated year of placements on the optimiser\'s '
+                 'fleet for the scenario\'s demand, with its chart')
         return parser
 
     def _progress(self, step, total, label):
@@ -53,8 +57,13 @@ class Report(lister.Lister):
                                   % (out, problem))
         base.show_warnings(tables.findings_by_config(scen),
                            stream=self.app.stderr)
+        simulation = None
+        if parsed_args.simulate:
+            from planner import simulate
+            simulation = simulate.run(scen)
         artifacts = report.build(scen, png=not parsed_args.no_png,
-                                 progress=self._progress)
+                                 progress=self._progress,
+                                 simulation=simulation)
         self._progress(report.STEPS, report.STEPS,
                        'write: %d files to %s' % (len(artifacts), out))
         try:

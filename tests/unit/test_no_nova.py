@@ -84,6 +84,24 @@ class NoNovaTestCase(testtools.TestCase):
         self.assertEqual([14, 15, 19, 20],
                          [r['vms_per_node'] for r in rows])
 
+    def test_fleet_commands_run_without_nova(self):
+        # optimize, simulate and sweep, and the shared rules the simulator
+        # decides with.
+        proc = self._run("""
+            from nova_pmem_filters import decide  # noqa
+            from planner import cli
+            assert cli.main(['optimize', '--no-single', '-f', 'value',
+                             '-c', 'nodes']) == 0
+            assert cli.main(['simulate', '--nodes', 'mm-192-512=4',
+                             '--days', '20', '-f', 'value',
+                             '-c', 'kind']) == 0
+            assert cli.main(['sweep', '--power-price', '0.1', '--jobs', '1',
+                             '-f', 'value', '-c', 'nodes']) == 0
+            """)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertEqual(['52', '52', 'mm-192-512', 'total', '52', 'OK'],
+                         proc.stdout.split())
+
     def test_blocker_catches_nova_imports(self):
         # The same harness fails for a module that does need Nova, so the
         # test above is not passing by accident.

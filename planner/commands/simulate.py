@@ -1,0 +1,188 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""simulate command."""
+
+import io
+
+from nova_pmem_filters import fileutil
+
+from planner import cli
+from planner.commands import base
+from planner.commands import optimize as optimize_cmd
+from planner import errors
+from planner import simulate
+
+# A progress bar from this many events on, when stderr is a terminal.
+PROGRESS_FROM = 20000
+
+
+def _pairs(option, values, convert):
+    result = {}
+    for text in values or ():
+        name, sep, raw = text.partition('=')
+        try:
+            value = convert(raw)
+        except ValueError:
+            value = None
+        if not sep or not name or value is None or value < 0:
+            raise errors.PlannerError(
+                '%s %s: expected NAME=NUMBER, a number 0 or more'
+                % (option, text))
+        result[name] = value
+    return result
+
+
+class Simulate(base.ShortTableLister):
+    """Replay VM boots and deletes on a fleet as Nova would place them."""
+
+    def get_parser(self, prog_name):
+        parser = base.add_scenario_argument(super().get_parser(prog_name))
+        group = parser.add_mutually_exclusive_group()
+        group.add_argument(
+            '--nodes', action='append', metavar='CONFIG=N',
+            help='nodes of a configuration (repeatable); default: the '
+                 'fleet optimize chooses for the mix')
+        base.add_fleet_argument(group, False, 'the fleet to simulate')
+        parser.add_argument(
+            '--trace', metavar='CSV',
+            help='events to replay (columns %s; time in seconds); default: '
+                 'a synthetic trace' % ','.join(simulate.CSV_FIELDS))
+        parser.add_argument(
+            '--mix', action='append', metavar='WORKLOAD=VMS',
+            help='VMs of a workload running in steady state, for the '
+                 'synthetic trace and the optimiser (repeatable); default: '
+                 'the scenario\'s demand')
+        parser.add_argument('--days', default='365', metavar='DAYS',
+                            help='length of the synthetic trace '
+                                 '(default: %(default)s)')
+        parser.add_argument('--lifetime-days', default='30', metavar='DAYS',
+                            help='mean VM lifetime of the synthetic trace '
+                                 '(default: %(default)s)')
+        parser.add_argument('--seed', default=0, type=int,
+                            help='seed of the synthetic trace '
+                                 '(default: %(default)s)')
+        parser.add_argument('--write-trace', metavar='CSV',
+                            help='also write the replayed trace as CSV')
+        parser.add_argument('--timeline', metavar='CSV',
+                            help='write the sampled state over time as CSV')
+        parser.add_argument('--chart', metavar='PNG',
+                            help='write a chart of the state over time')
+        parser.add_argument('--sample-days', default='1', metavar='DAYS',
+                            help='sampling interval (default: %(default)s)')
+        parser.add_argument(
+            '--near-memory', action='store_true',
+            help='flavors request their hot RAM from Placement as '
+                 'CUSTOM_NEAR_MEMORY_MB')
+        defaults = simulate.Scheduler()
+        for option, field in (
+                ('--cache-overcommit-ratio', 'cache_overcommit_ratio'),
+                ('--ram-weight-multiplier', 'ram_weight_multiplier'),
+                ('--cpu-weight-multiplier', 'cpu_weight_multiplier'),
+                ('--tier-weight-multiplier', 'tier_weight_multiplier'),
+                ('--cache-headroom-weight-multiplier',
+                 'cache_headroom_weight_multiplier')):
+            parser.add_argument(option, metavar='VALUE',
+                                default=str(getattr(defaults, field)),
+                                help='as the Nova option of that name '
+                                     '(default: %(default)s)')
+        return parser
+
+    def short_columns(self, column_names):
+        return [c for c in column_names if c in simulate.SHORT_COLUMNS]
+
+    def _number(self, option, text, positive=False):
+        value = optimize_cmd._number(option, text)
+        if positive and not value > 0:
+            raise errors.PlannerError('%s %s: expected a number above 0'
+                                      % (option, text))
+        return value
+
+    def _progress_bar(self, total):
+        if total < PROGRESS_FROM:
+            return None
+        import tqdm
+        return tqdm.tqdm(total=total, unit='event', file=self.app.stderr,
+                         disable=None, mininterval=0.5,
+                         desc='simulate')
+
+    def take_action(self, parsed_args):
+        scen = base.load_scenario(parsed_args)
+        number = self._number
+        scheduler = simulate.Scheduler(
+            cache_overcommit_ratio=number(
+                '--cache-overcommit-ratio',
+                parsed_args.cache_overcommit_ratio, positive=True),
+            ram_weight_multiplier=float(parsed_args.ram_weight_multiplier),
+            cpu_weight_multiplier=float(parsed_args.cpu_weight_multiplier),
+            tier_weight_multiplier=float(parsed_args.tier_weight_multiplier),
+            cache_headroom_weight_multiplier=float(
+                parsed_args.cache_headroom_weight_multiplier),
+            near_memory=parsed_args.near_memory)
+        mix = (_pairs('--mix', parsed_args.mix, int)
+               if parsed_args.mix else None)
+        nodes = (_pairs('--nodes', parsed_args.nodes, int)
+                 if parsed_args.nodes else None)
+        events = None
+        if parsed_args.trace:
+            events = simulate.read_csv(parsed_args.trace,
+                                       simulate.flavors_of(scen))
+        days = number('--days', parsed_args.days, positive=True)
+        lifetime = number('--lifetime-days', parsed_args.lifetime_days,
+                          positive=True)
+        sample = number('--sample-days', parsed_args.sample_days,
+                        positive=True)
+        if events is None:
+            # The trace is drawn first, to size the progress bar.
+            the_mix = mix if mix is not None else (
+                dict(scen.demand[0].vms) if scen.demand else None)
+            if the_mix is not None:
+                events = simulate.synthetic(the_mix, days=days,
+                                            lifetime_days=lifetime,
+                                            seed=parsed_args.seed)
+        bar = self._progress_bar(len(events) if events else 0)
+        done = [0]
+
+        def progress(count):
+            if bar is not None and count - done[0] >= 1000:
+                bar.update(count - done[0])
+                done[0] = count
+
+        try:
+            run = simulate.run(scen, nodes=nodes,
+                               fleet_dir=parsed_args.fleet, events=events,
+                               mix=mix, days=days, lifetime_days=lifetime,
+                               seed=parsed_args.seed, scheduler=scheduler,
+                               sample_days=sample, progress=progress)
+        finally:
+            if bar is not None:
+                bar.update(len(events) - done[0])
+                bar.close()
+        if parsed_args.write_trace:
+            out = io.StringIO()
+            simulate.write_csv(run.events, out)
+            self._write(parsed_args.write_trace, out.getvalue().encode())
+        if parsed_args.timeline:
+            self._write(parsed_args.timeline, run.result.timeline.to_csv(
+                index=False).encode())
+        if parsed_args.chart:
+            self._write(parsed_args.chart, simulate.chart_png(
+                run.result.timeline, 'Simulated fleet of scenario %s'
+                % scen.name))
+        columns = simulate.SUMMARY_COLUMNS
+        return columns, [tuple(r[c] for c in columns) for r in run.rows]
+
+    def _write(self, path, data):
+        try:
+            fileutil.write_atomic(path, data)
+        except OSError as exc:
+            raise cli.OutputError('cannot write %s: %s'
+                                  % (path, exc.strerror or exc)) from exc
