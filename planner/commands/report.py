@@ -57,13 +57,12 @@ class Report(lister.Lister):
                                   % (out, problem))
         base.show_warnings(tables.findings_by_config(scen),
                            stream=self.app.stderr)
-        simulation = None
+        extra = {}
         if parsed_args.simulate:
             from planner import simulate
-            simulation = simulate.run(scen)
+            extra['simulation'] = simulate.run(scen)
         artifacts = report.build(scen, png=not parsed_args.no_png,
-                                 progress=self._progress,
-                                 simulation=simulation)
+                                 progress=self._progress, **extra)
         self._progress(report.STEPS, report.STEPS,
                        'write: %d files to %s' % (len(artifacts), out))
         try:

@@ -224,6 +224,17 @@ class CommandTestCase(testtools.TestCase):
         self.assertEqual(rows[-1]['rejected'],
                          json.loads(again)[-1]['rejected'])
 
+    def test_report_adds_the_simulation(self):
+        out_dir = os.path.join(self.useFixture(fixtures.TempDir()).path, 'r')
+        out, _err = self.run_ok('report', '--simulate', '--output-dir',
+                                out_dir, '-f', 'value', '-c', 'path')
+        self.assertIn(os.path.join(out_dir, 'simulation.png'),
+                      out.split())
+        with open(os.path.join(out_dir, 'report.html')) as f:
+            html = f.read()
+        self.assertIn('<section id="simulation">', html)
+        self.assertIn('mm-192-512', html)
+
     def test_simulate_bad_trace_names_the_line(self):
         tmp = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(tmp, 'bad.csv')
