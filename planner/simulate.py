@@ -587,20 +587,22 @@ def kinds_of_configs(scen, nodes):
     return kinds
 
 
-def kinds_of_profiles(scen, directory):
+def kinds_of_profiles(scen, directory, vcpus=None):
     """Host kinds of the discovered host profiles in ``directory``.
 
     Hosts get the scenario's policies as Nova settings (reserved memory,
     memory cap as ``ram_allocation_ratio``, CPU overcommit).
+
+    :param vcpus: vCPUs of the hosts whose profile does not say.
     """
     from planner import fleet as fleet_mod
     kinds = []
     for kind in fleet_mod.load(directory):
-        if kind.vcpus is None:
+        if kind.vcpus is None and vcpus is None:
             raise errors.PlannerError(
                 '%s: host %s reports no vcpus: Placement\'s VCPU '
-                'inventory cannot be simulated without them'
-                % (directory, kind.hosts[0]))
+                'inventory cannot be simulated without them (give '
+                '--host-vcpus N)' % (directory, kind.hosts[0]))
         prof = profile.HostProfile(
             mode=kind.mode, dram_cache_gb=(kind.dram_cache_gb
                                            if kind.mode == profile.MEMORY_MODE
@@ -608,7 +610,8 @@ def kinds_of_profiles(scen, directory):
         dram = (kind.dram_cache_gb if kind.mode == profile.MEMORY_MODE
                 else kind.visible_memory_gb)
         kinds.append(HostKind(
-            name=kind.name, profile=prof, vcpus=int(kind.vcpus),
+            name=kind.name, profile=prof,
+            vcpus=int(vcpus if kind.vcpus is None else kind.vcpus),
             memory_mb=int(round(kind.visible_memory_gb * profile.MB_PER_GB)),
             dram_gb=float(dram),
             reserved_host_memory_mb=int(round(
@@ -722,9 +725,11 @@ def summary(result, scen=None, mix=None, planned=None, settle=0.5):
                                  for item in sorted(rejected.items())),
     }
     if scen is not None and mix:
-        placed = [r['model_density'] * r['nodes'] for r in rows
-                  if r['model_density']]
-        total['model_density'] = round(sum(placed) / len(fleet), 3)
+        # Over the whole fleet only when every kind has a model figure.
+        if all(r['model_density'] is not None for r in rows):
+            total['model_density'] = round(sum(
+                r['model_density'] * r['nodes'] for r in rows)
+                / len(fleet), 3)
     rows.append(total)
     return [{c: r.get(c) for c in SUMMARY_COLUMNS} for r in rows]
 
@@ -803,12 +808,13 @@ def planned_fleet(scen, mix, time_limit=60.0):
 
 def run(scen, nodes=None, fleet_dir=None, events=None, mix=None, days=365.0,
         lifetime_days=30.0, seed=0, scheduler=None, sample_days=1.0,
-        time_limit=60.0, progress=None):
+        time_limit=60.0, progress=None, host_vcpus=None):
     """Simulate a scenario's fleet under a trace.
 
     :param nodes: {configuration: nodes}; default: the optimiser's fleet
         for the mix (whose VMs per configuration become ``planned_vms``).
     :param fleet_dir: discovered host profiles instead of ``nodes``.
+    :param host_vcpus: vCPUs of profiles that do not report them.
     :param events: the trace; default a synthetic one of ``days`` for the
         mix (default: the scenario's first demand period).
     """
@@ -824,7 +830,7 @@ def run(scen, nodes=None, fleet_dir=None, events=None, mix=None, days=365.0,
                                       % (name, ', '.join(scen.workloads)))
     planned = None
     if fleet_dir is not None:
-        kinds = kinds_of_profiles(scen, fleet_dir)
+        kinds = kinds_of_profiles(scen, fleet_dir, vcpus=host_vcpus)
     else:
         if nodes is None:
             nodes, planned = planned_fleet(scen, mix, time_limit)

@@ -53,6 +53,10 @@ class Simulate(base.ShortTableLister):
                  'fleet optimize chooses for the mix')
         base.add_fleet_argument(group, False, 'the fleet to simulate')
         parser.add_argument(
+            '--host-vcpus', type=int, metavar='N',
+            help='with --fleet: vCPUs of the hosts whose profile does not '
+                 'report them')
+        parser.add_argument(
             '--trace', metavar='CSV',
             help='events to replay (columns %s; time in seconds); default: '
                  'a synthetic trace' % ','.join(simulate.CSV_FIELDS))
@@ -161,7 +165,8 @@ class Simulate(base.ShortTableLister):
                                fleet_dir=parsed_args.fleet, events=events,
                                mix=mix, days=days, lifetime_days=lifetime,
                                seed=parsed_args.seed, scheduler=scheduler,
-                               sample_days=sample, progress=progress)
+                               sample_days=sample, progress=progress,
+                               host_vcpus=parsed_args.host_vcpus)
         finally:
             if bar is not None:
                 bar.update(len(events) - done[0])

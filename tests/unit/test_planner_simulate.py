@@ -235,6 +235,26 @@ class CommandTestCase(testtools.TestCase):
         self.assertIn('<section id="simulation">', html)
         self.assertIn('mm-192-512', html)
 
+    def test_simulate_discovered_fleet(self):
+        fleet_dir = os.path.join(os.path.dirname(__file__), os.pardir,
+                                 os.pardir, 'etc', 'examples', 'fleet')
+        status, _out, err = clitools.run_cli(
+            self, ('simulate', '--fleet', fleet_dir, '--days', '20'))
+        self.assertNotEqual(0, status)
+        self.assertIn('reports no vcpus', err)
+        self.assertIn('--host-vcpus N', err)
+        out, _err = self.run_ok('simulate', '--fleet', fleet_dir,
+                                '--host-vcpus', '80', '--days', '20',
+                                '-f', 'json')
+        rows = json.loads(out)
+        self.assertEqual(['dram-384G', 'memory_mode-512G-192G-cache',
+                          'total'], [r['kind'] for r in rows])
+        # Discovered kinds are no configuration of the scenario: no model
+        # figure, and none made up for the total.
+        self.assertEqual([None, None, None],
+                         [r['model_density'] for r in rows])
+        self.assertGreater(rows[-1]['vms_peak'], 0)
+
     def test_simulate_bad_trace_names_the_line(self):
         tmp = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(tmp, 'bad.csv')
