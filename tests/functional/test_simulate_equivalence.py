@@ -22,10 +22,19 @@ boot lands on the same host or fails with NoValidHost in both.
 
 ``host_subset_size`` is 1 (the default) and the weighers are RAMWeigher,
 CPUWeigher, PmemTierWeigher and PmemCacheHeadroomWeigher in that order.
+
+The second test does the same with Placement accounting: every host reports
+its near memory (``CUSTOM_NEAR_MEMORY_MB``) through a provider config, as
+the discovery tool writes it, and every flavor requests its hot MB of it.
 """
 
 import collections
+import os
 
+import fixtures
+import yaml
+
+from nova_pmem_filters import extra_specs
 from nova_pmem_filters import profile
 from planner import simulate
 from tests.functional import base
@@ -62,6 +71,8 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
 
     HOSTS = ()
     AGGREGATES = ()
+    # Flavors request their hot MB from Placement.
+    NEAR_MEMORY = False
 
     def scheduler_flags(self):
         flags = super().scheduler_flags()
@@ -75,7 +86,36 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
                          'PmemCacheHeadroomWeigher'])
         return flags
 
+    def _near_gb(self, host):
+        """DRAM the host reports as near memory, GB."""
+        md = next(a.metadata for a in AGGREGATES if host.name in a.hosts)
+        if md[profile.MODE_KEY] == profile.MEMORY_MODE:
+            return float(md[profile.DRAM_CACHE_KEY])
+        return host.memory_mb / profile.MB_PER_GB
+
+    def _flavors(self):
+        flavors = {}
+        for name, (vcpus, gb, specs) in FLAVORS.items():
+            specs = dict(specs)
+            if self.NEAR_MEMORY:
+                ratio = float(specs.get('pmem:hot_ratio', '0.5'))
+                specs.update(extra_specs.near_memory_spec(
+                    gb * profile.MB_PER_GB, ratio))
+            flavors[name] = (vcpus, gb, specs)
+        return flavors
+
     def setUp(self):
+        if self.NEAR_MEMORY:
+            conf_dir = self.useFixture(fixtures.TempDir()).path
+            for host in HOSTS:
+                inventory = profile.near_memory_inventory(
+                    'memory_mode' if host.name.startswith('mm') else 'dram',
+                    self._near_gb(host))
+                with open(os.path.join(conf_dir, '%s.yaml' % host.name),
+                          'w') as f:
+                    yaml.safe_dump(profile.near_memory_provider_config(
+                        inventory, name=host.name), f)
+            self.flags(provider_config_location=conf_dir, group='compute')
         super().setUp()
         for host in HOSTS:
             compute = self._start_compute(host.name)
@@ -97,12 +137,15 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
         for host in HOSTS:
             inv = self._get_provider_inventory(
                 self._get_provider_uuid_by_host(host.name))
+            near = inv.get(profile.NEAR_MEMORY_RC)
+            self.assertEqual(self.NEAR_MEMORY, near is not None)
             kinds.append(simulate.HostKind(
                 name=host.name,
                 profile=profile.from_metadata([by_host[host.name]]),
                 vcpus=inv['VCPU']['total'],
                 memory_mb=inv['MEMORY_MB']['total'],
-                dram_gb=inv['MEMORY_MB']['total'] / profile.MB_PER_GB,
+                dram_gb=(near['total'] if near else
+                         inv['MEMORY_MB']['total']) / profile.MB_PER_GB,
                 reserved_host_memory_mb=inv['MEMORY_MB']['reserved'],
                 ram_allocation_ratio=inv['MEMORY_MB']['allocation_ratio'],
                 cpu_allocation_ratio=inv['VCPU']['allocation_ratio']))
@@ -112,9 +155,10 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
         return fleet
 
     def test_same_host_for_every_request(self):
+        table = self._flavors()
         flavors = {name: simulate.Flavor(name, vcpus, gb * profile.MB_PER_GB,
                                          specs)
-                   for name, (vcpus, gb, specs) in FLAVORS.items()}
+                   for name, (vcpus, gb, specs) in table.items()}
         events = simulate.synthetic(MIX, days=60, lifetime_days=20,
                                     seed=7)[:EVENTS]
         self.assertGreaterEqual(len(events), 200)
@@ -124,7 +168,7 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
 
         flavor_ids = {name: self._create_pmem_flavor(
             name, memory_gb=gb, vcpus=vcpus, extra_specs=specs)
-            for name, (vcpus, gb, specs) in FLAVORS.items()}
+            for name, (vcpus, gb, specs) in table.items()}
         servers = {}
         nova_hosts = []
         for event in events:
@@ -155,3 +199,9 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
                 nova, simulated, 'boot %d (%s, flavor %s): Nova chose %s, '
                 'the simulator %s' % (i, boots[i].instance, boots[i].flavor,
                                       nova, simulated))
+
+
+class SimulatorMatchesNovaNearMemoryTest(SimulatorMatchesNovaTest):
+    """The same trace with near memory accounted by Placement."""
+
+    NEAR_MEMORY = True
