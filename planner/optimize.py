@@ -764,7 +764,9 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
         rounds += 1
         res, layout = master.solve_lp()
         duals = -res.ineqlin.marginals
-        if problem.objective == 'tco' and not master.caps:
+        if (problem.objective == 'tco' and not master.caps
+                and not _farley_applies(problem, master)):
+            # The Lagrangian bound's node limits use a fleet at hand.
             _vec, cost = _round_up(problem, master, res, layout)
             if cost is not None:
                 incumbent = cost if incumbent is None else min(incumbent,

@@ -670,17 +670,20 @@ def load(path=None):
     :param path: a file path, a built-in scenario name, or None for the
         default built-in scenario.
     """
+    return parse(*read_text(path))
+
+
+def read_text(path=None):
+    """(YAML text, source name) of a scenario file or built-in scenario."""
     if path is None:
         path = BUILTIN_SCENARIO
     if not os.path.exists(path) and path in builtin_names():
-        return parse(_package_text(path + '.yaml'),
-                     'built-in %s.yaml' % path)
+        return _package_text(path + '.yaml'), 'built-in %s.yaml' % path
     try:
         with open(path, encoding='utf-8') as f:
-            text = f.read()
+            return f.read(), path
     except OSError as exc:
         raise ScenarioError(path, [], 'cannot read the file: %s'
                             % exc.strerror)
     except UnicodeDecodeError:
         raise ScenarioError(path, [], 'not UTF-8 text')
-    return parse(text, path)

@@ -460,8 +460,8 @@ class Result:
     decisions: list
     # Sampled state over time, one row per sample.
     timeline: pd.DataFrame
+    # {reason: {flavor: boots refused}}
     rejected: dict
-    # VMs running per kind, at the end and at the busiest sample.
     boots: int = 0
     deletes: int = 0
 

@@ -21,7 +21,6 @@ arguments, so that either engine can ship it to another process.
 
 import dataclasses
 import itertools
-import os
 
 from planner import errors
 
@@ -69,18 +68,6 @@ def variant(scen, point):
     return dataclasses.replace(scen, **changes) if changes else scen
 
 
-def source(scenario_ref):
-    """(text, name) of a scenario file or built-in, to ship to workers."""
-    from planner import scenario as scenario_mod
-    scen = scenario_mod.load(scenario_ref)
-    ref = scenario_mod.BUILTIN_SCENARIO if scenario_ref is None \
-        else scenario_ref
-    if not os.path.exists(ref) and ref in scenario_mod.builtin_names():
-        return scenario_mod._package_text(ref + '.yaml'), scen
-    with open(ref, encoding='utf-8') as f:
-        return f.read(), scen
-
-
 def evaluate(text, name, point, time_limit=60.0):
     """One point: the optimiser's fleet for the variant, as a row."""
     from planner import optimize
@@ -121,8 +108,9 @@ def run(scenario_ref, points, jobs=None, dask_address=None,
         instead.
     """
     # Fail here, on a bad scenario, not in every worker.
-    text, scen = source(scenario_ref)
-    name = scen.name
+    from planner import scenario as scenario_mod
+    text, name = scenario_mod.read_text(scenario_ref)
+    scenario_mod.parse(text, name)
     if not points:
         raise errors.PlannerError('the sweep has no points')
     if dask_address:

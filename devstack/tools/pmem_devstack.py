@@ -224,23 +224,24 @@ def provider_config(output, nova_conf, from_dir, discover):
     argv = [discover, '--json', '--provider-config', output,
             '--ram-allocation-ratio', repr(ram_ratio),
             '--cache-overcommit-ratio', repr(overcommit)]
+    _discover(argv, from_dir)
+
+
+def _discover(argv, from_dir):
+    """Run nova-pmem-discover (on recorded outputs with ``from_dir``)."""
     if from_dir:
-        argv += ['--from', from_dir]
+        argv = argv + ['--from', from_dir]
     proc = subprocess.run(argv, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=300)
     if proc.returncode:
         raise ToolError(proc.stderr.strip() or 'nova-pmem-discover failed')
+    return proc
 
 
 def local_aggregate(from_dir, discover):
     """``name:key=value,...:host`` of this host's discovered profile."""
     argv = [discover, '--json']
-    if from_dir:
-        argv += ['--from', from_dir]
-    proc = subprocess.run(argv, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=300)
-    if proc.returncode:
-        raise ToolError(proc.stderr.strip() or 'nova-pmem-discover failed')
+    proc = _discover(argv, from_dir)
     prof = json.loads(proc.stdout)
     meta = ','.join('%s=%s' % kv for kv in outputs.aggregate_metadata(prof))
     return '%s:%s:%s' % (outputs.aggregate_name(prof), meta,

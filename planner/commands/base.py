@@ -16,6 +16,7 @@ import sys
 
 from cliff import lister
 
+from planner import errors
 from planner import scenario
 
 
@@ -34,6 +35,19 @@ def add_fleet_argument(parser, required, purpose):
         help='%s: a directory of discovered host profiles (the .json '
              'files, as nova-pmem-discover prints them)' % purpose)
     return parser
+
+
+def number(option, text, positive=False):
+    """A number option's value, 0 or more (above 0 if ``positive``)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not value >= 0 or (positive and not value > 0):
+        raise errors.PlannerError('%s %s: expected a number%s'
+                                  % (option, text, ' above 0' if positive
+                                     else ', 0 or more'))
+    return value
 
 
 def load_scenario(parsed_args):

@@ -28,17 +28,6 @@ def _vm_count(text):
     return name, value
 
 
-def _number(option, text):
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        value = -1.0
-    if not value >= 0:
-        raise errors.PlannerError('%s %s: expected a number, 0 or more'
-                                  % (option, text))
-    return value
-
-
 class Optimize(base.ShortTableLister):
     """Choose the fleet that carries the demand at the lowest cost."""
 
@@ -89,12 +78,12 @@ class Optimize(base.ShortTableLister):
         scen = base.load_scenario(parsed_args)
         demand = (dict(_vm_count(d) for d in parsed_args.demand)
                   if parsed_args.demand else None)
-        caps = {k: _number('--' + k.replace('_', '-'), v) for k, v in (
+        caps = {k: base.number('--' + k.replace('_', '-'), v) for k, v in (
             ('budget', parsed_args.budget),
             ('power_kw', parsed_args.power_kw),
             ('rack_units', parsed_args.rack_units)) if v is not None}
-        time_limit = _number('--time-limit', parsed_args.time_limit)
-        gap = _number('--gap', parsed_args.gap)
+        time_limit = base.number('--time-limit', parsed_args.time_limit)
+        gap = base.number('--gap', parsed_args.gap)
         problem = optimize.build(scen, objective=parsed_args.objective,
                                  demand=demand, configs=parsed_args.config,
                                  **caps)

@@ -17,7 +17,6 @@ from nova_pmem_filters import fileutil
 
 from planner import cli
 from planner.commands import base
-from planner.commands import optimize as optimize_cmd
 from planner import errors
 from planner import simulate
 
@@ -103,13 +102,6 @@ class Simulate(base.ShortTableLister):
     def short_columns(self, column_names):
         return [c for c in column_names if c in simulate.SHORT_COLUMNS]
 
-    def _number(self, option, text, positive=False):
-        value = optimize_cmd._number(option, text)
-        if positive and not value > 0:
-            raise errors.PlannerError('%s %s: expected a number above 0'
-                                      % (option, text))
-        return value
-
     def _progress_bar(self, total):
         if total < PROGRESS_FROM:
             return None
@@ -120,7 +112,7 @@ class Simulate(base.ShortTableLister):
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
-        number = self._number
+        number = base.number
         scheduler = simulate.Scheduler(
             cache_overcommit_ratio=number(
                 '--cache-overcommit-ratio',
