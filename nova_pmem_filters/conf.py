@@ -21,8 +21,8 @@ pmem_group = cfg.OptGroup(
     title='Persistent-memory scheduling options',
     help="""
 Options of the nova-pmem-filters scheduler filters and weighers
-(PmemModeFilter, PmemCacheFilter, PmemTierWeigher,
-PmemCacheHeadroomWeigher). Set them where nova-scheduler runs.
+(PmemModeFilter, PmemCacheFilter, PmemTierWeigher, PmemCacheHeadroomWeigher,
+PmemNumaCellWeigher). Set them where nova-scheduler runs.
 """)
 
 pmem_opts = [
@@ -143,6 +143,29 @@ Possible values:
 
 * A positive number spreads hot RAM; a negative number packs it onto the
   fullest cache first; 0 disables the weigher.
+
+Related options:
+
+* ``tier_weight_multiplier``
+"""),
+    cfg.FloatOpt(
+        'numa_cell_weight_multiplier',
+        default=1.0,
+        help="""
+Multiplier of PmemNumaCellWeigher, which gives flavors with
+``pmem:priority=high`` the host whose NUMA cells are least loaded: the
+cells Nova would give a NUMA-bound flavor, every cell for a flavor without
+a NUMA topology. A cell's load is its memory in use (NUMA-bound instances on
+the cell plus the host's other use, spread over the cells in proportion to
+their size) with the new instance, over its size.
+
+Flavors of other priorities, and hosts without a NUMA topology (drivers
+other than libvirt), score 0.
+
+Possible values:
+
+* A positive number prefers lightly loaded cells; a negative number the
+  most loaded ones; 0 disables the weigher.
 
 Related options:
 

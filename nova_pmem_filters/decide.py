@@ -28,6 +28,8 @@ REJECT_MODE = 'mode'
 REJECT_UNKNOWN = 'unknown_profile'
 REJECT_CACHE = 'dram_cache'
 REJECT_UNREADABLE = 'usage_unreadable'
+REJECT_CELLS = 'numa_cells'
+REJECT_NUMA_FIT = 'numa_fit'
 
 
 def flavor_conflict(request):
@@ -67,6 +69,29 @@ def cache_passes(prof, used_hot_mb, new_hot_mb, overcommit_ratio,
     return False, REJECT_CACHE
 
 
+def cell_cache_passes(capacities, used, new):
+    """PmemCacheFilter's rule on a host with NUMA cells.
+
+    :param capacities: ``{cell: hot MB bound}`` of the host's cells, or None
+        when they are unknown (``REJECT_CELLS``).
+    :param used: ``{cell: hot MB}`` already charged, or None (unreadable).
+    :param new: ``{cell: hot MB}`` the new instance charges: its own cells
+        if it is NUMA-bound, every cell in proportion if it floats; None
+        when Nova's NUMA fitting places it on no cells (``REJECT_NUMA_FIT``).
+    :returns: (passes, reason, the full cell or None).
+    """
+    if capacities is None:
+        return False, REJECT_CELLS, None
+    if used is None:
+        return False, REJECT_UNREADABLE, None
+    if new is None:
+        return False, REJECT_NUMA_FIT, None
+    cell = profile.full_cell(used, new, capacities)
+    if cell is None:
+        return True, None, None
+    return False, REJECT_CACHE, cell
+
+
 def tier_score(request, prof):
     """PmemTierWeigher's raw weight: 1 on the tier the priority prefers."""
     if request is None or request.priority == extra_specs.PRIORITY_NORMAL:
@@ -85,3 +110,35 @@ def headroom_score(prof, used_hot_mb, new_hot_mb, overcommit_ratio):
         return 0.0
     free = profile.cache_headroom_mb(used_hot_mb + new_hot_mb, capacity)
     return free / capacity
+
+
+def cell_headroom_score(capacities, used, new):
+    """PmemCacheHeadroomWeigher's raw weight on a host with NUMA cells.
+
+    The smallest free share, after the new instance, of the caches of the
+    cells it charges.
+    """
+    if not capacities or used is None or not new:
+        return 0.0
+    shares = [profile.cache_headroom_mb(used.get(cell, 0.0) + mb,
+                                        capacities[cell]) / capacities[cell]
+              for cell, mb in new.items() if mb and capacities.get(cell)]
+    return min(shares) if shares else 0.0
+
+
+def cell_load_score(sizes, used, new):
+    """PmemNumaCellWeigher's raw weight: how lightly the cells are loaded.
+
+    One minus the largest memory load, after the new instance, of the
+    cells it would use; 0 when a cell would be full or beyond.
+
+    :param sizes: ``{cell: memory MB}``.
+    :param used: ``{cell: MB in use}`` (NUMA-bound instances on the cell,
+        the rest of the host's use spread in proportion to cell size).
+    :param new: ``{cell: MB}`` the new instance would add.
+    """
+    loads = [(used.get(cell, 0.0) + mb) / sizes[cell]
+             for cell, mb in new.items() if mb and sizes.get(cell)]
+    if not loads:
+        return 0.0
+    return min(max(1.0 - max(loads), 0.0), 1.0)

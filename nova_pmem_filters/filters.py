@@ -120,17 +120,28 @@ class PmemCacheFilter(_PmemFilter):
             return []
         profiles = [hostinfo.host_profile(hs) for hs in hosts]
         # A flavor that requests its hot RAM from Placement has had the
-        # bound checked there, atomically; counting it here again would
-        # count it twice.
+        # host-wide bound checked there, atomically; counting it here again
+        # would count it twice. Placement has no NUMA cells, so the cells of
+        # a NUMA-bound flavor are still checked here.
         accounted = extra_specs.requested_near_memory(
             hostinfo.loaded(spec_obj.flavor, 'extra_specs'))
-        usage = {} if accounted else hostinfo.memory_mode_usage(
-            hosts, profiles, spec_obj, request)
+        requested = hostinfo.requested_topology(spec_obj)
+        usage = {}
+        if not accounted or requested is not None:
+            usage = hostinfo.memory_mode_hot_ram(
+                hosts, profiles, spec_obj, request)
         new_hot_mb = request.hot_mb(spec_obj.flavor.memory_mb)
         ratio = CONF.pmem.cache_overcommit_ratio
         passing = []
         for host_state, prof in zip(hosts, profiles):
-            used = usage.get(hostinfo.node_key(host_state))
+            hot = usage.get(hostinfo.node_key(host_state))
+            cells = hostinfo.host_cells(host_state)
+            if hostinfo.uses_cells(prof, cells, hot, requested):
+                if self._cells_pass(host_state, prof, cells, hot, spec_obj,
+                                    request, ratio):
+                    passing.append(host_state)
+                continue
+            used = None if hot is None else hot.total
             passes, reason = decide.cache_passes(
                 prof, used, new_hot_mb, ratio, accounted=bool(accounted))
             if passes:
@@ -162,6 +173,41 @@ class PmemCacheFilter(_PmemFilter):
                            'capacity': prof.cache_capacity_mb(ratio),
                            'cache': prof.dram_cache_gb, 'ratio': ratio})
         return passing
+
+    @staticmethod
+    def _cells_pass(host_state, prof, cells, hot, spec_obj, request, ratio):
+        """The per-cell check of a memory_mode host with NUMA cells."""
+        capacities, used, new, problem = hostinfo.cell_view(
+            host_state, prof, cells, hot, spec_obj, request, ratio)
+        passes, reason, cell = decide.cell_cache_passes(capacities, used,
+                                                        new)
+        if passes:
+            return True
+        if reason == decide.REJECT_CELLS:
+            hostinfo.warn_once(
+                (host_state.host, host_state.nodename, problem),
+                "PmemCacheFilter rejects host %(host)s (node %(node)s): "
+                "%(problem)s. Fix its aggregate metadata.",
+                {'host': host_state.host, 'node': host_state.nodename,
+                 'problem': problem})
+        elif reason == decide.REJECT_UNREADABLE:
+            LOG.debug("%(host_state)s fails pmem cache check: the "
+                      "flavors of its instances could not be read",
+                      {'host_state': host_state})
+        elif reason == decide.REJECT_NUMA_FIT:
+            LOG.debug("%(host_state)s fails pmem cache check: Nova's NUMA "
+                      "fitting places the instance's cells on none of the "
+                      "host's cells", {'host_state': host_state})
+        else:
+            LOG.debug("%(host_state)s fails pmem cache check: hot RAM "
+                      "%(used).0f MB + %(new).0f MB requested on NUMA cell "
+                      "%(cell)d exceeds the cell's DRAM-cache bound of "
+                      "%(capacity).0f MB (cache_overcommit_ratio "
+                      "%(ratio)s)",
+                      {'host_state': host_state, 'used': used[cell],
+                       'new': new[cell], 'cell': cell,
+                       'capacity': capacities[cell], 'ratio': ratio})
+        return False
 
 
 def all_filters():

@@ -26,6 +26,7 @@ from oslo_versionedobjects import base as ovo_base
 import nova.conf
 from nova import context as nova_context
 from nova import objects
+from nova.virt import hardware
 
 from nova_pmem_filters import conf as pmem_conf
 from nova_pmem_filters import extra_specs
@@ -69,7 +70,7 @@ def _profile_key(host_state):
             metadata = agg.metadata
             if not metadata:
                 continue
-            mode = cache = None
+            mode = cache = cells = None
             if profile.MODE_KEY in metadata:
                 mode = metadata[profile.MODE_KEY]
                 if type(mode) is not str:
@@ -79,8 +80,12 @@ def _profile_key(host_state):
                 cache = metadata[profile.DRAM_CACHE_KEY]
                 if type(cache) is not str:
                     return None
-            if mode is not None or cache is not None:
-                key.append((mode, cache))
+            if profile.DRAM_CACHE_PER_CELL_KEY in metadata:
+                cells = metadata[profile.DRAM_CACHE_PER_CELL_KEY]
+                if type(cells) is not str:
+                    return None
+            if mode is not None or cache is not None or cells is not None:
+                key.append((mode, cache, cells))
         if not has_mode:
             # from_metadata() uses the default only when no aggregate sets
             # a mode.
@@ -265,6 +270,7 @@ def flavor_request(flavor):
 # instance of every memory_mode host on every request.
 _OVO_ATTR_IS_SET = ovo_base.VersionedObject.obj_attr_is_set
 _FLAVOR_ATTR = ovo_base._get_attrname('flavor')
+_NUMA_ATTR = ovo_base._get_attrname('numa_topology')
 
 
 def loaded(obj, name):
@@ -310,15 +316,82 @@ def _newly_pushed(instances, idents):
     return False
 
 
+def _cells_of(numa_topology, hot_mb, memory_mb):
+    """``((host cell, hot MB), ...)`` of a NUMA-bound instance, else None.
+
+    Each cell of the instance's topology is charged its memory times the
+    flavor's hot ratio, i.e. its share of the instance's hot MB.
+    """
+    cells = getattr(numa_topology, 'cells', None) if numa_topology else None
+    if not cells:
+        return None
+    try:
+        placed = [(cell.id, cell.memory) for cell in cells]
+    except Exception:
+        # Cells without a host cell id (not placed yet): float.
+        return None
+    total = sum(memory for _cell, memory in placed) or memory_mb
+    if not total:
+        return None
+    merged = {}
+    for cell, memory in placed:
+        merged[cell] = merged.get(cell, 0.0) + hot_mb * memory / total
+    return tuple(sorted(merged.items()))
+
+
+def _pushed_cells(inst, hot_mb, memory_mb, entry, host):
+    """The cells of an instance nova-compute pushed with its flavor.
+
+    nova-compute pushes the objects it holds, whose ``numa_topology`` is
+    loaded after a build, resize or migration. If it is not, the cells
+    recorded before for the instance on this host stand, else the instance
+    is counted as floating.
+    """
+    if _NUMA_ATTR in inst.__dict__:
+        return _cells_of(getattr(inst, _NUMA_ATTR), hot_mb, memory_mb)
+    if entry is not None and entry[0] == host and entry[3] is not None:
+        return _cells_of_entry(entry[3], hot_mb)
+    return None
+
+
+def _cells_of_entry(cells, hot_mb):
+    total = sum(mb for _cell, mb in cells)
+    if not total:
+        return cells
+    return tuple((cell, hot_mb * mb / total) for cell, mb in cells)
+
+
+class HostHotRam(object):
+    """Hot MB on one host: ``total`` and the NUMA-bound part per cell.
+
+    ``bound`` maps a host cell id to the hot MB of the NUMA-bound instances
+    on it; the rest of ``total`` floats.
+    """
+
+    __slots__ = ('total', 'bound')
+
+    def __init__(self, total, bound=None):
+        self.total = total
+        self.bound = dict(bound or {})
+
+    @property
+    def floating(self):
+        return max(self.total - sum(self.bound.values()), 0.0)
+
+    def copy(self):
+        return HostHotRam(self.total, self.bound)
+
+
 class HotRamLedger(object):
     """Hot RAM, in MB, of the instances already on each host.
 
     The scheduler usually knows the instances of a host only by UUID
     (``HostManager._get_instances_by_host``), and reading ``instance.flavor``
     from such an object costs a database query per instance. The ledger keeps
-    a per-process record ``uuid -> (host, hot MB, time)`` and fills what is
-    missing with one batched query per cell per request. Instances that
-    nova-compute pushed with their flavor loaded
+    a per-process record ``uuid -> (host, hot MB, time, cells)`` (``cells``:
+    the hot MB on each host NUMA cell of a NUMA-bound instance, else None)
+    and fills what is missing with one batched query per cell per request.
+    Instances that nova-compute pushed with their flavor loaded
     (``track_instance_changes``) are read directly and refresh the record.
 
     An entry is reloaded when its instance appears on another host than the
@@ -329,8 +402,8 @@ class HotRamLedger(object):
     def __init__(self, clock=time.monotonic):
         self._clock = clock
         self._entries = {}
-        # host -> (frozenset of its instance UUIDs, their hot MB, time of
-        # the oldest entry summed, identities of the instance objects if
+        # host -> (frozenset of its instance UUIDs, their HostHotRam, time
+        # of the oldest entry summed, identities of the instance objects if
         # nova-compute pushed them): the total of a host whose instances
         # have not changed since it was summed.
         self._hosts = {}
@@ -380,6 +453,15 @@ class HotRamLedger(object):
             instance's flavor could not be read and the host's usage is
             unknown.
         """
+        return {key: (None if usage is None else usage.total)
+                for key, usage in self.usage_by_host(
+                    host_states, exclude_uuid).items()}
+
+    def usage_by_host(self, host_states, exclude_uuid=None):
+        """Like :meth:`used_by_host`, with the NUMA-bound part per cell.
+
+        :returns: ``{(host, nodename): HostHotRam or None}``.
+        """
         now = self._clock()
         ttl = CONF.pmem.instance_cache_ttl
         self._prune(now, ttl)
@@ -419,8 +501,10 @@ class HotRamLedger(object):
                 else:
                     flavor = loaded(inst, 'flavor')
                 if flavor is not None:
-                    entries[uuid] = (host, self._hot_mb_of_flavor(
-                        uuid, flavor), now)
+                    hot = self._hot_mb_of_flavor(uuid, flavor)
+                    entries[uuid] = (host, hot, now, _pushed_cells(
+                        inst, hot, loaded(flavor, 'memory_mb') or 0,
+                        entries.get(uuid), host))
                     pushed.add(host)
                     continue
                 entry = entries.get(uuid)
@@ -442,6 +526,7 @@ class HotRamLedger(object):
         for host_state in walked:
             instances = host_state.instances or {}
             total = 0.0
+            bound = {}
             oldest = now
             whole = True
             for uuid, inst in instances.items():
@@ -456,8 +541,13 @@ class HotRamLedger(object):
                     total = None
                     break
                 total += entry[1]
+                if entry[3] is not None:
+                    for cell, mb in entry[3]:
+                        bound[cell] = bound.get(cell, 0.0) + mb
                 if entry[2] < oldest:
                     oldest = entry[2]
+            if total is not None:
+                total = HostHotRam(total, bound)
             used[node_key(host_state)] = total
             if total is not None and whole:
                 # nova-compute replaces the Instance objects it pushes, so
@@ -478,7 +568,8 @@ class HotRamLedger(object):
         self.queries += 1
         try:
             found = objects.InstanceList.get_by_filters(
-                ctxt, {'uuid': uuids}, expected_attrs=['flavor'])
+                ctxt, {'uuid': uuids},
+                expected_attrs=['flavor', 'numa_topology'])
         except Exception as exc:
             LOG.warning("Could not read the flavors of %(count)d instances "
                         "(%(error)s); memory_mode hosts with those instances "
@@ -490,39 +581,71 @@ class HotRamLedger(object):
             if inst.deleted:
                 continue
             seen.add(inst.uuid)
+            hot = self._hot_mb_of_flavor(inst.uuid, inst.flavor)
             self._entries[inst.uuid] = (
-                hosts_by_uuid.get(inst.uuid),
-                self._hot_mb_of_flavor(inst.uuid, inst.flavor), now)
+                hosts_by_uuid.get(inst.uuid), hot, now,
+                _cells_of(loaded(inst, 'numa_topology'), hot,
+                          loaded(inst.flavor, 'memory_mb') or 0))
         for uuid in uuids:
             if uuid not in seen:
                 # Deleted since the host state was built: it holds no RAM.
-                self._entries[uuid] = (hosts_by_uuid[uuid], 0.0, now)
+                self._entries[uuid] = (hosts_by_uuid[uuid], 0.0, now, None)
 
 
 # One ledger per scheduler process, shared by PmemCacheFilter and
 # PmemCacheHeadroomWeigher so that a request reads each flavor at most once.
 LEDGER = HotRamLedger()
 
-# RequestSpec -> {(host, node): free_ram_mb when the request first saw it}.
-# Nova schedules the instances of a multi-create request one by one and
-# consumes each chosen host's free_ram_mb in memory, but it does not add
-# them to host_state.instances; the drop in free RAM since the request's
-# first pass is what this request has already put on the host.
+# RequestSpec -> {(host, node): (free_ram_mb, {cell: memory_usage}) when the
+# request first saw the host}. Nova schedules the instances of a
+# multi-create request one by one and consumes each chosen host's
+# free_ram_mb (and, for a NUMA-bound flavor, its cells' memory_usage) in
+# memory, but it does not add them to host_state.instances; the drop since
+# the request's first pass is what this request has already put on the
+# host.
 _REQUEST_BASELINES = weakref.WeakKeyDictionary()
+
+
+def _cell_memory_usage(host_state):
+    topology = getattr(host_state, 'numa_topology', None)
+    cells = getattr(topology, 'cells', None) or ()
+    return {cell.id: cell.memory_usage for cell in cells}
+
+
+def _baseline(host_state, spec_obj):
+    try:
+        baselines = _REQUEST_BASELINES.setdefault(spec_obj, {})
+    except TypeError:
+        return None
+    key = node_key(host_state)
+    if key not in baselines:
+        baselines[key] = (host_state.free_ram_mb,
+                          _cell_memory_usage(host_state))
+    return baselines[key]
 
 
 def pending_ram_mb(host_state, spec_obj):
     """RAM, in MB, this request already placed on the host."""
-    try:
-        baselines = _REQUEST_BASELINES.setdefault(spec_obj, {})
-    except TypeError:
+    baseline = _baseline(host_state, spec_obj)
+    if baseline is None:
         return 0.0
-    free = host_state.free_ram_mb
-    baseline = baselines.setdefault(node_key(host_state), free)
-    return max(baseline - free, 0.0)
+    return max(baseline[0] - host_state.free_ram_mb, 0.0)
 
 
-# RequestSpec -> (excluded uuid, {(host, node): hot MB from the ledger}).
+def pending_cell_mb(host_state, spec_obj):
+    """RAM, in MB, this request already placed on each NUMA cell."""
+    baseline = _baseline(host_state, spec_obj)
+    if baseline is None:
+        return {}
+    pending = {}
+    for cell, usage in _cell_memory_usage(host_state).items():
+        drop = usage - baseline[1].get(cell, usage)
+        if drop > 0:
+            pending[cell] = float(drop)
+    return pending
+
+
+# RequestSpec -> (excluded uuid, {(host, node): HostHotRam from the ledger}).
 # PmemCacheFilter and PmemCacheHeadroomWeigher see the same hosts in one
 # request; the weigher reuses what the filter summed.
 _REQUEST_USAGE = weakref.WeakKeyDictionary()
@@ -532,22 +655,25 @@ def _request_usage(spec_obj, host_states, exclude):
     try:
         cached_exclude, usage = _REQUEST_USAGE.get(spec_obj, (None, None))
     except TypeError:
-        return LEDGER.used_by_host(host_states, exclude_uuid=exclude)
+        return LEDGER.usage_by_host(host_states, exclude_uuid=exclude)
     if usage is None or cached_exclude != exclude:
         usage = {}
         _REQUEST_USAGE[spec_obj] = (exclude, usage)
     todo = [hs for hs in host_states if node_key(hs) not in usage]
     if todo:
-        usage.update(LEDGER.used_by_host(todo, exclude_uuid=exclude))
+        usage.update(LEDGER.usage_by_host(todo, exclude_uuid=exclude))
     return {node_key(hs): usage[node_key(hs)] for hs in host_states}
 
 
-def memory_mode_usage(host_states, profiles, spec_obj, request):
-    """Hot MB used on each known memory_mode host of ``host_states``.
+def memory_mode_hot_ram(host_states, profiles, spec_obj, request):
+    """HostHotRam of each known memory_mode host of ``host_states``.
 
     Counts the instances already on the host (through the ledger) plus the
     instances of this same request placed on it before this pass, at the
-    request's own hot ratio.
+    request's own hot ratio: on the cells Nova consumed for them if the
+    flavor is NUMA-bound.
+
+    :returns: ``{(host, node): HostHotRam or None}`` (None: unreadable).
     """
     mm_hosts = [hs for hs, prof in zip(host_states, profiles)
                 if prof.mode == profile.MEMORY_MODE]
@@ -556,9 +682,163 @@ def memory_mode_usage(host_states, profiles, spec_obj, request):
     # A RequestSpec raises, not AttributeError, for an unset field.
     exclude = loaded(spec_obj, 'instance_uuid')
     used = _request_usage(spec_obj, mm_hosts, exclude)
+    result = {}
     for host_state in mm_hosts:
         key = node_key(host_state)
+        usage = used[key]
         pending = pending_ram_mb(host_state, spec_obj)
-        if pending and used[key] is not None:
-            used[key] += request.hot_mb(pending)
-    return used
+        if usage is None or not pending:
+            result[key] = usage
+            continue
+        usage = usage.copy()
+        usage.total += request.hot_mb(pending)
+        for cell, mb in pending_cell_mb(host_state, spec_obj).items():
+            usage.bound[cell] = usage.bound.get(cell, 0.0) + request.hot_mb(
+                mb)
+        result[key] = usage
+    return result
+
+
+def memory_mode_usage(host_states, profiles, spec_obj, request):
+    """Hot MB used on each known memory_mode host of ``host_states``.
+
+    The totals of :func:`memory_mode_hot_ram`.
+    """
+    return {key: (None if usage is None else usage.total)
+            for key, usage in memory_mode_hot_ram(
+                host_states, profiles, spec_obj, request).items()}
+
+
+def host_cells(host_state):
+    """The NUMA cells Nova knows of the host, or None (no topology)."""
+    topology = getattr(host_state, 'numa_topology', None)
+    cells = getattr(topology, 'cells', None)
+    return list(cells) if cells else None
+
+
+def requested_topology(spec_obj):
+    """The request's InstanceNUMATopology, or None if the flavor floats."""
+    topology = loaded(spec_obj, 'numa_topology')
+    return topology if topology and topology.cells else None
+
+
+# RequestSpec -> {(host, node): (host topology, fitted cells)}: the filter
+# and the weighers of one request fit the same host once.
+_REQUEST_FITS = weakref.WeakKeyDictionary()
+
+
+def _fit(host_state, spec_obj):
+    limits = objects.NUMATopologyLimits(
+        cpu_allocation_ratio=host_state.cpu_allocation_ratio,
+        ram_allocation_ratio=host_state.ram_allocation_ratio)
+    if 'network_metadata' in spec_obj and spec_obj.network_metadata:
+        limits.network_metadata = spec_obj.network_metadata
+    pci_requests = loaded(spec_obj, 'pci_requests')
+    if pci_requests:
+        pci_requests = pci_requests.requests
+    # The scheduler claims the host's first allocation candidate that fits;
+    # without candidates, the mapping consume_from_request() uses.
+    mappings = [candidate['mappings'] for candidate in
+                getattr(host_state, 'allocation_candidates', None) or ()]
+    if not mappings:
+        mappings = [spec_obj.get_request_group_mapping()]
+    for mapping in mappings:
+        # numa_fit_instance_to_host() writes the host cell ids and CPU
+        # pinning into the topology it is given: give it a copy.
+        fitted = hardware.numa_fit_instance_to_host(
+            host_state.numa_topology, spec_obj.numa_topology.obj_clone(),
+            limits=limits, pci_requests=pci_requests,
+            pci_stats=host_state.pci_stats, provider_mapping=mapping)
+        if fitted is not None:
+            return fitted
+    return None
+
+
+def fitted_cells(host_state, spec_obj):
+    """``{host cell: memory MB}`` Nova would claim for the request's cells.
+
+    Nova's own fitting (``nova.virt.hardware.numa_fit_instance_to_host``)
+    with the inputs NUMATopologyFilter and the compute claim use, so that
+    ``[compute] packing_host_numa_cells_allocation_strategy`` chooses the
+    cells here as it does there. None when no cells fit.
+    """
+    key = node_key(host_state)
+    topology = host_state.numa_topology
+    try:
+        fits = _REQUEST_FITS.setdefault(spec_obj, {})
+    except TypeError:
+        fits = {}
+    cached = fits.get(key)
+    # Nova replaces the host's topology object when it consumes a request.
+    if cached is not None and cached[0] is topology:
+        return cached[1]
+    fitted = _fit(host_state, spec_obj)
+    cells = None
+    if fitted is not None:
+        cells = {}
+        for cell in fitted.cells:
+            cells[cell.id] = cells.get(cell.id, 0) + cell.memory
+    fits[key] = (topology, cells)
+    return cells
+
+
+def uses_cells(prof, cells, usage, requested):
+    """Whether a memory_mode host's cache is checked cell by cell.
+
+    On a host with NUMA cells, when the flavor is NUMA-bound or the host
+    holds NUMA-bound instances. Otherwise every instance floats, each cell
+    carries the same share of hot RAM as of cache, and the host-wide check
+    decides the same.
+    """
+    return (prof.mode == profile.MEMORY_MODE and cells is not None
+            and (requested is not None
+                 or (usage is not None and bool(usage.bound))))
+
+
+def cell_view(host_state, prof, cells, usage, spec_obj, request, ratio):
+    """The per-cell picture of a memory_mode host for one request.
+
+    :returns: (capacities, used, new, problem): ``{cell: MB}`` each, as
+        :func:`nova_pmem_filters.decide.cell_cache_passes` takes them;
+        capacities None with ``problem`` when the aggregates' cells are not
+        the host's, new None when Nova fits the flavor on no cells.
+    """
+    capacities, problem = prof.cell_capacities_mb(
+        [cell.id for cell in cells], ratio)
+    if capacities is None:
+        return None, None, None, problem
+    used = None
+    if usage is not None:
+        used = profile.cell_usage_mb(usage.floating, usage.bound, capacities)
+    if requested_topology(spec_obj) is not None:
+        claimed = fitted_cells(host_state, spec_obj)
+        new = None if claimed is None else {
+            cell: request.hot_mb(mb) for cell, mb in claimed.items()}
+    else:
+        new = profile.spread_mb(
+            request.hot_mb(spec_obj.flavor.memory_mb), capacities)
+    return capacities, used, new, None
+
+
+def cell_memory_view(host_state, cells, spec_obj):
+    """Memory in use and the new instance's memory on each NUMA cell.
+
+    NUMA-bound instances are counted on their cells (the cells'
+    ``memory_usage``); the rest of the host's memory use, on the cells in
+    proportion to their size.
+
+    :returns: (sizes, used, new) as ``{cell: MB}``; new None when Nova fits
+        the flavor on no cells.
+    """
+    sizes = {cell.id: float(cell.memory) for cell in cells}
+    bound = {cell.id: float(cell.memory_usage) for cell in cells}
+    host_used = host_state.total_usable_ram_mb - host_state.free_ram_mb
+    used = profile.cell_usage_mb(
+        max(host_used - sum(bound.values()), 0.0), bound, sizes)
+    if requested_topology(spec_obj) is not None:
+        claimed = fitted_cells(host_state, spec_obj)
+        new = None if claimed is None else {
+            cell: float(mb) for cell, mb in claimed.items()}
+    else:
+        new = profile.spread_mb(float(spec_obj.flavor.memory_mb), sizes)
+    return sizes, used, new

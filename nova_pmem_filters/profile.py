@@ -35,6 +35,9 @@ DRAM_BACKED = frozenset([DRAM, APP_DIRECT])
 
 MODE_KEY = 'pmem_mode'
 DRAM_CACHE_KEY = 'pmem_dram_cache_gb'
+# The DRAM cache of each NUMA cell, "cell:GB,cell:GB" (e.g. "0:96,1:96");
+# without it a host's cache is split evenly over its cells.
+DRAM_CACHE_PER_CELL_KEY = 'pmem_dram_cache_gb_per_cell'
 TIER_WEIGHT_MULTIPLIER_KEY = 'pmem_tier_weight_multiplier'
 
 MB_PER_GB = 1024
@@ -54,11 +57,14 @@ class HostProfile:
     """What a host is, from its aggregates' metadata.
 
     ``mode`` is None when the profile is unknown; ``problem`` then says why.
+    ``cell_cache_gb`` is ``((cell id, GB), ...)`` when the aggregates give
+    each NUMA cell's DRAM cache (``pmem_dram_cache_gb_per_cell``), else None.
     """
 
     mode: str = None
     dram_cache_gb: float = None
     problem: str = None
+    cell_cache_gb: tuple = None
 
     @property
     def known(self):
@@ -70,6 +76,35 @@ class HostProfile:
             return None
         return self.dram_cache_gb * MB_PER_GB * overcommit_ratio
 
+    def cell_capacities_mb(self, cell_ids, overcommit_ratio=1.0):
+        """Hot RAM, in MB, each NUMA cell of a Memory-Mode host may hold.
+
+        Each socket's DRAM caches that socket's PMem only, so a host with
+        NUMA cells has one cache per cell: the sizes the aggregates give,
+        or else the host's cache split evenly over ``cell_ids``.
+
+        :returns: ``({cell id: MB}, None)``; ``(None, problem)`` when the
+            per-cell sizes name other cells than the host has; ``(None,
+            None)`` for a host that is not in Memory Mode.
+        """
+        if self.mode != MEMORY_MODE:
+            return None, None
+        ids = sorted(set(cell_ids))
+        if not ids:
+            return None, 'the host reports no NUMA cells'
+        if self.cell_cache_gb is None:
+            each = self.cache_capacity_mb(overcommit_ratio) / len(ids)
+            return {cell: each for cell in ids}, None
+        given = dict(self.cell_cache_gb)
+        if sorted(given) != ids:
+            return None, ('%s=%s names cells %s but the host has NUMA cells '
+                          '%s' % (DRAM_CACHE_PER_CELL_KEY,
+                                  format_cell_cache(given),
+                                  ','.join(map(str, sorted(given))),
+                                  ','.join(map(str, ids))))
+        return {cell: gb * MB_PER_GB * overcommit_ratio
+                for cell, gb in given.items()}, None
+
 
 def _positive_gb(raw):
     try:
@@ -80,6 +115,39 @@ def _positive_gb(raw):
     if not math.isfinite(value * MB_PER_GB) or value <= 0:
         return None
     return value
+
+
+def parse_cell_cache(raw):
+    """Parse a ``pmem_dram_cache_gb_per_cell`` value.
+
+    :returns: ({cell id: GB}, None) or (None, problem).
+    """
+    text = str(raw).strip()
+    cells = {}
+    for item in text.split(','):
+        cell, sep, gb = item.partition(':')
+        cell = cell.strip()
+        value = _positive_gb(gb.strip()) if sep else None
+        if not (cell.isascii() and cell.isdigit()) or value is None:
+            return None, ('%s=%r is not a list of cell:GB pairs with '
+                          'positive GB, such as "0:96,1:96"'
+                          % (DRAM_CACHE_PER_CELL_KEY, raw))
+        if int(cell) in cells:
+            return None, ('%s=%r names cell %s twice'
+                          % (DRAM_CACHE_PER_CELL_KEY, raw, int(cell)))
+        cells[int(cell)] = value
+    return cells, None
+
+
+def format_cell_cache(cells):
+    """The ``pmem_dram_cache_gb_per_cell`` value of ``{cell id: GB}``."""
+    return ','.join('%d:%s' % (cell, _gb_text(gb))
+                    for cell, gb in sorted(cells.items()))
+
+
+def _gb_text(value):
+    # repr, not %g: %g keeps 6 digits and would round a cache up.
+    return ('%d' % value) if float(value).is_integer() else repr(float(value))
 
 
 def _one_value(values, key):
@@ -102,6 +170,7 @@ def from_metadata(metadata_list, default_mode=DRAM):
     """
     modes = []
     caches = []
+    cell_caches = []
     for metadata in metadata_list:
         if not metadata:
             continue
@@ -109,6 +178,8 @@ def from_metadata(metadata_list, default_mode=DRAM):
             modes.append(metadata[MODE_KEY])
         if DRAM_CACHE_KEY in metadata:
             caches.append(metadata[DRAM_CACHE_KEY])
+        if DRAM_CACHE_PER_CELL_KEY in metadata:
+            cell_caches.append(metadata[DRAM_CACHE_PER_CELL_KEY])
 
     mode, problem = _one_value(modes, MODE_KEY)
     if problem:
@@ -128,13 +199,30 @@ def from_metadata(metadata_list, default_mode=DRAM):
         if cache_gb is None:
             return HostProfile(problem='%s=%r is not a positive number of GB'
                                % (DRAM_CACHE_KEY, raw_cache))
+    raw_cells, problem = _one_value(cell_caches, DRAM_CACHE_PER_CELL_KEY)
+    if problem:
+        return HostProfile(problem=problem)
+    cells = None
+    if raw_cells is not None:
+        cells, problem = parse_cell_cache(raw_cells)
+        if problem:
+            return HostProfile(problem=problem)
+        total_gb = math.fsum(cells.values())
+        if cache_gb is None:
+            cache_gb = total_gb
+        elif abs(total_gb - cache_gb) * MB_PER_GB > 1:
+            return HostProfile(problem='%s=%r adds up to %s GB, but %s=%r'
+                               % (DRAM_CACHE_PER_CELL_KEY, raw_cells,
+                                  _gb_text(total_gb), DRAM_CACHE_KEY,
+                                  raw_cache))
+        cells = tuple(sorted(cells.items()))
     if mode == MEMORY_MODE and cache_gb is None:
         return HostProfile(problem='%s=%s needs %s to bound the DRAM cache'
                            % (MODE_KEY, MEMORY_MODE, DRAM_CACHE_KEY))
     if mode != MEMORY_MODE:
-        # Only Memory Mode has a DRAM cache; the key means nothing elsewhere.
-        cache_gb = None
-    return HostProfile(mode=mode, dram_cache_gb=cache_gb)
+        # Only Memory Mode has a DRAM cache; the keys mean nothing elsewhere.
+        cache_gb = cells = None
+    return HostProfile(mode=mode, dram_cache_gb=cache_gb, cell_cache_gb=cells)
 
 
 def hot_mb(memory_mb, hot_ratio):
@@ -180,6 +268,55 @@ def cache_headroom_mb(used_hot_mb, capacity_mb):
     """
     free = capacity_mb - used_hot_mb
     return free * (free > 0) + 0.0
+
+
+def spread_mb(hot_mb, capacities):
+    """A floating instance's hot MB on each NUMA cell.
+
+    An instance without a NUMA topology may run and allocate on any cell,
+    so it charges every cell in proportion to the cell's cache.
+
+    :param capacities: ``{cell id: cache MB}`` (see
+        :meth:`HostProfile.cell_capacities_mb`).
+    """
+    total = math.fsum(capacities.values())
+    if total <= 0:
+        # No cache anywhere (cache_overcommit_ratio 0): equal shares, which
+        # no cell can hold.
+        return {cell: hot_mb / len(capacities) for cell in capacities}
+    return {cell: hot_mb * capacity / total
+            for cell, capacity in capacities.items()}
+
+
+def cell_usage_mb(floating_mb, bound_mb, capacities):
+    """Hot MB charged to each NUMA cell.
+
+    :param floating_mb: hot MB of the instances without a NUMA topology.
+    :param bound_mb: ``{cell id: hot MB}`` of the NUMA-bound instances (each
+        charges its cells its per-cell memory times its hot ratio). MB on a
+        cell the host does not have are spread like floating MB.
+    """
+    stray = math.fsum(mb for cell, mb in bound_mb.items()
+                      if cell not in capacities)
+    used = spread_mb(floating_mb + stray, capacities)
+    for cell, mb in bound_mb.items():
+        if cell in capacities:
+            used[cell] += mb
+    return used
+
+
+def full_cell(used, new, capacities):
+    """The first cell whose cache cannot take ``new``; None if all can.
+
+    :param used: ``{cell id: hot MB}`` already charged
+        (:func:`cell_usage_mb`).
+    :param new: ``{cell id: hot MB}`` the new instance charges.
+    """
+    for cell in sorted(new):
+        if new[cell] and not fits_cache(used.get(cell, 0.0), new[cell],
+                                        capacities[cell]):
+            return cell
+    return None
 
 
 def near_memory_mb(memory_mb, hot_ratio):

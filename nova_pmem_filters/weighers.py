@@ -18,9 +18,14 @@ A negative multiplier inverts the preference.
 
 PmemCacheHeadroomWeigher prefers the ``memory_mode`` host with the largest
 share of its DRAM cache still free after the new instance; other hosts score
-0. A negative multiplier packs hot RAM onto the fullest cache instead.
+0. A negative multiplier packs hot RAM onto the fullest cache instead. On a
+host with NUMA cells, for a NUMA-bound flavor or next to NUMA-bound
+instances, the share is the smallest of the cells the instance charges.
 
-Both use fixed bounds (0 and 1) for Nova's normalisation, so a score means the
+PmemNumaCellWeigher gives ``pmem:priority=high`` flavors the host whose NUMA
+cells (the ones Nova would give the instance) are least loaded.
+
+All use fixed bounds (0 and 1) for Nova's normalisation, so a score means the
 same whichever hosts are left after filtering.
 """
 
@@ -30,6 +35,7 @@ from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 
 from nova_pmem_filters import decide
+from nova_pmem_filters import extra_specs
 from nova_pmem_filters import hostinfo
 from nova_pmem_filters import profile
 
@@ -83,13 +89,49 @@ class PmemCacheHeadroomWeigher(_PmemWeigher):
         if request is None:
             return [0.0] * len(hosts)
         profiles = [hostinfo.host_profile(hs) for hs in hosts]
-        usage = hostinfo.memory_mode_usage(
+        usage = hostinfo.memory_mode_hot_ram(
             hosts, profiles, spec_obj, request)
+        requested = hostinfo.requested_topology(spec_obj)
         new_hot_mb = request.hot_mb(spec_obj.flavor.memory_mb)
         ratio = CONF.pmem.cache_overcommit_ratio
-        return [decide.headroom_score(
-            prof, usage.get(hostinfo.node_key(hs)), new_hot_mb, ratio)
-            for hs, prof in zip(hosts, profiles)]
+        scores = []
+        for host_state, prof in zip(hosts, profiles):
+            hot = usage.get(hostinfo.node_key(host_state))
+            cells = hostinfo.host_cells(host_state)
+            if hostinfo.uses_cells(prof, cells, hot, requested):
+                capacities, used, new, _problem = hostinfo.cell_view(
+                    host_state, prof, cells, hot, spec_obj, request, ratio)
+                scores.append(decide.cell_headroom_score(capacities, used,
+                                                         new))
+            else:
+                scores.append(decide.headroom_score(
+                    prof, None if hot is None else hot.total, new_hot_mb,
+                    ratio))
+        return scores
+
+
+class PmemNumaCellWeigher(_PmemWeigher):
+    """Give pmem:priority=high flavors the least loaded NUMA cells."""
+
+    def weight_multiplier(self, host_state):
+        return CONF.pmem.numa_cell_weight_multiplier
+
+    def _weigh_hosts(self, hosts, spec_obj):
+        request, _error = hostinfo.spec_request(spec_obj)
+        if (request is None
+                or request.priority != extra_specs.PRIORITY_HIGH):
+            return [0.0] * len(hosts)
+        scores = []
+        for host_state in hosts:
+            cells = hostinfo.host_cells(host_state)
+            if cells is None:
+                scores.append(0.0)
+                continue
+            sizes, used, new = hostinfo.cell_memory_view(
+                host_state, cells, spec_obj)
+            scores.append(0.0 if new is None
+                          else decide.cell_load_score(sizes, used, new))
+        return scores
 
 
 def all_weighers():
@@ -98,4 +140,4 @@ def all_weighers():
     For ``[filter_scheduler] weight_classes``, next to Nova's own
     ``nova.scheduler.weights.all_weighers``.
     """
-    return [PmemTierWeigher, PmemCacheHeadroomWeigher]
+    return [PmemTierWeigher, PmemCacheHeadroomWeigher, PmemNumaCellWeigher]

@@ -91,6 +91,44 @@ APP_DIRECT_AGGREGATE = Aggregate(
     'pmem-ad', [AD_HOST], {profile.MODE_KEY: profile.APP_DIRECT})
 
 
+def fresh_process_state(test):
+    """Empty per-process state of the pmem classes for one test.
+
+    One process-wide ledger and warning set serve every test that runs in a
+    worker: each test starts with empty ones. Each test's scheduler is new,
+    so it checks its aggregates once, as a new worker process would. Call
+    before the services start.
+    """
+    test.useFixture(fixtures.MonkeyPatch(
+        'nova_pmem_filters.hostinfo.LEDGER', hostinfo.HotRamLedger()))
+    hostinfo._WARNED.clear()
+    test.addCleanup(hostinfo._WARNED.clear)
+    test.useFixture(fixtures.MonkeyPatch(
+        'nova_pmem_filters.hostinfo._VIEW_CHECKED_PID', None))
+    test.useFixture(fixtures.MonkeyPatch(
+        'nova_pmem_filters.hostinfo._VIEW_REPAIR', None))
+
+
+def capture_pmem_logs(test):
+    """Keep our DEBUG lines in ``test.pmem_log``; check them at cleanup.
+
+    Call after Nova's setUp: its cleanup deletes test attributes.
+    """
+    if os.environ.get('OS_DEBUG') not in ('True', 'true', '1', 'yes'):
+        # StandardLogging formats every DEBUG record of Nova, to catch
+        # broken log calls, and throws it away: a quarter of the time of a
+        # boot. Ours are kept below.
+        root = logging.getLogger()
+        test.addCleanup(root.setLevel, root.level)
+        root.setLevel(logging.INFO)
+    # Nova's StandardLogging keeps INFO and above unless OS_DEBUG is set;
+    # the per-host reasons of the filters are DEBUG lines.
+    test.pmem_log = test.useFixture(fixtures.FakeLogger(
+        name='nova_pmem_filters', level=logging.DEBUG,
+        format='%(levelname)s [%(name)s] %(message)s'))
+    test.addCleanup(test._assert_pmem_code_never_failed)
+
+
 class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
     """Nova with the pmem filters and weighers, and one host per mode.
 
@@ -122,36 +160,11 @@ class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
         # under Nova's default state_path.
         self.flags(api_paste_config=os.path.join(
             sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
-        # One process-wide ledger and warning set serve every test that runs
-        # in this worker: start each test with empty ones.
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_pmem_filters.hostinfo.LEDGER', hostinfo.HotRamLedger()))
-        hostinfo._WARNED.clear()
-        self.addCleanup(hostinfo._WARNED.clear)
-        # Each test's scheduler is new: check its aggregates once, as a
-        # new worker process would.
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_pmem_filters.hostinfo._VIEW_CHECKED_PID', None))
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_pmem_filters.hostinfo._VIEW_REPAIR', None))
+        fresh_process_state(self)
 
         super(PmemTestBase, self).setUp()
 
-        if os.environ.get('OS_DEBUG') not in ('True', 'true', '1', 'yes'):
-            # StandardLogging formats every DEBUG record of Nova, to catch
-            # broken log calls, and throws it away: a quarter of the time of
-            # a boot. Ours are kept below.
-            root = logging.getLogger()
-            self.addCleanup(root.setLevel, root.level)
-            root.setLevel(logging.INFO)
-
-        # Nova's StandardLogging keeps INFO and above unless OS_DEBUG is set;
-        # the per-host reasons of the filters are DEBUG lines.
-        self.pmem_log = self.useFixture(fixtures.FakeLogger(
-            name='nova_pmem_filters', level=logging.DEBUG,
-            format='%(levelname)s [%(name)s] %(message)s'))
-        # After super().setUp(): Nova's cleanup deletes test attributes.
-        self.addCleanup(self._assert_pmem_code_never_failed)
+        capture_pmem_logs(self)
 
         self.useFixture(nova_fixtures.CastAsCallFixture(self))
         self.flags(instances=-1, cores=-1, ram=-1, group='quota')

@@ -27,6 +27,7 @@ _TOP = os.path.dirname(os.path.dirname(os.path.dirname(
 _OPT_NAMES = ['default_host_mode', 'default_flavor_modes',
               'default_hot_ratio', 'cache_overcommit_ratio',
               'tier_weight_multiplier', 'cache_headroom_weight_multiplier',
+              'numa_cell_weight_multiplier',
               'instance_cache_ttl', 'check_aggregate_view']
 
 

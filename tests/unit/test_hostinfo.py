@@ -56,7 +56,7 @@ class HotRamLedgerTestCase(fakes.PmemTestCase):
                           ('host3', 'host3-node'): 0.0}, used)
         self.get_by_filters.assert_called_once_with(
             self.ctxt, {'uuid': sorted([uuids.a, uuids.b, uuids.c])},
-            expected_attrs=['flavor'])
+            expected_attrs=['flavor', 'numa_topology'])
         self.assertEqual(1, self.ledger.queries)
 
     def test_default_hot_ratio_of_existing_instances(self):
