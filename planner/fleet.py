@@ -14,14 +14,15 @@
 Each ``*.json`` file is one host's profile as ``nova-pmem-discover`` prints
 it (``doc/source/host-profile-format.rst``). Hosts that are identical for the
 model (scheduler mode, visible memory, DRAM cache, vCPUs when reported,
-App-Direct regions) form one node kind, and the node model counts the VMs
-of each scenario workload on each kind.
+App-Direct regions, number of sockets) form one node kind, and the node
+model counts the VMs of each scenario workload on each kind.
 
 Every problem becomes a :class:`planner.scenario.ScenarioError` whose one
 line names the file and the key.
 """
 
 import dataclasses
+import json
 import math
 
 import pandas as pd
@@ -50,11 +51,13 @@ class Host:
     dram_cache_gb: float
     vcpus: int = None
     region_gb: tuple = ()
+    # Entries of the profile's ``sockets`` list; None when it lists none.
+    sockets: int = None
 
     @property
     def kind_key(self):
         return (self.mode, self.visible_memory_gb, self.dram_cache_gb,
-                self.vcpus, self.region_gb)
+                self.vcpus, self.region_gb, self.sockets)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +71,7 @@ class Kind:
     vcpus: int
     region_gb: tuple
     hosts: tuple
+    sockets: int = None
 
     @property
     def count(self):
@@ -77,7 +81,8 @@ class Kind:
         """The model's :class:`planner.model.Node` of one host of the kind."""
         return model.discovered_node(
             self.name, self.mode, self.visible_memory_gb, self.dram_cache_gb,
-            vcpus=self.vcpus, region_gb=self.region_gb)
+            vcpus=self.vcpus, region_gb=self.region_gb,
+            sockets=self.sockets)
 
 
 def parse_host(data, source):
@@ -86,7 +91,7 @@ def parse_host(data, source):
     :raises planner.scenario.ScenarioError: naming ``source`` and the key.
     """
     try:
-        return _host(profiles.parse(data, source))
+        return _host(profiles.parse(data, source), _socket_count(data))
     except profiles.ProfileError as exc:
         raise _scenario_error(exc)
 
@@ -94,20 +99,34 @@ def parse_host(data, source):
 def read_host(path):
     """Read and check one profile file."""
     try:
-        return _host(profiles.read(path))
+        prof = profiles.read(path)
     except profiles.ProfileError as exc:
         raise _scenario_error(exc)
+    return _host(prof, _file_socket_count(path))
 
 
 def _scenario_error(exc):
     return scenario.ScenarioError(exc.source, exc.path, exc.rule)
 
 
-def _host(prof):
+def _socket_count(data):
+    # NUMA-bound workloads count per socket; the shared profile reader does
+    # not keep the list, so it is read here from the checked document.
+    sockets = data.get('sockets')
+    return len(sockets) if isinstance(sockets, list) and sockets else None
+
+
+def _file_socket_count(path):
+    # Called after profiles.read() accepted the file.
+    with open(path, encoding='utf-8') as f:
+        return _socket_count(json.load(f))
+
+
+def _host(prof, sockets=None):
     return Host(source=prof.source, hostname=prof.hostname, mode=prof.mode,
                 visible_memory_gb=prof.visible_memory_gb,
                 dram_cache_gb=prof.dram_cache_gb, vcpus=prof.vcpus,
-                region_gb=prof.region_gb)
+                region_gb=prof.region_gb, sockets=sockets)
 
 
 def _gb(value):
@@ -131,19 +150,21 @@ def group(hosts):
     kinds = []
     names = {}
     for key in sorted(by_key, key=lambda k: (
-            profile.MODES.index(k[0]), k[1], k[2], k[3] or 0, k[4])):
+            profile.MODES.index(k[0]), k[1], k[2], k[3] or 0, k[4],
+            k[5] or 0)):
         members = sorted(by_key[key], key=lambda h: h.hostname)
         first = members[0]
         name = kind_name(first)
         names[name] = names.get(name, 0) + 1
         if names[name] > 1:
-            # Same figures but other App-Direct regions.
+            # Same figures but other App-Direct regions or sockets.
             name = '%s-%d' % (name, names[name])
         kinds.append(Kind(name=name, mode=first.mode,
                           visible_memory_gb=first.visible_memory_gb,
                           dram_cache_gb=first.dram_cache_gb,
                           vcpus=first.vcpus, region_gb=first.region_gb,
-                          hosts=tuple(h.hostname for h in members)))
+                          hosts=tuple(h.hostname for h in members),
+                          sockets=first.sockets))
     return kinds
 
 
@@ -154,9 +175,10 @@ def load(directory):
         hostname given by two files and on a directory with no profile.
     """
     try:
-        return group([_host(p) for p in profiles.load(directory)])
+        found = profiles.load(directory)
     except profiles.ProfileError as exc:
         raise _scenario_error(exc)
+    return group([_host(p, _file_socket_count(p.source)) for p in found])
 
 
 # Columns the table of ``fleet`` shows only with --long: the rest (kind,

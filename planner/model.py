@@ -33,6 +33,20 @@ gives the minimum is named (the "binding" resource):
     flavors with vPMEM (``hw:pmem``): whole namespaces of the flavor's size
     that fit in each socket's App-Direct region after namespace overhead.
 
+Workloads with ``numa_nodes: N`` (the flavor's ``hw:numa_nodes=N``) keep
+every constraint above (Placement and PmemCacheFilter still count the whole
+host) and add per-socket ones, one NUMA cell per socket (see
+:func:`socket_limits`):
+
+``numa_nodes``
+    N is larger than the node's sockets (or a discovered node does not say
+    how many it has): Nova finds no N distinct cells, 0 VMs.
+``socket_vcpu``, ``socket_memory``, ``socket_dram_cache``
+    ``floor(S x k / N)`` VMs, where ``k`` is how many slices of ``vcpus /
+    N`` vCPUs, ``RAM / N`` MB and ``RAM / N x hot ratio`` hot MB one socket
+    holds by that resource, as NUMATopologyFilter and PmemCacheFilter count
+    a cell.
+
 Performance model (per-VM throughput relative to the same VM on DRAM):
 
 * ``dram`` and ``app_direct``: ``throughput[mode]`` of the workload, 1.0 if
@@ -53,8 +67,11 @@ from nova_pmem_filters import profile
 
 from planner import population
 
-# Order in which tied constraints are named.
-CONSTRAINTS = ('mode', 'vcpu', 'memory', 'dram_cache', 'pmem_namespaces')
+# Order in which tied constraints are named. The names are the public
+# ``binding`` values: append, never rename.
+CONSTRAINTS = ('mode', 'vcpu', 'memory', 'dram_cache', 'pmem_namespaces',
+               'numa_nodes', 'socket_vcpu', 'socket_memory',
+               'socket_dram_cache')
 
 # Floors of quotients that are integers on paper must not drop by one
 # through float rounding (0.9 x 240 / 24 is 8.999...).
@@ -98,6 +115,9 @@ class Node:
     cost: float
     watts: float
     findings: tuple
+    # Sockets, one host NUMA cell each; None: not known (a discovered host
+    # whose profile lists none).
+    sockets: int = None
 
     @property
     def namespace_gb(self):
@@ -133,7 +153,8 @@ def node(config, policies):
     return Node(config=config, profile=prof, visible_memory_gb=visible,
                 dram_cache_gb=cache, region_gb=regions,
                 vcpus=plat.sockets * cpu.threads, cost=cost, watts=watts,
-                findings=tuple(population.check(config)))
+                findings=tuple(population.check(config)),
+                sockets=len(config.sockets))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,14 +170,15 @@ class DiscoveredConfig:
 
 
 def discovered_node(name, mode, visible_memory_gb, dram_cache_gb,
-                    vcpus=None, region_gb=()):
+                    vcpus=None, region_gb=(), sockets=None):
     """Build a :class:`Node` from a discovered host's figures.
 
     For hosts that exist (``nova-pmem-planner fleet``): no DIMM population,
     price or power, only what the host reports. The DRAM cache is read back
     through the aggregate metadata the scheduler would see, as in
     :func:`host_profile`. ``vcpus`` None (not reported) leaves out the vcpu
-    constraint.
+    constraint; ``sockets`` None (not reported) gives NUMA-bound workloads
+    0 VMs (binding ``numa_nodes``), never a host-wide count.
     """
     metadata = {profile.MODE_KEY: mode}
     if mode == profile.MEMORY_MODE:
@@ -166,7 +188,50 @@ def discovered_node(name, mode, visible_memory_gb, dram_cache_gb,
                 visible_memory_gb=float(visible_memory_gb),
                 dram_cache_gb=prof.dram_cache_gb or 0.0,
                 region_gb=tuple(region_gb), vcpus=vcpus, cost=0.0,
-                watts=0.0, findings=())
+                watts=0.0, findings=(), sockets=sockets)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cells:
+    """What one host NUMA cell (one socket) of a node offers."""
+
+    cells: int
+    # The cell's memory as the host reports it: the visible memory of one
+    # socket, whole MB (NUMATopologyFilter's ``cell.memory``, not less
+    # reserved_host_memory_mb).
+    memory_mb: int
+    # Logical CPUs of the cell; None: the node does not report its vCPUs.
+    vcpus: int
+    # Memory Mode: the socket's DRAM cache, GB (the host's cache split
+    # evenly, as the scheduler splits it); 0 on other modes.
+    cache_gb: float
+
+
+def cells(node_):
+    """The per-cell sizing of a :class:`Node`; None if sockets unknown."""
+    count = node_.sockets
+    if not count:
+        return None
+    vcpus = None if node_.vcpus is None else node_.vcpus // count
+    cache = (node_.profile.dram_cache_gb / count
+             if node_.config.mode == profile.MEMORY_MODE else 0.0)
+    return Cells(cells=count,
+                 memory_mb=int(round(node_.visible_memory_gb
+                                     * profile.MB_PER_GB / count)),
+                 vcpus=vcpus, cache_gb=cache)
+
+
+def cell_sizing(config, policies=None):
+    """Per-cell sizing of a configuration, e.g. to build a test host.
+
+    :returns: a :class:`Cells`: number of cells (the platform's sockets),
+        memory MB, vCPUs and DRAM-cache GB of each cell.
+    """
+    if policies is None:
+        # Only the namespace overhead is read, and not for the cells.
+        from planner import scenario
+        policies = scenario.Policies()
+    return cells(node(config, policies))
 
 
 def limits(node_, workload, policies):
@@ -189,7 +254,82 @@ def limits(node_, workload, policies):
     if workload.vpmem_gb:
         result['pmem_namespaces'] = sum(_floor(region / workload.vpmem_gb)
                                         for region in node_.region_gb)
+    if workload.numa_nodes:
+        result.update(socket_limits(node_, workload, policies))
     return result
+
+
+def cell_slices(node_, workload, policies):
+    """Instance cells one host cell holds, by resource.
+
+    An instance cell is ``vcpus / N`` vCPUs and ``RAM / N`` MB (Nova's
+    ``_get_numa_topology_auto``). Per resource, as Nova 34's
+    ``_numa_fit_instance_cell`` (shared CPUs, no pinning, no huge pages)
+    with NUMATopologyFilter's limits and PmemCacheFilter count a cell:
+
+    * ``socket_vcpu``: ``floor(cell CPUs x cpu_overcommit / (vcpus / N))``,
+      0 when ``vcpus / N`` exceeds the cell's CPUs (Nova does not let an
+      instance cell overcommit against itself);
+    * ``socket_memory``: ``floor(cell GB x memory_cap / (used GB / N))``,
+      Nova's ``cell.memory x ram_allocation_ratio`` with the ratio
+      nova-config emits; 0 when ``RAM / N`` exceeds the cell's memory;
+    * ``socket_dram_cache`` (Memory Mode): instances of ``RAM / N x hot
+      ratio`` hot MB that ``profile.instances_in_cache`` admits in the
+      cell's cache x ``cache_overcommit``.
+
+    :returns: {constraint: slices}, or None when the node's sockets are
+        unknown.
+    """
+    sizing = cells(node_)
+    if sizing is None:
+        return None
+    n = workload.numa_nodes
+    cell_vcpus = workload.vcpus // n
+    cell_mb = workload.ram_mb // n
+    result = {}
+    if sizing.vcpus is not None:
+        result['socket_vcpu'] = (
+            0 if cell_vcpus > sizing.vcpus
+            else _floor(sizing.vcpus * policies.cpu_overcommit / cell_vcpus))
+    cell_gb = sizing.memory_mb / profile.MB_PER_GB
+    result['socket_memory'] = (
+        0 if cell_mb > sizing.memory_mb
+        else _floor(cell_gb * policies.memory_cap * n / workload.used_gb))
+    if node_.config.mode == profile.MEMORY_MODE:
+        # The scheduler's even split of the host's bound over its cells,
+        # in the same order of operations.
+        capacity = (node_.profile.cache_capacity_mb(policies.cache_overcommit)
+                    / sizing.cells)
+        result['socket_dram_cache'] = profile.instances_in_cache(
+            capacity, workload.request.hot_mb(cell_mb))
+    return result
+
+
+def socket_limits(node_, workload, policies):
+    """VMs per node allowed by the per-socket constraints.
+
+    Each VM needs N distinct cells. With S equal sockets that each hold k
+    instance cells (by one resource), at most ``floor(S x k / N)`` VMs fit
+    (S x k slices, N per VM) and that many do: deal VM after VM to the N
+    least-loaded cells. Nova boots them that way: with N < S,
+    ``numa_fit_instance_to_host`` tries the host cells sorted by most free
+    memory, then least CPU usage (``[compute]
+    packing_host_numa_cells_allocation_strategy = False``, the default,
+    which nova-config leaves alone), so cell loads never differ by more
+    than one slice and Nova admits exactly ``floor(S x k / N)``; with N = S
+    every VM takes every cell, k VMs. With the packing strategy set to True
+    Nova fills the most-used cells first and can strand slices (S=3, k=2,
+    N=2: 2 VMs, not 3); the planner does not count that.
+
+    :returns: {constraint: VMs}: ``numa_nodes`` 0 when N exceeds the
+        sockets (or they are unknown), else ``socket_vcpu``,
+        ``socket_memory`` and, in Memory Mode, ``socket_dram_cache``.
+    """
+    n = workload.numa_nodes
+    slices = cell_slices(node_, workload, policies)
+    if slices is None or n > node_.sockets:
+        return {'numa_nodes': 0}
+    return {name: node_.sockets * k // n for name, k in slices.items()}
 
 
 def density(node_, workload, policies):

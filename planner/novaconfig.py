@@ -28,7 +28,18 @@ dram_cache      PmemCacheFilter: aggregate ``pmem_dram_cache_gb``, flavor
                 ``pmem:hot_ratio``, ``[pmem] cache_overcommit_ratio``
 mode            PmemModeFilter: aggregate ``pmem_mode``, flavor
                 ``pmem:modes`` / ``hw:pmem``
+numa_nodes,     flavor ``hw:numa_nodes``; NUMATopologyFilter with the
+socket_vcpu,    same ``cpu_allocation_ratio`` and ``ram_allocation_ratio``
+socket_memory   per host cell (the ratio is chosen so that both the host's
+                and a cell's memory bound are the planner's)
+socket_dram_    PmemCacheFilter per cell: the host's ``pmem_dram_cache_gb``
+cache           split evenly over its cells
 =============== ==========================================================
+
+The per-cell cache key ``pmem_dram_cache_gb_per_cell`` is not emitted: the
+planner's sockets are alike, so its value would be the scheduler's even
+split anyway, and writing it needs the hosts' NUMA node ids, which a
+configuration does not know (they are usually, not always, 0 to S-1).
 
 With ``placement_accounting``, the dram_cache constraint is also made
 atomic in Placement: each configuration's hosts report their DRAM as
@@ -64,30 +75,104 @@ def placement_admits(total_mb, reserved_mb, ratio, flavor_mb):
     return max(int(math.floor(capacity / flavor_mb + 1e-9)), 0)
 
 
+def cell_admits(cell_mb, ratio, instance_cell_mb):
+    """How many instance cells NUMATopologyFilter admits on one host cell.
+
+    By memory only, as Nova's ``_numa_fit_instance_cell`` compares it
+    (shared CPUs, no huge pages): ``usage + instance cell <= cell memory x
+    ram_allocation_ratio``, and an instance cell no larger than the cell.
+    """
+    if instance_cell_mb > cell_mb:
+        return 0
+    limit = cell_mb * ratio
+    count = max(int(math.floor(limit / instance_cell_mb)), 0)
+    # Settle float rounding with Nova's own comparison.
+    while (count + 1) * instance_cell_mb <= limit:
+        count += 1
+    while count and count * instance_cell_mb > limit:
+        count -= 1
+    return count
+
+
+def _numa_memory_target(node_, workload, policies):
+    """(cell MB, instance cell MB, slices) when a cell bound applies."""
+    if not workload.numa_nodes:
+        return None
+    sizing = model.cells(node_)
+    if sizing is None or workload.numa_nodes > sizing.cells:
+        return None
+    instance_mb = workload.ram_mb // workload.numa_nodes
+    if instance_mb > sizing.memory_mb:
+        return None
+    slices = model.cell_slices(node_, workload, policies)['socket_memory']
+    return sizing.memory_mb, instance_mb, slices
+
+
+def _ratio_between(low, high, admits):
+    """The shortest decimal ratio in [low, high) that ``admits``."""
+    for digits in range(_RATIO_DIGITS, _RATIO_DIGITS + 6):
+        scale = 10 ** digits
+        for ratio in (round((low + high) / 2.0, digits),
+                      math.ceil(low * scale) / scale):
+            if low <= ratio < high and admits(ratio):
+                return ratio
+    return None
+
+
 def memory_settings(node_, workload, policies):
     """(reserved_host_memory_mb, ram_allocation_ratio) for one workload.
 
     The ratio is printed with a few decimals; it is checked against
     Placement's own arithmetic and, where rounding would move the count,
     replaced by the ratio that puts the bound half-way between two
-    instances.
+    instances. For a NUMA-bound workload (``hw:numa_nodes``) it must also
+    give NUMATopologyFilter's per-cell memory bound the planner's count
+    (:func:`cell_admits`); both bounds hold at the exact ratio, and the
+    shortest decimal where they still do is taken (more decimals only when
+    4 do not reach).
     """
     total_mb = int(round(node_.visible_memory_gb * profile.MB_PER_GB))
     reserved_mb = int(round(policies.host_reserve_gb * profile.MB_PER_GB))
     flavor_mb = workload.ram_mb
     target = model.limits(node_, workload, policies)['memory']
-    ratio = round(policies.memory_cap * workload.ram_gb / workload.used_gb,
-                  _RATIO_DIGITS)
-    if placement_admits(total_mb, reserved_mb, ratio, flavor_mb) != target:
-        ratio = round((target + 0.5) * flavor_mb / (total_mb - reserved_mb),
-                      _RATIO_DIGITS)
-    return reserved_mb, ratio
+    cell = _numa_memory_target(node_, workload, policies)
+
+    def admits(ratio):
+        if placement_admits(total_mb, reserved_mb, ratio,
+                            flavor_mb) != target:
+            return False
+        return cell is None or cell_admits(cell[0], ratio,
+                                           cell[1]) == cell[2]
+
+    exact = policies.memory_cap * workload.ram_gb / workload.used_gb
+    ratio = round(exact, _RATIO_DIGITS)
+    if admits(ratio):
+        return reserved_mb, ratio
+    usable = total_mb - reserved_mb
+    low, high = target * flavor_mb / usable, (target + 1) * flavor_mb / usable
+    if cell is not None:
+        cell_mb, instance_mb, slices = cell
+        low = max(low, slices * instance_mb / cell_mb)
+        high = min(high, (slices + 1) * instance_mb / cell_mb)
+    found = _ratio_between(low, high, admits) if low < high else None
+    if found is None:
+        found = round((target + 0.5) * flavor_mb / usable, _RATIO_DIGITS)
+    return reserved_mb, found
 
 
 def _fmt(value):
     if isinstance(value, float):
         return ('%.*f' % (_RATIO_DIGITS, value)).rstrip('0').rstrip('.')
     return str(value)
+
+
+def _ratio_text(ratio):
+    # memory_settings may need more than _RATIO_DIGITS decimals.
+    for digits in range(_RATIO_DIGITS, 17):
+        text = '%.*f' % (digits, ratio)
+        if float(text) == ratio:
+            break
+    return text.rstrip('0').rstrip('.')
 
 
 # Where nova-compute reads provider configs by default.
@@ -158,8 +243,9 @@ def settings(scen, workloads=None, placement_accounting=False):
         target = 'nova.conf of the hosts in %s' % agg
         add('compute', target, '[DEFAULT] reserved_host_memory_mb',
             reserved, '[DEFAULT] reserved_host_memory_mb = %d' % reserved)
-        add('compute', target, '[DEFAULT] ram_allocation_ratio', ratio,
-            '[DEFAULT] ram_allocation_ratio = %s' % _fmt(ratio))
+        add('compute', target, '[DEFAULT] ram_allocation_ratio',
+            _ratio_text(ratio),
+            '[DEFAULT] ram_allocation_ratio = %s' % _ratio_text(ratio))
         add('compute', target, '[DEFAULT] cpu_allocation_ratio',
             float(policies.cpu_overcommit),
             '[DEFAULT] cpu_allocation_ratio = %s'
@@ -177,10 +263,13 @@ def settings(scen, workloads=None, placement_accounting=False):
         'nova_pmem_filters.filters.all_filters',
         '[filter_scheduler] available_filters = '
         'nova_pmem_filters.filters.all_filters  # in addition to Nova\'s')
-    add('scheduler', sched, '[filter_scheduler] enabled_filters',
-        'PmemModeFilter,PmemCacheFilter',
-        '[filter_scheduler] enabled_filters = <your filters>,'
-        'PmemModeFilter,PmemCacheFilter')
+    filters = 'PmemModeFilter,PmemCacheFilter'
+    if any(w.numa_nodes for w in chosen):
+        # Not in Nova's default list; without it no scheduler checks the
+        # cells and the compute's claim applies no allocation ratio.
+        filters = 'NUMATopologyFilter,' + filters
+    add('scheduler', sched, '[filter_scheduler] enabled_filters', filters,
+        '[filter_scheduler] enabled_filters = <your filters>,' + filters)
     add('scheduler', sched, '[filter_scheduler] weight_classes',
         'nova_pmem_filters.weighers.all_weighers',
         '[filter_scheduler] weight_classes = '

@@ -37,6 +37,9 @@ from planner import population
 
 BUILTIN_SCENARIO = 'telco-cost-matched'
 
+# Nova's flavor extra spec for a guest NUMA topology of N cells.
+NUMA_NODES_KEY = 'hw:numa_nodes'
+
 _NUMBER = {'type': 'number'}
 _POSITIVE = {'type': 'number', 'exclusiveMinimum': 0}
 _NON_NEGATIVE = {'type': 'number', 'minimum': 0}
@@ -116,6 +119,9 @@ WORKLOAD_SCHEMA = _obj({
     'hot_ratio_source': _TEXT,
     'priority': _TEXT,
     'modes': {'type': 'array', 'items': _TEXT, 'minItems': 1},
+    # The flavor's hw:numa_nodes: each VM split evenly over this many host
+    # NUMA cells (sockets).
+    'numa_nodes': _POSITIVE_INT,
     'vpmem': _obj({'label': {'type': 'string',
                              'pattern': r'^[A-Za-z0-9_]+$'},
                    'size_gb': _POSITIVE},
@@ -305,6 +311,8 @@ class Workload:
     throughput: dict = dataclasses.field(default_factory=dict)
     calibration: dict = None
     description: str = ''
+    # hw:numa_nodes of the flavor; None: no NUMA topology is asked for.
+    numa_nodes: int = None
 
     @property
     def ram_mb(self):
@@ -566,6 +574,10 @@ def workload_extra_specs(raw):
         specs[extra_specs.HOT_RATIO_KEY] = _spec_value(raw['hot_ratio'])
     if 'vpmem' in raw:
         specs[extra_specs.VPMEM_KEY] = raw['vpmem']['label']
+    if 'numa_nodes' in raw:
+        # int(): the schema lets 2.0 through as an integer, and Nova
+        # refuses hw:numa_nodes=2.0.
+        specs[NUMA_NODES_KEY] = str(int(raw['numa_nodes']))
     return specs
 
 
@@ -588,13 +600,33 @@ def _build_workload(name, raw, source):
         raise ScenarioError(source, path + ['ram_gb'], 'a flavor has at '
                             'least 1 MB of RAM, got %r GB' % raw['ram_gb'])
     used_gb = float(raw.get('used_gb', raw['ram_gb']))
+    numa_nodes = raw.get('numa_nodes')
+    if numa_nodes is not None:
+        numa_nodes = int(numa_nodes)
+        _check_numa_nodes(numa_nodes, raw, source, path)
     return Workload(name=name, vcpus=raw['vcpus'],
                     ram_gb=float(raw['ram_gb']), used_gb=used_gb,
                     extra_specs=specs, request=request,
                     vpmem_gb=float(raw.get('vpmem', {}).get('size_gb', 0)),
                     throughput=dict(raw.get('throughput', {})),
                     calibration=raw.get('calibration'),
-                    description=raw.get('description', ''))
+                    description=raw.get('description', ''),
+                    numa_nodes=numa_nodes)
+
+
+def _check_numa_nodes(nodes, raw, source, path):
+    # Nova splits the flavor evenly over the guest cells and refuses the
+    # boot when it cannot (ImageNUMATopologyAsymmetric).
+    ram_mb = int(round(raw['ram_gb'] * profile.MB_PER_GB))
+    for field, value, unit in (('vcpus', raw['vcpus'], 'vCPUs'),
+                               ('ram_gb', ram_mb, 'MB of RAM')):
+        if value % nodes:
+            raise ScenarioError(
+                source, path + ['numa_nodes'],
+                'numa_nodes: %d does not divide %s (%d %s): Nova refuses '
+                'to boot a flavor with %s=%d that it cannot split evenly '
+                'over the guest NUMA cells'
+                % (nodes, field, value, unit, NUMA_NODES_KEY, nodes))
 
 
 def parse(text, source, catalog=None):

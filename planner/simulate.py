@@ -29,6 +29,10 @@ as Nova places it, with ``host_subset_size = 1``:
 The state of the fleet is a set of arrays, one entry per host, so a
 placement costs a few vector operations whatever the fleet's size.
 
+Hosts have no NUMA cells here: :func:`run` refuses workloads with
+``numa_nodes`` (``hw:numa_nodes`` flavors) rather than replay them
+host-wide.
+
 This module imports nothing from Nova.
 """
 
@@ -792,6 +796,23 @@ class Run:
     planned: dict
 
 
+def check_no_numa(scen, names):
+    """Refuse NUMA-bound workloads: the simulator has no host cells.
+
+    Its hosts are whole inventories, as Placement and PmemCacheFilter see
+    them; NUMATopologyFilter's per-cell fit is not modelled, and a
+    host-wide replay of ``hw:numa_nodes`` flavors would over-admit.
+    """
+    for name in dict.fromkeys(names):
+        workload = scen.workloads.get(name)
+        if workload is not None and workload.numa_nodes:
+            raise errors.PlannerError(
+                'workload %s has numa_nodes: %d: the simulator models hosts '
+                'as a whole, not per NUMA cell, and cannot replay '
+                'NUMA-bound VMs; leave it out of the mix and the trace'
+                % (name, workload.numa_nodes))
+
+
 def planned_fleet(scen, mix, time_limit=60.0):
     """The optimiser's fleet for ``mix``: ({config: nodes}, {config: VMs})."""
     from planner import optimize
@@ -828,6 +849,9 @@ def run(scen, nodes=None, fleet_dir=None, events=None, mix=None, days=365.0,
         if name not in scen.workloads:
             raise errors.PlannerError('unknown workload %r (known: %s)'
                                       % (name, ', '.join(scen.workloads)))
+    check_no_numa(scen, [name for name, wanted in mix.items() if wanted])
+    if events is not None:
+        check_no_numa(scen, [e.flavor for e in events])
     planned = None
     if fleet_dir is not None:
         kinds = kinds_of_profiles(scen, fleet_dir, vcpus=host_vcpus)

@@ -42,6 +42,15 @@ SCHEDULER_OPTIONS = {
 }
 
 
+def apply_options(test, frame, scope, target, options):
+    """Set ``test``'s options from nova-config's rows for ``target``."""
+    rows = frame[(frame.scope == scope) & (frame.target == target)]
+    for key, value in zip(rows.key, rows.value):
+        if key in options:
+            name, group, cast = options[key]
+            test.flags(**{name: cast(value), 'group': group})
+
+
 class PlannerLoopTest(base.PmemTestBase):
     """Nova admits what the planner counted, node kind by node kind."""
 
@@ -54,11 +63,7 @@ class PlannerLoopTest(base.PmemTestBase):
         self.scenario = scenario.load()
 
     def _apply(self, frame, scope, target, options):
-        rows = frame[(frame.scope == scope) & (frame.target == target)]
-        for key, value in zip(rows.key, rows.value):
-            if key in options:
-                name, group, cast = options[key]
-                self.flags(**{name: cast(value), 'group': group})
+        apply_options(self, frame, scope, target, options)
 
     def _plan(self, config_name, workload_name):
         """Apply nova-config's output for one config and one workload."""

@@ -17,6 +17,7 @@ import os
 
 import fixtures
 import testtools
+import yaml
 
 from planner import fleet
 from planner import model
@@ -214,3 +215,50 @@ class FleetTestCase(testtools.TestCase):
         self.assertEqual(2, status)
         self.assertIn('%s: dram_cache_gb: expected a non-negative number '
                       'of GB, got "lots"' % path, err)
+
+
+class NumaFleetTestCase(testtools.TestCase):
+    """A discovered host's sockets are read for NUMA-bound workloads."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        text, _source = scenario.read_text()
+        raw = yaml.safe_load(text)
+        raw['workloads']['split'] = {'vcpus': 4, 'ram_gb': 32,
+                                     'used_gb': 24, 'numa_nodes': 2}
+        self.scen = scenario.parse(yaml.safe_dump(raw), 'numa scenario')
+
+    def write(self, name, data):
+        with open(os.path.join(self.dir, name), 'w') as f:
+            json.dump(data, f)
+
+    def test_sockets_from_the_profile(self):
+        socket = {'socket': 0, 'numa_node': 0, 'dram_gb': 192.0,
+                  'pmem_gb': 0.0, 'memory_mode_gb': 0.0,
+                  'app_direct_gb': 0.0, 'dram_cache_gb': 0.0}
+        self.write('a.json', dict(DRAM, hostname='a', vcpus=80,
+                                  sockets=[socket, dict(socket, socket=1,
+                                                        numa_node=1)]))
+        self.write('b.json', dict(DRAM, hostname='b', vcpus=80))
+        kinds = fleet.load(self.dir)
+        # Unknown sockets sort first.
+        self.assertEqual([('dram-384G-80c', None), ('dram-384G-80c-2', 2)],
+                         [(k.name, k.sockets) for k in kinds])
+        rows = fleet.table(kinds, self.scen).set_index('kind')
+        # Two sockets: the split flavor's 14 VMs; unknown sockets: none.
+        self.assertEqual(14, rows.loc['dram-384G-80c-2', 'split'])
+        self.assertEqual('memory+socket_memory',
+                         rows.loc['dram-384G-80c-2', 'split_binding'])
+        self.assertEqual(0, rows.loc['dram-384G-80c', 'split'])
+        self.assertEqual('numa_nodes',
+                         rows.loc['dram-384G-80c', 'split_binding'])
+        # Workloads without numa_nodes do not care.
+        self.assertEqual([14, 14], list(rows.loc[['dram-384G-80c',
+                                                  'dram-384G-80c-2'],
+                                                 'redis']))
+
+    def test_parse_host_reads_the_sockets(self):
+        host = fleet.parse_host(dict(DRAM, sockets=[{}, {}, {}]), 'x.json')
+        self.assertEqual(3, host.sockets)
+        self.assertIsNone(fleet.parse_host(DRAM, 'x.json').sockets)

@@ -21,11 +21,15 @@ import math
 
 import hypothesis
 from hypothesis import strategies as st
+from nova import objects
+from nova.virt import hardware
 import testtools
+import yaml
 
 from nova_pmem_filters import extra_specs
 from nova_pmem_filters import profile
 from planner import model
+from planner import novaconfig
 from planner import population
 from planner import scenario
 from planner import tables
@@ -456,3 +460,408 @@ class PropertyTestCase(testtools.TestCase):
             self.assertTrue(profile.fits_cache((n - 1) * hot, hot,
                                                capacity))
         self.assertFalse(profile.fits_cache(n * hot, hot, capacity))
+
+
+# --- numa_nodes: per-socket density -----------------------------------------
+
+def sized_config(sockets, threads, dram_gb, pmem_gb=0, mode=profile.DRAM):
+    """A node of ``sockets`` alike sockets, each one DIMM of each kind."""
+    plat = dataclasses.replace(CATALOG.platforms['cascade-lake-2s'],
+                               name='p%d' % sockets, sockets=sockets)
+    cpu = dataclasses.replace(CATALOG.cpus['xeon-gold-6238l'],
+                              name='c%d' % threads, threads=threads)
+    one = {scenario.Dimm(name='dram', type='ddr4', capacity_gb=dram_gb,
+                         price=1, watts=1): 1}
+    if pmem_gb:
+        one[scenario.Dimm(name='pmem', type='pmem', capacity_gb=pmem_gb,
+                          price=1, watts=1, generation='100')] = 1
+    return scenario.NodeConfig(name='n', platform=plat, cpu=cpu, mode=mode,
+                               sockets=tuple(dict(one)
+                                             for _ in range(sockets)))
+
+
+class NumaTestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.scen = scenario.load()
+        self.policies = self.scen.policies
+        self.nodes = {name: model.node(c, self.policies)
+                      for name, c in self.scen.configs.items()}
+
+    def density(self, config, **raw):
+        return model.density(self.nodes[config], workload(**raw),
+                             self.policies)
+
+    def test_constraint_names_only_appended(self):
+        self.assertEqual(('mode', 'vcpu', 'memory', 'dram_cache',
+                          'pmem_namespaces'), model.CONSTRAINTS[:5])
+        self.assertEqual(('numa_nodes', 'socket_vcpu', 'socket_memory',
+                          'socket_dram_cache'), model.CONSTRAINTS[5:])
+
+    def test_no_numa_nodes_no_socket_limits(self):
+        w = self.scen.workloads['redis']
+        for node in self.nodes.values():
+            self.assertFalse(set(model.limits(node, w, self.policies))
+                             & set(model.CONSTRAINTS[5:]))
+
+    def test_cell_sizing(self):
+        dram = model.cell_sizing(self.scen.configs['dram-384'])
+        self.assertEqual(model.Cells(cells=2, memory_mb=192 * 1024,
+                                     vcpus=40, cache_gb=0.0), dram)
+        mm = model.cell_sizing(self.scen.configs['mm-192-512'])
+        self.assertEqual(model.Cells(cells=2, memory_mb=256 * 1024,
+                                     vcpus=40, cache_gb=96.0), mm)
+
+    def test_split_flavor_as_dense_as_host_wide(self):
+        # 2 x 192 GB cells: floor(192 x 0.9 / 12) = 14 halves per cell,
+        # 2 x 14 / 2 = 14 VMs, as host-wide.
+        self.assertEqual((14, 'memory+socket_memory'), self.density(
+            'dram-384', vcpus=4, ram_gb=32, used_gb=24, numa_nodes=2))
+
+    def test_more_cells_than_sockets(self):
+        self.assertEqual((0, 'numa_nodes'), self.density(
+            'dram-384', vcpus=4, ram_gb=32, numa_nodes=4))
+
+    def test_fits_the_host_but_no_socket_memory(self):
+        # 200 GB of RAM: the node's 384 GB hold one (host-wide memory
+        # allows 2), no 192 GB cell does.
+        raw = dict(vcpus=8, ram_gb=200, used_gb=150)
+        self.assertEqual((2, 'memory'), self.density('dram-384', **raw))
+        self.assertEqual((0, 'socket_memory'), self.density(
+            'dram-384', numa_nodes=1, **raw))
+
+    def test_fits_the_host_but_no_socket_vcpus(self):
+        raw = dict(vcpus=48, ram_gb=16)
+        self.assertEqual(1, self.density('dram-384', **raw)[0])
+        self.assertEqual((0, 'socket_vcpu'), self.density(
+            'dram-384', numa_nodes=1, **raw))
+        # Split in two, 24 vCPUs per 40-thread cell: one VM.
+        self.assertEqual((1, 'vcpu+socket_vcpu'), self.density(
+            'dram-384', numa_nodes=2, **raw))
+
+    def test_fits_the_host_cache_but_no_socket_cache(self):
+        # 100 GB hot: within the host's 192 GB cache, above a socket's 96.
+        raw = dict(vcpus=8, ram_gb=200, used_gb=150, hot_ratio=0.5)
+        self.assertEqual((1, 'dram_cache'),
+                         self.density('mm-192-512', **raw))
+        self.assertEqual((0, 'socket_dram_cache'), self.density(
+            'mm-192-512', numa_nodes=1, **raw))
+
+    def test_slices_per_socket(self):
+        # 3 sockets of 6 threads, 1 slice of 4 vCPUs each, 2 cells per VM:
+        # floor(3 x 1 / 2) = 1 VM, though the 18 threads hold 2 host-wide.
+        node = model.node(sized_config(3, 6, 64), self.policies)
+        w = workload(vcpus=8, ram_gb=4, numa_nodes=2)
+        self.assertEqual({'socket_vcpu': 1, 'socket_memory': 28},
+                         model.cell_slices(node, w, self.policies))
+        self.assertEqual(2, model.limits(node, w, self.policies)['vcpu'])
+        self.assertEqual((1, 'socket_vcpu'),
+                         model.density(node, w, self.policies))
+        # Two slices per socket: floor(3 x 2 / 2) = 3, as many as the 24
+        # threads hold host-wide.
+        node = model.node(sized_config(3, 8, 64), self.policies)
+        self.assertEqual((3, 'vcpu+socket_vcpu'),
+                         model.density(node, w, self.policies))
+
+    def test_discovered_node(self):
+        w = workload(vcpus=4, ram_gb=32, used_gb=24, numa_nodes=2)
+        unknown = model.discovered_node('h', profile.DRAM, 384, 0, vcpus=80)
+        self.assertEqual((0, 'numa_nodes'),
+                         model.density(unknown, w, self.policies))
+        known = model.discovered_node('h', profile.DRAM, 384, 0, vcpus=80,
+                                      sockets=2)
+        self.assertEqual((14, 'memory+socket_memory'),
+                         model.density(known, w, self.policies))
+
+
+# Sockets of 1 to 4 with their memory, vCPUs and cache.
+numa_configs = st.builds(
+    lambda sockets, threads, dram, pmem, mode: sized_config(
+        sockets, threads, dram, pmem if mode == profile.MEMORY_MODE else 0,
+        mode),
+    st.integers(1, 4), st.integers(2, 48),
+    st.sampled_from([8, 16, 24, 48, 96, 192]),
+    st.sampled_from([64, 128, 256, 512]),
+    st.sampled_from([profile.DRAM, profile.MEMORY_MODE]))
+
+
+@st.composite
+def numa_workloads(draw, max_nodes=4):
+    n = draw(st.integers(1, max_nodes))
+    ram_gb = n * draw(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 100]))
+    # Whole MB per cell, and not only powers of two.
+    ram_gb = draw(st.sampled_from([ram_gb, ram_gb * 0.75]))
+    raw = {'vcpus': n * draw(st.integers(1, 6)), 'ram_gb': ram_gb,
+           'used_gb': ram_gb * draw(st.floats(min_value=0.25,
+                                              max_value=1.0)),
+           'hot_ratio': draw(st.sampled_from([0.1, 0.25, 0.5, 1.0])),
+           'numa_nodes': n}
+    return workload(**raw)
+
+
+numa_policies = st.builds(
+    scenario.Policies,
+    memory_cap=st.floats(min_value=0.5, max_value=1.0),
+    host_reserve_gb=st.sampled_from([0, 0, 8]),
+    cpu_overcommit=st.sampled_from([1.0, 1.0, 2.0, 4.0]),
+    cache_overcommit=st.sampled_from([0.5, 1.0, 1.0, 1.5]))
+
+
+def _fits_one_socket(config, work, policies, slices):
+    """Whether one socket holds ``slices`` instance cells: by hand."""
+    if not slices:
+        return True
+    n = work.numa_nodes
+    sockets = config.platform.sockets
+    vcpus, mb = work.vcpus // n, work.ram_mb // n
+    threads = config.cpu.threads
+    visible_gb = (config.pmem_gb if config.mode == profile.MEMORY_MODE
+                  else config.dram_gb) / sockets
+    if vcpus > threads or mb > visible_gb * 1024:
+        return False
+    if slices * vcpus > threads * policies.cpu_overcommit + 1e-9:
+        return False
+    if (slices * work.used_gb / n
+            > visible_gb * policies.memory_cap * (1 + 1e-12)):
+        return False
+    if config.mode == profile.MEMORY_MODE:
+        cache = (config.dram_gb * 1024 * policies.cache_overcommit
+                 / sockets)
+        hot = mb * work.hot_ratio
+        return profile.fits_cache((slices - 1) * hot, hot, cache)
+    return True
+
+
+class NumaPropertyTestCase(testtools.TestCase):
+
+    @PROPERTY
+    @hypothesis.given(numa_configs, numa_workloads(), numa_policies)
+    def test_density_is_the_most_vms_on_distinct_sockets(
+            self, config, work, policies):
+        node = model.node(config, policies)
+        vms, binding = model.density(node, work, policies)
+        host_wide = {k: v for k, v in model.limits(node, work,
+                                                   policies).items()
+                     if k in model.CONSTRAINTS[:5]}
+        sockets, n = config.platform.sockets, work.numa_nodes
+        # The most slices one socket holds, found by trying counts.
+        k = 0
+        while _fits_one_socket(config, work, policies, k + 1):
+            k += 1
+        # vms is feasible: deal each VM to the N least-loaded sockets.
+        load = [0] * sockets
+        for _vm in range(vms):
+            order = sorted(range(sockets), key=lambda s: load[s])[:n]
+            self.assertEqual(n, len(set(order)))
+            for s in order:
+                load[s] += 1
+        for s in range(sockets):
+            self.assertTrue(_fits_one_socket(config, work, policies,
+                                             load[s]), (load, k))
+        self.assertLessEqual(vms, min(host_wide.values()))
+        # vms + 1 is not: a host-wide limit, or too few slices, each VM
+        # taking at most one per socket.
+        more = vms + 1
+        slices = sum(min(k, more) for _s in range(sockets))
+        self.assertTrue(more > min(host_wide.values())
+                        or n > sockets or slices < more * n,
+                        (vms, binding, k))
+        if vms == 0 and min(host_wide.values()) > 0:
+            self.assertIn(binding.split('+')[0], model.CONSTRAINTS[5:])
+
+    @PROPERTY
+    @hypothesis.given(numa_configs.filter(
+        lambda c: c.platform.sockets == 1), numa_workloads(max_nodes=1),
+        numa_policies)
+    def test_one_cell_on_one_socket_is_the_host_wide_count(
+            self, config, work, policies):
+        policies = dataclasses.replace(policies, host_reserve_gb=0)
+        node = model.node(config, policies)
+        # Where the cell's checks coincide with the host's: no instance
+        # cell larger than the cell itself.
+        hypothesis.assume(work.vcpus <= node.vcpus)
+        hypothesis.assume(work.ram_mb
+                          <= node.visible_memory_gb * profile.MB_PER_GB)
+        plain = dataclasses.replace(work, numa_nodes=None)
+        self.assertEqual(model.density(node, plain, policies)[0],
+                         model.density(node, work, policies)[0])
+
+
+def nova_admits(config, work, policies, limit=1000):
+    """VMs of ``work`` that Nova 34 boots, one by one, on an empty node.
+
+    The node is a NUMA topology of one cell per socket, sized by
+    :func:`planner.model.cell_sizing`, with small pages only. Each boot
+    must pass Placement (VCPU and MEMORY_MB with the settings nova-config
+    prints), Nova's own ``numa_fit_instance_to_host`` with
+    NUMATopologyFilter's limits (default spread strategy) and, in Memory
+    Mode, PmemCacheFilter on the cells Nova picks.
+    """
+    sizing = model.cell_sizing(config)
+    node = model.node(config, policies)
+    reserved, ram_ratio = novaconfig.memory_settings(node, work, policies)
+    cpu_ratio = float(policies.cpu_overcommit)
+    total_mb = int(round(node.visible_memory_gb * profile.MB_PER_GB))
+    cpus = sizing.vcpus
+    host = objects.NUMATopology(cells=[objects.NUMACell(
+        id=i, cpuset=set(range(i * cpus, (i + 1) * cpus)), pcpuset=set(),
+        memory=sizing.memory_mb, cpu_usage=0, memory_usage=0,
+        pinned_cpus=set(),
+        siblings=[{c} for c in range(i * cpus, (i + 1) * cpus)],
+        mempages=[objects.NUMAPagesTopology(
+            size_kb=4, total=sizing.memory_mb * 256, used=0)],
+        network_metadata=objects.NetworkMetadata(physnets=set(),
+                                                 tunneled=False),
+        socket=i) for i in range(sizing.cells)])
+    flavor = objects.Flavor(vcpus=work.vcpus, memory_mb=work.ram_mb,
+                            extra_specs=dict(work.extra_specs))
+    image = objects.ImageMeta.from_dict({})
+    limits = objects.NUMATopologyLimits(cpu_allocation_ratio=cpu_ratio,
+                                        ram_allocation_ratio=ram_ratio)
+    cache = node.profile.cache_capacity_mb(policies.cache_overcommit)
+    hot_used = [0.0] * sizing.cells
+    booted = 0
+    while booted < limit:
+        if ((booted + 1) * work.vcpus > node.vcpus * cpu_ratio
+                or ((booted + 1) * work.ram_mb
+                    > (total_mb - reserved) * ram_ratio)):
+            break
+        fitted = hardware.numa_fit_instance_to_host(
+            host, hardware.numa_get_constraints(flavor, image), None,
+            limits=limits)
+        if fitted is None:
+            break
+        if config.mode == profile.MEMORY_MODE:
+            each = cache / sizing.cells
+            charged = [(c.id, c.memory * work.hot_ratio)
+                       for c in fitted.cells]
+            if not all(profile.fits_cache(hot_used[i], mb, each)
+                       for i, mb in charged):
+                break
+            for i, mb in charged:
+                hot_used[i] += mb
+        host = hardware.numa_usage_from_instance_numa(host, fitted)
+        booted += 1
+    return booted
+
+
+class NovaAgreementTestCase(testtools.TestCase):
+    """The planner's count is what Nova's own NUMA fitting admits."""
+
+    def setUp(self):
+        super().setUp()
+        objects.register_all()
+
+    @hypothesis.settings(PROPERTY, max_examples=150)
+    @hypothesis.given(numa_configs, numa_workloads(), numa_policies)
+    def test_nova_boots_the_planned_density(self, config, work, policies):
+        vms, binding = model.density(model.node(config, policies), work,
+                                     policies)
+        self.assertEqual(vms, nova_admits(config, work, policies),
+                         binding)
+
+    def test_fill_order_reaches_every_slice(self):
+        # 3 cells of 2 slices, 2 per VM: spread reaches 3 VMs.
+        config = sized_config(3, 8, 64)
+        work = workload(vcpus=8, ram_gb=4, numa_nodes=2)
+        policies = scenario.Policies()
+        self.assertEqual(3, nova_admits(config, work, policies))
+        self.assertEqual(3, model.density(model.node(config, policies),
+                                          work, policies)[0])
+
+
+class NumaNovaConfigTestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        text, _source = scenario.read_text()
+        raw = yaml.safe_load(text)
+        raw['workloads']['split'] = {'vcpus': 4, 'ram_gb': 32,
+                                     'used_gb': 24, 'hot_ratio': 0.25,
+                                     'numa_nodes': 2}
+        self.scen = scenario.parse(yaml.safe_dump(raw), 'numa scenario')
+
+    def rows(self, workloads):
+        frame = novaconfig.settings(self.scen, workloads=workloads)
+        return {(r.target, r.key): r.value for r in frame.itertuples()}
+
+    def test_flavor_and_filter(self):
+        rows = self.rows(['split'])
+        self.assertEqual('2', rows['split', 'hw:numa_nodes'])
+        self.assertEqual(
+            'NUMATopologyFilter,PmemModeFilter,PmemCacheFilter',
+            rows['nova.conf of the schedulers',
+                 '[filter_scheduler] enabled_filters'])
+        # The scheduler's even split is the planner's: no per-cell key.
+        self.assertNotIn(profile.DRAM_CACHE_PER_CELL_KEY,
+                         {key for _target, key in rows})
+
+    def test_without_numa_nodes_unchanged(self):
+        rows = self.rows(['redis'])
+        self.assertNotIn(('redis', 'hw:numa_nodes'), rows)
+        self.assertEqual('PmemModeFilter,PmemCacheFilter',
+                         rows['nova.conf of the schedulers',
+                              '[filter_scheduler] enabled_filters'])
+
+    def test_cell_admits_is_novas_comparison(self):
+        # 0.1 x 3 is 0.30000000000000004 in floats: Nova's limit.
+        self.assertEqual(3, novaconfig.cell_admits(10, 0.3, 1))
+        self.assertEqual(2, novaconfig.cell_admits(10, 0.29, 1))
+        self.assertEqual(0, novaconfig.cell_admits(10, 4.0, 11))
+
+    def test_ratio_holds_host_and_cell_bounds(self):
+        # 2 x 48 GB cells, 8 GB reserved, cap 0.68, 32 GB flavors using
+        # 16.32 GB in halves: the exact ratio rounded to 4 decimals,
+        # 1.3333, gives Placement the planner's 3 VMs but a cell 3 halves
+        # where the planner counts floor(48 x 0.68 / 8.16) = 4.
+        policies = scenario.Policies(memory_cap=0.68, host_reserve_gb=8)
+        node = model.node(sized_config(2, 64, 48), policies)
+        w = workload(vcpus=2, ram_gb=32, used_gb=16.32, numa_nodes=2)
+        sizing = model.cells(node)
+        self.assertEqual(4, model.cell_slices(node, w,
+                                              policies)['socket_memory'])
+        self.assertEqual(3, novaconfig.cell_admits(sizing.memory_mb, 1.3333,
+                                                   w.ram_mb // 2))
+        reserved, ratio = novaconfig.memory_settings(node, w, policies)
+        self.assertEqual(4, novaconfig.cell_admits(sizing.memory_mb, ratio,
+                                                   w.ram_mb // 2))
+        self.assertEqual(
+            model.limits(node, w, policies)['memory'],
+            novaconfig.placement_admits(2 * sizing.memory_mb, reserved,
+                                        ratio, w.ram_mb))
+        self.assertEqual((3, 'memory'), model.density(node, w, policies))
+
+
+class NumaDocExampleTestCase(testtools.TestCase):
+    """The worked example of doc/source/planner.rst, numa_nodes section."""
+
+    WORKLOADS = {
+        'db': {'vcpus': 8, 'ram_gb': 100, 'hot_ratio': 0.5},
+        'db-1cell': {'vcpus': 8, 'ram_gb': 100, 'hot_ratio': 0.5,
+                     'numa_nodes': 1},
+        'db-2cells': {'vcpus': 8, 'ram_gb': 100, 'hot_ratio': 0.5,
+                      'numa_nodes': 2},
+        'wide-1cell': {'vcpus': 48, 'ram_gb': 16, 'numa_nodes': 1},
+    }
+
+    def test_compare(self):
+        text, _source = scenario.read_text()
+        raw = yaml.safe_load(text)
+        raw.update(workloads=self.WORKLOADS, name='numa-example')
+        for key in ('demand', 'policies'):
+            raw.pop(key, None)
+        scen = scenario.parse(yaml.safe_dump(raw), 'numa.yaml')
+        got = {(f.config, f.workload): (f.vms_per_node, f.binding)
+               for f, _rel, _cost in model.compare(scen)}
+        self.assertEqual({
+            ('dram-384', 'db'): (3, 'memory'),
+            ('dram-384', 'db-1cell'): (2, 'socket_memory'),
+            ('dram-384', 'db-2cells'): (3, 'memory+socket_memory'),
+            ('dram-384', 'wide-1cell'): (0, 'socket_vcpu'),
+            ('mm-192-512', 'db'): (3, 'dram_cache'),
+            ('mm-192-512', 'db-1cell'): (2, 'socket_dram_cache'),
+            ('mm-192-512', 'db-2cells'): (
+                3, 'dram_cache+socket_dram_cache'),
+            ('mm-192-512', 'wide-1cell'): (0, 'socket_vcpu'),
+        }, got)

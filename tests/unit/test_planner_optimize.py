@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import testtools
 import yaml
 
+from planner import errors
 from planner import model
 from planner import optimize
 from planner import patterns
@@ -220,3 +221,32 @@ class OptimizeTestCase(testtools.TestCase):
         self.assertGreater(sum(plan.capex.values()) + cheapest, 100000)
         self.assertLessEqual(plan.objective, plan.lp_bound + 1e-6)
         self.assertTrue(math.isfinite(plan.lp_bound))
+
+
+class NumaOptimizeTestCase(testtools.TestCase):
+    """Patterns count host-wide: NUMA-bound workloads are not planned."""
+
+    WORKLOADS = {
+        'redis': {'vcpus': 4, 'ram_gb': 32, 'used_gb': 24},
+        'split': {'vcpus': 4, 'ram_gb': 32, 'used_gb': 24,
+                  'numa_nodes': 2},
+    }
+
+    def test_refused_with_demand(self):
+        scen = _scenario(self.WORKLOADS, demand={'redis': 10, 'split': 5})
+        exc = self.assertRaises(errors.PlannerError, optimize.build, scen)
+        self.assertIn('workload split has numa_nodes: 2', str(exc))
+        self.assertNotIsInstance(exc, optimize.Infeasible)
+
+    def test_in_no_pattern_without_demand(self):
+        scen = _scenario(self.WORKLOADS, demand={'redis': 30, 'split': 0})
+        problem = optimize.build(scen)
+        split = problem.workloads.index('split')
+        for cand in problem.candidates:
+            self.assertEqual(0, cand.limits[split])
+            self.assertLess(0, cand.limits[1 - split])
+        plan = optimize.solve(problem, scen=scen, time_limit=30)
+        for vms in plan.vms.values():
+            self.assertEqual(0, vms.get('split', 0))
+        self.assertEqual(30, sum(sum(v.values())
+                                 for v in plan.vms.values()))

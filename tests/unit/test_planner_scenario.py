@@ -471,3 +471,62 @@ class BadScenarioTestCase(ScenarioFileTestCase):
             self.assertEqual(2, status, command)
             self.assertEqual('', out, command)
             self.assertEqual(1, len(err.splitlines()), command)
+
+
+class NumaNodesScenarioTestCase(ScenarioFileTestCase):
+
+    def test_numa_nodes_read_and_set_on_the_flavor(self):
+        data = _base()
+        data['workloads']['w']['numa_nodes'] = 2
+        scen = scenario.load(self.write(data))
+        w = scen.workloads['w']
+        self.assertEqual(2, w.numa_nodes)
+        self.assertEqual('2', w.extra_specs[scenario.NUMA_NODES_KEY])
+        self.assertEqual('hw:numa_nodes', scenario.NUMA_NODES_KEY)
+
+    def test_integral_float_is_an_integer(self):
+        data = _base()
+        data['workloads']['w']['numa_nodes'] = 2.0
+        w = scenario.load(self.write(data)).workloads['w']
+        self.assertEqual(2, w.numa_nodes)
+        self.assertIsInstance(w.numa_nodes, int)
+        self.assertEqual('2', w.extra_specs[scenario.NUMA_NODES_KEY])
+
+    def test_without_numa_nodes(self):
+        w = scenario.load(self.write(_base())).workloads['w']
+        self.assertIsNone(w.numa_nodes)
+        self.assertNotIn(scenario.NUMA_NODES_KEY, w.extra_specs)
+
+    def test_zero(self):
+        data = _base()
+        data['workloads']['w']['numa_nodes'] = 0
+        self.assertBad(data, 'workloads.w.numa_nodes',
+                       'must be at least 1, got 0')
+
+    def test_negative(self):
+        data = _base()
+        data['workloads']['w']['numa_nodes'] = -2
+        self.assertBad(data, 'workloads.w.numa_nodes',
+                       'must be at least 1, got -2')
+
+    def test_not_an_integer(self):
+        data = _base()
+        for value, shown in ((1.5, '1.5'), ('2', "'2'"), (True, 'True')):
+            data['workloads']['w']['numa_nodes'] = value
+            self.assertBad(data, 'workloads.w.numa_nodes',
+                           'expected integer, got %s' % shown)
+
+    def test_does_not_divide_vcpus(self):
+        data = _base()
+        data['workloads']['w']['numa_nodes'] = 3
+        self.assertBad(data, 'workloads.w.numa_nodes',
+                       'numa_nodes: 3 does not divide vcpus (4 vCPUs)')
+
+    def test_does_not_divide_memory(self):
+        data = _base()
+        data['workloads']['w'].update(vcpus=6, ram_gb=32.001,
+                                      numa_nodes=2)
+        # 32.001 GB is 32769 MB: Nova cannot halve it.
+        self.assertBad(data, 'workloads.w.numa_nodes',
+                       'numa_nodes: 2 does not divide ram_gb (32769 MB '
+                       'of RAM)')

@@ -22,8 +22,10 @@ import hypothesis
 from hypothesis import strategies as st
 import numpy as np
 import testtools
+import yaml
 
 from nova_pmem_filters import profile
+from planner import errors
 from planner import scenario
 from planner import simulate
 from planner import sweep
@@ -312,3 +314,33 @@ class DaskTestCase(testtools.TestCase):
         rows, local = json.loads(proc.stdout.strip().splitlines()[-1])
         self.assertEqual(4, len(rows))
         self.assertEqual(local, rows)
+
+
+class NumaSimulateTestCase(testtools.TestCase):
+    """The simulator has no host cells: NUMA-bound workloads are refused."""
+
+    def setUp(self):
+        super().setUp()
+        text, _source = scenario.read_text()
+        raw = yaml.safe_load(text)
+        raw['workloads']['split'] = {'vcpus': 4, 'ram_gb': 32,
+                                     'numa_nodes': 2}
+        self.scen = scenario.parse(yaml.safe_dump(raw), 'numa scenario')
+
+    def test_mix_refused(self):
+        exc = self.assertRaises(
+            errors.PlannerError, simulate.run, self.scen,
+            nodes={'dram-384': 2}, mix={'redis': 5, 'split': 5}, days=5)
+        self.assertIn('workload split has numa_nodes: 2', str(exc))
+
+    def test_trace_refused(self):
+        events = [simulate.Event(0.0, simulate.BOOT, 'i-1', 'split')]
+        exc = self.assertRaises(
+            errors.PlannerError, simulate.run, self.scen,
+            nodes={'dram-384': 2}, mix={'redis': 5}, events=events)
+        self.assertIn('workload split has numa_nodes: 2', str(exc))
+
+    def test_others_still_simulated(self):
+        run = simulate.run(self.scen, nodes={'dram-384': 2},
+                           mix={'redis': 5, 'split': 0}, days=5)
+        self.assertTrue(run.rows)
