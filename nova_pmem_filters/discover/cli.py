@@ -75,6 +75,13 @@ def build_parser():
                         help='with --libvirt: also print the ndctl '
                         'commands that carve COUNTxSIZE devdax namespaces, '
                         'e.g. 4x32G or 4x32G,2x128G')
+    parser.add_argument('--numa', action='store_true',
+                        help='add the per-NUMA-node view: with --json the '
+                        'numa_nodes listing, dram_cache_gb_per_cell and '
+                        "each namespace's socket; with --table a numa "
+                        'nodes table; with --aggregate the '
+                        'pmem_dram_cache_gb_per_cell key of Memory-Mode '
+                        'hosts')
     parser.add_argument('--aggregate-name', metavar='NAME',
                         help='with --aggregate: aggregate name (default: '
                         'from mode and DRAM cache size)')
@@ -129,6 +136,9 @@ def _run(args, stdout):
         raise errors.UsageError('--plan needs --libvirt')
     if args.aggregate_name and args.view != 'aggregate':
         raise errors.UsageError('--aggregate-name needs --aggregate')
+    if args.numa and args.view == 'libvirt':
+        raise errors.UsageError('--numa needs --json, --table or '
+                                '--aggregate')
     if args.plan:
         outputs.parse_plan(args.plan)
     if args.from_dir:
@@ -136,6 +146,8 @@ def _run(args, stdout):
     else:
         source = runner.LiveRunner(timeout=args.timeout)
     prof = derive.discover(source, hostname=args.hostname)
+    if args.numa:
+        derive.add_numa(prof)
 
     if args.provider_config:
         text = outputs.render_provider_config(outputs.provider_config(

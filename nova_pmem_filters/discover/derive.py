@@ -22,6 +22,10 @@ Rules (doc/source/discovery.rst repeats them for operators):
 - ``dram_cache_gb`` is the DDR ipmctl reports as cache; ipmctl reports DDR
   per platform only, so each socket gets an equal share of it.
 - Regions, namespaces and their sizes are what ndctl reports.
+- With ``--numa`` (:func:`add_numa`): each NUMA node's sockets, DRAM,
+  Memory-Mode cache, regions and namespaces. A socket's node is the
+  ``numa_node`` ndctl gives its region, else its socket id (ndctl lists no
+  region in Memory Mode); a namespace's node is its own ``numa_node``.
 """
 
 import re
@@ -259,3 +263,98 @@ def _namespace(ns):
         'blockdev': ns['blockdev'],
         'align': ns['align'],
     }
+
+
+# --- NUMA nodes (--numa) ----------------------------------------------------
+
+EVEN_SPLIT_NOTE = ('ipmctl reports DDR per platform only: each NUMA node\'s '
+                   'DRAM and Memory-Mode cache is an even share of the '
+                   'host\'s')
+
+
+def split_exact(total_gb, weights):
+    """``total_gb`` over ``weights`` ({key: weight}) in hundredths of a GB.
+
+    The parts sum to ``total_gb`` (rounded to 0.01 as the profile rounds
+    it) exactly: the largest remainders get the leftover hundredths.
+    """
+    total = int(round(total_gb * 100))
+    weight_sum = float(sum(weights.values()))
+    if not weights or weight_sum <= 0:
+        return {}
+    shares = {k: total * w / weight_sum for k, w in weights.items()}
+    parts = {k: int(v) for k, v in shares.items()}
+    leftover = total - sum(parts.values())
+    for key in sorted(shares, key=lambda k: (parts[k] - shares[k], k)):
+        if leftover <= 0:
+            break
+        parts[key] += 1
+        leftover -= 1
+    return {k: v / 100.0 for k, v in parts.items()}
+
+
+def cell_cache(prof):
+    """{NUMA node: GB of DRAM cache}, summing to ``dram_cache_gb``.
+
+    Only nodes whose socket has Memory-Mode PMem hold cache; ipmctl gives
+    DDR per platform, so those sockets share the cache evenly.
+    """
+    if not prof['dram_cache_gb']:
+        return {}
+    cached = [s for s in prof['sockets'] if s['memory_mode_gb'] > 0]
+    if not cached:
+        # No per-socket split known: the whole cache on the sockets seen.
+        cached = prof['sockets']
+    if not cached:
+        return {}
+    weights = {}
+    for sock in cached:
+        node = sock['numa_node']
+        weights[node] = weights.get(node, 0) + 1
+    return split_exact(prof['dram_cache_gb'], weights)
+
+
+def add_numa(prof):
+    """Add the per-NUMA-node listing to ``prof`` (in place) and return it.
+
+    Additive fields of host-profile-format.rst: ``numa_nodes``,
+    ``dram_cache_gb_per_cell`` and each namespace's ``socket``.
+    """
+    socket_of_region = {r['id']: r['socket'] for r in prof['regions']}
+    for ns in prof['namespaces']:
+        ns['socket'] = socket_of_region.get(ns['region'])
+    cache = cell_cache(prof)
+    nodes = ({s['numa_node'] for s in prof['sockets']}
+             | {r['numa_node'] for r in prof['regions']}
+             | {n['numa_node'] for n in prof['namespaces']})
+    nodes.discard(None)
+    listing = []
+    dram = split_exact(prof['dram_gb'], {
+        node: sum(1 for s in prof['sockets'] if s['numa_node'] == node)
+        for node in nodes}) if prof['sockets'] else {}
+    for node in sorted(nodes):
+        mine = [s for s in prof['sockets'] if s['numa_node'] == node]
+        listing.append({
+            'numa_node': node,
+            'sockets': [s['socket'] for s in mine],
+            'dram_gb': dram.get(node, 0.0),
+            'dram_cache_gb': cache.get(node, 0.0),
+            'memory_mode_gb': _gb(sum(s['memory_mode_gb'] for s in mine)),
+            'app_direct_gb': _gb(sum(s['app_direct_gb'] for s in mine)),
+            'regions': [r['id'] for r in prof['regions']
+                        if r['numa_node'] == node],
+            'namespaces': [n['dev'] for n in prof['namespaces']
+                           if n['numa_node'] == node],
+        })
+    unplaced = [n['dev'] for n in prof['namespaces']
+                if n['numa_node'] is None]
+    if unplaced:
+        prof['notes'].append(
+            'ndctl gives no numa_node for %s (run with --verbose)'
+            % ', '.join(unplaced))
+    if len(prof['sockets']) > 1:
+        prof['notes'].append(EVEN_SPLIT_NOTE)
+    prof['numa_nodes'] = listing
+    prof['dram_cache_gb_per_cell'] = (profile.format_cell_cache(cache)
+                                      if cache else None)
+    return prof

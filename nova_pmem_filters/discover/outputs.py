@@ -119,15 +119,40 @@ def aggregate_metadata(prof):
     if mode == profile.MEMORY_MODE:
         pairs.append((profile.DRAM_CACHE_KEY,
                       _number(prof['dram_cache_gb'])))
+        # Only in a profile with the NUMA listing (--numa).
+        if prof.get('dram_cache_gb_per_cell'):
+            pairs.append((profile.DRAM_CACHE_PER_CELL_KEY,
+                          prof['dram_cache_gb_per_cell']))
     return pairs
 
 
+def _uneven_cells(prof):
+    """The per-cell cache if it is not the scheduler's even split."""
+    raw = prof.get('dram_cache_gb_per_cell')
+    if not raw:
+        return None
+    cells, _problem = profile.parse_cell_cache(raw)
+    if cells and len(set(cells.values())) > 1:
+        return cells
+    return None
+
+
 def aggregate_name(prof):
-    """One aggregate per mode and, in Memory Mode, per DRAM cache size."""
+    """One aggregate per mode and, in Memory Mode, per DRAM cache size.
+
+    A per-cell cache that is not an even split is part of the hardware
+    group too: hosts that differ in it must not share an aggregate.
+    """
     mode = prof['scheduler_mode']
     if mode == profile.MEMORY_MODE:
-        return 'pmem-memory-mode-%sgb' % _number(
+        name = 'pmem-memory-mode-%sgb' % _number(
             prof['dram_cache_gb']).replace('.', '_')
+        cells = _uneven_cells(prof)
+        if cells:
+            name += '-cells-' + '-'.join(
+                '%d_%s' % (cell, _number(gb).replace('.', '_'))
+                for cell, gb in sorted(cells.items()))
+        return name
     return 'pmem-%s' % mode.replace('_', '-')
 
 
@@ -368,22 +393,58 @@ def _table(columns, rows):
     return out
 
 
+def _cells(values):
+    return ','.join(str(v) for v in values) or '-'
+
+
+def _numa_rows(prof):
+    """One row per NUMA node; its namespaces as name (or dev) and size."""
+    by_dev = {n['dev']: n for n in prof['namespaces']}
+    rows = []
+    for node in prof['numa_nodes']:
+        rows.append({
+            'numa_node': node['numa_node'],
+            'sockets': _cells(node['sockets']),
+            'dram_gb': node['dram_gb'],
+            'dram_cache_gb': node['dram_cache_gb'],
+            'memory_mode_gb': node['memory_mode_gb'],
+            'app_direct_gb': node['app_direct_gb'],
+            'regions': _cells(node['regions']),
+            'namespaces': _cells(
+                '%s %s %gG' % (by_dev[d]['name'] or d, by_dev[d]['mode'],
+                               by_dev[d]['size_gb'])
+                for d in node['namespaces']),
+        })
+    return rows
+
+
 def table_lines(prof):
+    numa = 'numa_nodes' in prof
+    summary = _SUMMARY + (('dram_cache_gb_per_cell',) if numa else ())
     lines = _table(('Field', 'Value'),
-                   [(k, prof[k]) for k in _SUMMARY])
-    for key, columns in (
-            ('sockets', ('socket', 'numa_node', 'dram_gb', 'pmem_gb',
-                         'memory_mode_gb', 'app_direct_gb',
-                         'dram_cache_gb')),
-            ('regions', ('id', 'socket', 'numa_node', 'size_gb',
-                         'available_gb')),
-            ('namespaces', ('name', 'dev', 'mode', 'region', 'numa_node',
-                            'size_gb', 'chardev', 'blockdev'))):
-        if prof[key]:
+                   [(k, prof[k]) for k in summary])
+    ns_columns = ('name', 'dev', 'mode', 'region', 'numa_node', 'size_gb',
+                  'chardev', 'blockdev')
+    if numa:
+        ns_columns = ns_columns[:4] + ('socket',) + ns_columns[4:]
+    tables = [
+        ('sockets', ('socket', 'numa_node', 'dram_gb', 'pmem_gb',
+                     'memory_mode_gb', 'app_direct_gb', 'dram_cache_gb'),
+         prof['sockets']),
+        ('regions', ('id', 'socket', 'numa_node', 'size_gb',
+                     'available_gb'), prof['regions']),
+        ('namespaces', ns_columns, prof['namespaces'])]
+    if numa:
+        tables.append(('numa nodes', ('numa_node', 'sockets', 'dram_gb',
+                                      'dram_cache_gb', 'memory_mode_gb',
+                                      'app_direct_gb', 'regions',
+                                      'namespaces'), _numa_rows(prof)))
+    for key, columns, items in tables:
+        if items:
             lines.append('')
             lines.append(key)
             lines.extend(_table(columns, [[item[c] for c in columns]
-                                          for item in prof[key]]))
+                                          for item in items]))
     for note in prof['notes']:
         lines.append('note: %s' % note)
     return lines

@@ -46,6 +46,18 @@ class ProfileError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
+class Namespace:
+    """A PMem namespace of a discovered host, with its NUMA node."""
+
+    name: str
+    dev: str
+    mode: str
+    # None when ndctl did not say (listed without --verbose).
+    numa_node: int
+    size_gb: float
+
+
+@dataclasses.dataclass(frozen=True)
 class HostProfile:
     """What the planner and the doctor read of one discovered host."""
 
@@ -62,6 +74,8 @@ class HostProfile:
     dram_gb: float = None
     vcpus: int = None
     region_gb: tuple = ()
+    # Namespaces (Namespace) of an app_direct host, as ndctl listed them.
+    namespaces: tuple = ()
 
     def as_output_profile(self):
         """The fields :mod:`nova_pmem_filters.discover.outputs` reads."""
@@ -113,6 +127,38 @@ def _regions(data, source):
     return tuple(sorted(sizes))
 
 
+def _optional_text(item, key, where):
+    value = item.get(key)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ProfileError(where, [key], 'expected a non-empty string or '
+                           'null, got %s' % json.dumps(value))
+    return value
+
+
+def _namespaces(data, source):
+    items = data.get('namespaces', [])
+    if not isinstance(items, list):
+        raise ProfileError(source, ['namespaces'], 'expected a list')
+    found = []
+    for i, item in enumerate(items):
+        where = '%s: namespaces.%d' % (source, i)
+        if not isinstance(item, dict):
+            raise ProfileError(source, ['namespaces', i],
+                               'expected an object')
+        node = item.get('numa_node')
+        if node is not None and (not isinstance(node, int)
+                                 or isinstance(node, bool) or node < 0):
+            raise ProfileError(where, ['numa_node'], 'expected a NUMA node '
+                               'id (an integer >= 0) or null, got %s'
+                               % json.dumps(node))
+        found.append(Namespace(
+            name=_optional_text(item, 'name', where),
+            dev=_text(item, 'dev', where),
+            mode=_text(item, 'mode', where),
+            numa_node=node, size_gb=_number(item, 'size_gb', where)))
+    return tuple(found)
+
+
 def parse(data, source):
     """Check one host profile (a decoded JSON document).
 
@@ -143,10 +189,14 @@ def parse(data, source):
         raise ProfileError(source, ['vcpus'], 'expected a positive integer, '
                            'got %s' % json.dumps(vcpus))
     regions = _regions(data, source) if mode == profile.APP_DIRECT else ()
+    # Namespaces matter where vPMEM goes: app_direct hosts.
+    namespaces = (_namespaces(data, source) if mode == profile.APP_DIRECT
+                  else ())
     return HostProfile(source=source, hostname=hostname,
                        hardware_mode=hardware_mode, mode=mode,
                        visible_memory_gb=visible, dram_cache_gb=cache,
-                       dram_gb=dram, vcpus=vcpus, region_gb=regions)
+                       dram_gb=dram, vcpus=vcpus, region_gb=regions,
+                       namespaces=namespaces)
 
 
 def read(path):

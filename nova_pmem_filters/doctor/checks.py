@@ -24,9 +24,11 @@ and what to do. Codes are stable: operators filter on them.
 
 import dataclasses
 import difflib
+import re
 
 from nova_pmem_filters.discover import outputs
 from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters.doctor import snapshot
 from nova_pmem_filters import extra_specs
 from nova_pmem_filters import profile
 
@@ -44,7 +46,9 @@ ALL_WEIGHERS = WEIGHERS_PATH + '.all_weighers'
 NOVA_WEIGHERS_PREFIX = 'nova.scheduler.weights'
 
 AGGREGATE_KEYS = (profile.MODE_KEY, profile.DRAM_CACHE_KEY,
-                  profile.TIER_WEIGHT_MULTIPLIER_KEY)
+                  profile.TIER_WEIGHT_MULTIPLIER_KEY,
+                  profile.DRAM_CACHE_PER_CELL_KEY)
+CACHE_KEYS = (profile.DRAM_CACHE_KEY, profile.DRAM_CACHE_PER_CELL_KEY)
 PMEM_SPEC_KEYS = tuple(sorted(extra_specs.RULES))
 
 # What the integration suite measured with filter-only accounting and two
@@ -73,7 +77,8 @@ CODES = (
     'weighers-not-configured', 'nova-weighers-dropped',
     'filter-only-cache-accounting',
     # aggregates
-    'invalid-pmem-mode', 'invalid-dram-cache', 'memory-mode-without-cache',
+    'invalid-pmem-mode', 'invalid-dram-cache', 'invalid-dram-cache-per-cell',
+    'memory-mode-without-cache',
     'dram-cache-without-memory-mode', 'invalid-weight-multiplier',
     # aggregates and flavors
     'misspelt-key',
@@ -84,6 +89,8 @@ CODES = (
     'aggregates-disagree', 'profile-mismatch', 'mode-trait-mismatch',
     'near-memory-inventory-missing', 'near-memory-inventory-mismatch',
     'cache-overcommitted', 'fleet-host-unknown',
+    # instances with vPMEM
+    'vpmem-numa-remote', 'vpmem-numa-unknown', 'vpmem-guest-numa-nodes',
 )
 
 
@@ -385,10 +392,28 @@ def check_aggregates(snap, view):
                     'Memory Mode, or unset %s'
                     % (profile.MODE_KEY, profile.MEMORY_MODE,
                        profile.DRAM_CACHE_KEY)))
+        if profile.DRAM_CACHE_PER_CELL_KEY in meta:
+            cells = meta[profile.DRAM_CACHE_PER_CELL_KEY]
+            checked = {profile.MODE_KEY: profile.MEMORY_MODE,
+                       profile.DRAM_CACHE_PER_CELL_KEY: cells}
+            if profile.DRAM_CACHE_KEY in meta:
+                checked[profile.DRAM_CACHE_KEY] = meta[profile.DRAM_CACHE_KEY]
+            parsed = profile.from_metadata([checked])
+            if not parsed.known:
+                found.append(Finding(
+                    ERROR, 'invalid-dram-cache-per-cell', obj,
+                    '%s: %s' % (parsed.problem, _rejected_in(agg)),
+                    'openstack aggregate set --property %s=<cell:GB,...> %s '
+                    '(nova-pmem-discover --numa --aggregate prints it), or '
+                    'openstack aggregate unset --property %s %s to split '
+                    '%s evenly over the cells'
+                    % (profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
+                       profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
+                       profile.DRAM_CACHE_KEY)))
         if (mode == profile.MEMORY_MODE
-                and profile.DRAM_CACHE_KEY not in meta):
+                and not any(key in meta for key in CACHE_KEYS)):
             uncached = [h for h in agg.hosts
-                        if not any(profile.DRAM_CACHE_KEY in a.metadata
+                        if not any(key in a.metadata for key in CACHE_KEYS
                                    for a in view.aggregates_of.get(h, ()))]
             if uncached or not agg.hosts:
                 found.append(Finding(
@@ -722,7 +747,145 @@ def check_flavors(snap, view):
     return found
 
 
-CHECKS = (check_config, check_aggregates, check_flavors, check_hosts)
+# --- vPMEM and NUMA ----------------------------------------------------------
+
+VPMEM_RC_PREFIX = 'CUSTOM_PMEM_NAMESPACE_'
+VPMEM_DOC = 'doc/source/numa-vpmem.rst'
+
+
+def _vpmem_rc(label):
+    """Nova's resource class of ``label`` (as orc.normalize_name)."""
+    return VPMEM_RC_PREFIX + re.sub('[^0-9A-Z]+', '_', label.upper())
+
+
+def _vpmem_labels(server):
+    raw = server.extra_specs.get(extra_specs.VPMEM_KEY) or ''
+    return [label.strip() for label in raw.split(',') if label.strip()]
+
+
+def _label_nodes(label, prof, inventories):
+    """NUMA nodes of the namespaces Nova may give for ``label``, or a reason.
+
+    Labels are mapped to namespaces by [libvirt] pmem_namespaces on the
+    compute host, which the doctor cannot read: it takes discovery's rule
+    (nova-pmem-discover --libvirt) and trusts it only where Placement has
+    as many CUSTOM_PMEM_NAMESPACE_<LABEL> as the rule finds namespaces.
+    """
+    named = [ns for ns in prof.namespaces
+             if ns.mode == 'devdax' and ns.name
+             and outputs.label_for(ns.size_gb) == label]
+    rc = _vpmem_rc(label)
+    totals = {inv[rc].get('total') for inv in inventories if rc in inv}
+    if not named or totals != {len(named)}:
+        return None, ('label %s: discovery (%s) finds %d namespace(s) of '
+                      'that size, Placement has %s %s'
+                      % (label, prof.source, len(named),
+                         ' or '.join(str(t) for t in sorted(totals))
+                         if totals else 'no', rc))
+    if any(ns.numa_node is None for ns in named):
+        return None, ('label %s: discovery (%s) has no NUMA node for its '
+                      'namespaces' % (label, prof.source))
+    return {ns.name: ns.numa_node for ns in named}, None
+
+
+def _where(names):
+    """'ns0, ns1 on node 1' from {name: node}."""
+    by_node = {}
+    for name, node in sorted(names.items()):
+        by_node.setdefault(node, []).append(name)
+    return '; '.join('%s on node %d' % (', '.join(ns), node)
+                     for node, ns in sorted(by_node.items()))
+
+
+def check_vpmem_numa(snap, view):
+    """Instances whose vPMEM is not on the host node of their guest node 0.
+
+    Nova's libvirt driver claims any free namespace of the label, whatever
+    the instance's host NUMA cells, and attaches every vPMEM to guest NUMA
+    node 0 (doc/source/numa-vpmem.rst).
+    """
+    found = []
+    nodes = {c.host: c.nodes for c in snap.computes}
+    by_host = {}
+    for server in snap.servers:
+        if server.host and _vpmem_labels(server):
+            by_host.setdefault(server.host, []).append(server)
+    for host in sorted(by_host):
+        obj = 'host %s' % host
+        servers = sorted(by_host[host], key=lambda s: (s.name, s.id))
+        multi = [s for s in servers if s.numa_nodes
+                 and len(s.numa_nodes) > 1]
+        if multi:
+            found.append(Finding(
+                WARNING, 'vpmem-guest-numa-nodes', obj,
+                'instances with vPMEM and several guest NUMA nodes see '
+                'their vPMEM on guest node 0 only (Nova attaches every '
+                'vPMEM there); the vCPUs of the other nodes reach it '
+                'across sockets: %s' % _names(
+                    '%s (%s, host nodes %s)' % (
+                        s.name, s.id, ','.join(str(n) for n in s.numa_nodes))
+                    for s in multi),
+                'give vPMEM flavors hw:numa_nodes=1 (see %s); existing '
+                'instances keep their layout until resized to such a '
+                'flavor' % VPMEM_DOC))
+        prof = view.discovered.get(host)
+        inventories = [snap.providers[n].inventories
+                       for n in nodes.get(host, ())
+                       if n in snap.providers]
+        remote = []
+        unknown = []
+        for server in servers:
+            what = '%s (%s)' % (server.name, server.id)
+            if not server.numa_nodes:
+                unknown.append('%s: its host NUMA nodes are not visible '
+                               '(GET /servers/%s/topology at microversion '
+                               '%s gave no host_node)'
+                               % (what, server.id,
+                                  snapshot.TOPOLOGY_MICROVERSION))
+                continue
+            if prof is None:
+                # Without --fleet the namespaces' nodes are unknown; the
+                # doctor says nothing rather than guess.
+                continue
+            local = server.numa_nodes[0]
+            for label in _vpmem_labels(server):
+                names, reason = _label_nodes(label, prof, inventories)
+                if names is None:
+                    unknown.append('%s: %s' % (what, reason))
+                elif local not in names.values():
+                    remote.append('%s: guest node 0 on host node %d, %s '
+                                  'namespaces %s' % (what, local, label,
+                                                     _where(names)))
+                elif set(names.values()) != {local}:
+                    unknown.append(
+                        '%s: guest node 0 on host node %d; Nova\'s API '
+                        'does not say which %s namespace it holds (%s)'
+                        % (what, local, label, _where(names)))
+        if remote:
+            found.append(Finding(
+                WARNING, 'vpmem-numa-remote', obj,
+                'instances whose vPMEM namespace is on another NUMA node '
+                'than their guest node 0, so every access crosses sockets: '
+                '%s' % _names(remote),
+                'carve namespaces of each label on every socket '
+                '(nova-pmem-discover --libvirt --plan spreads them), then '
+                'cold-migrate these instances (openstack server migrate '
+                'SERVER): Nova draws a namespace without regard to NUMA, '
+                'so check again with the doctor (see %s)' % VPMEM_DOC))
+        if unknown:
+            found.append(Finding(
+                INFO, 'vpmem-numa-unknown', obj,
+                'cannot tell whether the vPMEM of these instances is on the '
+                'NUMA node of their guest node 0: %s' % _names(unknown),
+                'run nova-pmem-discover on the host into the --fleet '
+                'directory; on the host, virsh dumpxml INSTANCE shows the '
+                '/dev/daxX.Y each vPMEM uses and ndctl list -N -v its '
+                'numa_node'))
+    return found
+
+
+CHECKS = (check_config, check_aggregates, check_flavors, check_hosts,
+          check_vpmem_numa)
 
 
 def run(snap):

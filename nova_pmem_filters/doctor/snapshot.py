@@ -22,12 +22,16 @@ import urllib.parse
 
 from openstack import exceptions as sdk_exceptions
 
+from nova_pmem_filters import extra_specs
+
 # Microversions the doctor reads at: flavors with their extra specs (2.61),
 # servers with their embedded flavor (2.47), hypervisors with their service
-# host (2.53); provider traits (Placement 1.6).
+# host (2.53); a server's NUMA topology with its host nodes (2.78, host_node
+# for admins); provider traits (Placement 1.6).
 FLAVOR_MICROVERSION = '2.61'
 SERVER_MICROVERSION = '2.47'
 HYPERVISOR_MICROVERSION = '2.53'
+TOPOLOGY_MICROVERSION = '2.78'
 PLACEMENT_MICROVERSION = '1.6'
 
 
@@ -78,6 +82,10 @@ class Server:
     flavor_name: str
     ram_mb: int
     extra_specs: dict
+    # Host NUMA node of each guest NUMA node, guest node 0 first (GET
+    # /servers/{id}/topology): read for servers with vPMEM (hw:pmem) only;
+    # None when not read or when the API hides the host nodes.
+    numa_nodes: tuple = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,17 +152,38 @@ def _computes(conn):
                  for h, n in sorted(nodes.items()))
 
 
+def _numa_nodes(conn, server_id):
+    """Host node of each guest NUMA node, or None if the API hides it."""
+    try:
+        body = _get(conn.compute, '/servers/%s/topology'
+                    % urllib.parse.quote(server_id), TOPOLOGY_MICROVERSION)
+    except sdk_exceptions.NotFoundException:
+        # Deleted since the listing.
+        return None
+    except sdk_exceptions.HttpException:
+        # A cloud older than 2.78, or a server in a state the API does not
+        # describe: the doctor reports the host nodes as unknown.
+        return None
+    nodes = body.get('nodes') or ()
+    if not nodes or any('host_node' not in n for n in nodes):
+        return None
+    return tuple(n['host_node'] for n in nodes)
+
+
 def _servers(conn):
     servers = []
     for s in _pages(conn.compute, '/servers/detail?all_tenants=1',
                     'servers', SERVER_MICROVERSION):
         flavor = s.get('flavor') or {}
+        specs = dict(flavor.get('extra_specs') or {})
+        host = s.get('OS-EXT-SRV-ATTR:host')
+        vpmem = host and specs.get(extra_specs.VPMEM_KEY)
         servers.append(Server(
             id=s['id'], name=s.get('name') or '',
-            host=s.get('OS-EXT-SRV-ATTR:host'), status=s.get('status'),
+            host=host, status=s.get('status'),
             flavor_name=flavor.get('original_name', ''),
-            ram_mb=flavor.get('ram') or 0,
-            extra_specs=dict(flavor.get('extra_specs') or {})))
+            ram_mb=flavor.get('ram') or 0, extra_specs=specs,
+            numa_nodes=_numa_nodes(conn, s['id']) if vpmem else None))
     return tuple(servers)
 
 

@@ -634,3 +634,150 @@ class ExitStatusTestCase(testtools.TestCase):
         severities = [f.severity for f in checks.run(snap)]
         self.assertEqual(sorted(severities, key=checks.SEVERITIES.index),
                          severities)
+
+
+# --- vPMEM and NUMA ---------------------------------------------------------
+
+def ad_with_namespaces():
+    """ad1 with three named devdax namespaces, as discovery lists them.
+
+    ns0 (126 GiB usable, label 128GB) on node 0, ns1 (128GB) and ns2 (252
+    GiB, label 256GB) on node 1; Placement has the inventories Nova makes
+    of ``[libvirt] pmem_namespaces = 128GB:ns0|ns1,256GB:ns2``.
+    """
+    namespaces = (
+        profiles.Namespace('ns0', 'namespace0.0', 'devdax', 0, 126.0),
+        profiles.Namespace('ns1', 'namespace1.0', 'devdax', 1, 126.0),
+        profiles.Namespace('ns2', 'namespace1.1', 'devdax', 1, 252.0),
+        profiles.Namespace(None, 'namespace0.1', 'fsdax', 0, 500.0))
+    snap = clean()
+    fleet = tuple(dataclasses.replace(p, namespaces=namespaces)
+                  if p.hostname == 'ad1' else p for p in snap.fleet)
+    inventories = dict(snap.providers['ad1'].inventories)
+    inventories['CUSTOM_PMEM_NAMESPACE_128GB'] = {'total': 2}
+    inventories['CUSTOM_PMEM_NAMESPACE_256GB'] = {'total': 1}
+    return with_provider(replace(snap, fleet=fleet), 'ad1',
+                         inventories=inventories)
+
+
+def vpmem_server(name, label, numa_nodes, host='ad1'):
+    return dataclasses.replace(
+        server(name, host, 8, **{'hw:pmem': label}), numa_nodes=numa_nodes)
+
+
+class VpmemNumaTestCase(DoctorTestCase):
+
+    def snap(self, *servers, base=None):
+        base = base or ad_with_namespaces()
+        return replace(base, servers=base.servers + servers)
+
+    def test_local_namespace_is_clean(self):
+        self.assertFindings(self.snap(vpmem_server('v', '256GB', (1,))))
+
+    def test_remote_namespace(self):
+        found = self.assertFindings(
+            self.snap(vpmem_server('far', '256GB', (0,)),
+                      vpmem_server('near', '256GB', (1,))),
+            (checks.WARNING, 'vpmem-numa-remote', 'host ad1'))
+        problem = found[('vpmem-numa-remote', 'host ad1')].problem
+        self.assertIn('far (id-far): guest node 0 on host node 0, 256GB '
+                      'namespaces ns2 on node 1', problem)
+        self.assertNotIn('near', problem)
+
+    def test_label_on_both_nodes_is_unknown(self):
+        found = self.assertFindings(
+            self.snap(vpmem_server('v', '128GB', (0,))),
+            (checks.INFO, 'vpmem-numa-unknown', 'host ad1'))
+        problem = found[('vpmem-numa-unknown', 'host ad1')].problem
+        self.assertIn('ns0 on node 0; ns1 on node 1', problem)
+        self.assertEqual(0, checks.exit_status(checks.run(
+            self.snap(vpmem_server('v', '128GB', (0,))))))
+
+    def test_every_label_of_a_server(self):
+        found = self.assertFindings(
+            self.snap(vpmem_server('v', '128GB,256GB', (0,))),
+            (checks.WARNING, 'vpmem-numa-remote', 'host ad1'),
+            (checks.INFO, 'vpmem-numa-unknown', 'host ad1'))
+        self.assertIn('256GB', found[('vpmem-numa-remote',
+                                      'host ad1')].problem)
+        self.assertIn('128GB', found[('vpmem-numa-unknown',
+                                      'host ad1')].problem)
+
+    def test_multi_node_guest(self):
+        found = self.assertFindings(
+            self.snap(vpmem_server('wide', '256GB', (1, 0))),
+            (checks.WARNING, 'vpmem-guest-numa-nodes', 'host ad1'))
+        finding = found[('vpmem-guest-numa-nodes', 'host ad1')]
+        self.assertIn('wide (id-wide, host nodes 1,0)', finding.problem)
+        self.assertIn('hw:numa_nodes=1', finding.fix)
+        # Guest node 0 on host node 0: remote as well.
+        self.assertFindings(
+            self.snap(vpmem_server('wide', '256GB', (0, 1))),
+            (checks.WARNING, 'vpmem-guest-numa-nodes', 'host ad1'),
+            (checks.WARNING, 'vpmem-numa-remote', 'host ad1'))
+
+    def test_hidden_topology_is_said(self):
+        found = self.assertFindings(
+            self.snap(vpmem_server('v', '256GB', None)),
+            (checks.INFO, 'vpmem-numa-unknown', 'host ad1'))
+        self.assertIn('no host_node',
+                      found[('vpmem-numa-unknown', 'host ad1')].problem)
+
+    def test_labels_discovery_cannot_map(self):
+        # Placement counts another number of 256GB namespaces than
+        # discovery's size rule finds: the host uses labels of its own.
+        snap = ad_with_namespaces()
+        inventories = dict(snap.providers['ad1'].inventories)
+        inventories['CUSTOM_PMEM_NAMESPACE_256GB'] = {'total': 3}
+        snap = with_provider(snap, 'ad1', inventories=inventories)
+        for label, why in (('256GB', 'Placement has 3'),
+                           ('FAST', 'finds 0 namespace(s)')):
+            found = self.assertFindings(
+                self.snap(vpmem_server('v', label, (0,)), base=snap),
+                (checks.INFO, 'vpmem-numa-unknown', 'host ad1'))
+            self.assertIn(why, found[('vpmem-numa-unknown',
+                                      'host ad1')].problem)
+
+    def test_without_fleet_only_what_nova_says(self):
+        snap = replace(ad_with_namespaces(), fleet=None)
+        self.assertFindings(self.snap(vpmem_server('v', '256GB', (0,)),
+                                      base=snap))
+        self.assertFindings(
+            self.snap(vpmem_server('w', '256GB', (0, 1)), base=snap),
+            (checks.WARNING, 'vpmem-guest-numa-nodes', 'host ad1'))
+
+    def test_resource_class_of_a_label(self):
+        # os_resource_classes.normalize_name, as Nova names them.
+        self.assertEqual('CUSTOM_PMEM_NAMESPACE_SMALL_1',
+                         checks._vpmem_rc('small-1'))
+
+
+class CellCacheAggregateTestCase(DoctorTestCase):
+    """pmem_dram_cache_gb_per_cell is one of ours, and checked."""
+
+    MM = 'aggregate pmem-mm'
+
+    def test_valid_per_cell_sizes(self):
+        snap = with_aggregate(clean(), 'pmem-mm',
+                              pmem_dram_cache_gb_per_cell='0:96,1:96')
+        self.assertFindings(snap)
+
+    def test_per_cell_sizes_alone_bound_the_cache(self):
+        snap = with_aggregate(clean(), 'pmem-mm', pmem_dram_cache_gb=None,
+                              pmem_dram_cache_gb_per_cell='0:96,1:96')
+        self.assertFindings(snap)
+
+    def test_invalid_per_cell_sizes(self):
+        for value, words in (('0:96,x:96', 'cell:GB pairs'),
+                             ('0:96,0:96', 'names cell 0 twice'),
+                             ('0:96,1:-1', 'cell:GB pairs'),
+                             ('0:64,1:64', 'adds up to 128 GB')):
+            snap = with_aggregate(clean(), 'pmem-mm',
+                                  pmem_dram_cache_gb_per_cell=value)
+            found = self.assertFindings(
+                snap, (checks.ERROR, 'invalid-dram-cache-per-cell', self.MM))
+            finding = found[('invalid-dram-cache-per-cell', self.MM)]
+            self.assertIn(words, finding.problem)
+            self.assertIn('mm1, mm2', finding.problem)
+            self.assertIn('unset --property pmem_dram_cache_gb_per_cell',
+                          finding.fix)

@@ -344,3 +344,56 @@ class CliTestCase(testtools.TestCase):
             dataclasses.replace(broken, config=None)))
         status, _out, _err = self.useFixture(StubCloud(broken)).doctor()
         self.assertEqual(expected, status)
+
+
+class GatherTopologyTestCase(testtools.TestCase):
+    """Servers with vPMEM: their host NUMA nodes from the topology API."""
+
+    def serve(self, snap, topology):
+        """StubCloud of ``snap`` that also answers /servers/ID/topology."""
+        cloud = self.useFixture(StubCloud(snap))
+        # The handler calls server.app; StubCloud's routes stay as they are.
+        inner = cloud.stub.server.app
+
+        def app(method, path, headers, body):
+            parts = urllib.parse.urlsplit(path).path.rstrip('/').split('/')
+            if parts[-1] == 'topology' and parts[-3] == 'servers':
+                if parts[-2] not in topology:
+                    return 404, {'itemNotFound': {'code': 404}}
+                return 200, {'nodes': topology[parts[-2]],
+                             'pagesize_kb': None}
+            return inner(method, path, headers, body)
+
+        cloud.stub.server.app = app
+        return cloud
+
+    def test_host_nodes_of_vpmem_servers(self):
+        servers = (
+            cases.vpmem_server('v1', '256GB', (1,)),
+            cases.vpmem_server('v2', '128GB', (0, 1)),
+            # Policy hides host_node: unknown, not guessed.
+            cases.vpmem_server('v3', '128GB', None),
+            # Gone between the listing and the topology call.
+            cases.vpmem_server('v4', '128GB', None),
+            cases.server('plain', 'mm1', 4))
+        snap = cases.replace(cases.clean(), servers=servers)
+        topology = {
+            'id-v1': [{'vcpu_set': [0, 1], 'siblings': [], 'memory_mb': 8192,
+                       'host_node': 1, 'cpu_pinning': {}}],
+            'id-v2': [{'vcpu_set': [0], 'siblings': [], 'memory_mb': 4096,
+                       'host_node': 0, 'cpu_pinning': {}},
+                      {'vcpu_set': [1], 'siblings': [], 'memory_mb': 4096,
+                       'host_node': 1, 'cpu_pinning': {}}],
+            'id-v3': [{'vcpu_set': [0], 'siblings': [], 'memory_mb': 8192}],
+        }
+        cloud = self.serve(snap, topology)
+        conn = openstack.connect(cloud='stub')
+        self.addCleanup(conn.close)
+        got = snapshot.gather(conn)
+        self.assertEqual(_without_local(snap), got)
+        asked = {p.split('/')[-2]: h.get('OpenStack-API-Version')
+                 for m, p, h in cloud.stub.requests
+                 if p.endswith('/topology')}
+        # Only servers with hw:pmem, at the microversion with host_node.
+        self.assertEqual(dict.fromkeys(['id-v1', 'id-v2', 'id-v3', 'id-v4'],
+                                       'compute 2.78'), asked)
