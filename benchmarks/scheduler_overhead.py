@@ -26,12 +26,38 @@ run:
 The target is that every one of ours costs at most 1.5 times
 AggregateInstanceExtraSpecsFilter per host (best of the repeats).
 
+The NUMA case (skip it with ``--no-numa``) builds as many memory_mode
+HostStates again, each with a real two-cell ``objects.NUMATopology`` (4K
+pages, cells' ``memory_usage`` and ``cpu_usage`` those of the host's
+NUMA-bound instances), a PciDeviceStats and one Placement allocation
+candidate, with about 40% of their instances NUMA-bound
+(``instance.numa_topology``, cells on host cells). Its requests are
+``hw:numa_nodes=1`` flavors with ``pmem:priority=high``, whose
+``numa_topology`` is ``nova.virt.hardware.numa_get_constraints(flavor,
+image_meta)`` as the API builds it. It times in the same run, each request
+through every class in Nova's order with the same RequestSpec:
+
+* Nova's NUMATopologyFilter (``filter_all``), the baseline;
+* PmemCacheFilter, which fits the request with Nova's
+  ``numa_fit_instance_to_host`` once per host and checks the DRAM caches of
+  the cells it would claim;
+* PmemCacheHeadroomWeigher and PmemNumaCellWeigher, which reuse the filter's
+  fit of the same request; and PmemNumaCellWeigher "alone", on a copy of the
+  RequestSpec, as when PmemCacheFilter is not enabled and it fits each host
+  itself.
+
+Its target is that every one of ours costs at most 1.5 times
+NUMATopologyFilter per host. PmemCacheFilter's decisions are checked against
+the benchmark's own arithmetic (some hosts pass, some fail on a full cell)
+so that it cannot measure a no-op, and the first request on an empty ledger
+must again make one batched load per cell, the ones after it none.
+
 There is no database: ``InstanceList.get_by_filters`` is replaced by a
 counting stand-in that returns the instances of the requested UUIDs with
-their flavors, and ``Instance.obj_load_attr`` (one query per instance in real
-Nova) is counted as a query too. The first request on an empty
-``hostinfo.LEDGER`` must make exactly one batched load per cell; the
-requests after it none.
+their flavors and NUMA topologies, and ``Instance.obj_load_attr`` (one
+query per instance in real Nova) is counted as a query too. The first
+request on an empty ``hostinfo.LEDGER`` must make exactly one batched load
+per cell; the requests after it none.
 
 Run::
 
@@ -39,6 +65,7 @@ Run::
     python benchmarks/scheduler_overhead.py --no-fail  # report only
     python benchmarks/scheduler_overhead.py --sizes 1000 --profile
     python benchmarks/scheduler_overhead.py --cpu-time # on a busy machine
+    python benchmarks/scheduler_overhead.py --no-numa  # without NUMA case
 
 The exit status is 1 when a target is missed, unless ``--no-fail``.
 """
@@ -64,10 +91,12 @@ import nova.conf
 from nova import context as nova_context
 from nova import objects
 from nova.scheduler.filters import aggregate_instance_extra_specs as aies
+from nova.scheduler.filters import numa_topology_filter
 from nova.scheduler import host_manager
 from nova.scheduler import weights
 from nova.scheduler.weights import ram
 from nova import version as nova_version
+from nova.virt import hardware
 
 from nova_pmem_filters import filters as pmem_filters
 from nova_pmem_filters import hostinfo
@@ -169,27 +198,84 @@ REQUESTS = [
 BASE_FILTER = 'AggregateInstanceExtraSpecsFilter'
 BASE_WEIGHER = 'RAMWeigher'
 
+# The NUMA case: memory_mode hosts with two NUMA cells (sockets) of 56
+# threads (28 cores x 2) and half the host's RAM each.
+BASE_NUMA_FILTER = 'NUMATopologyFilter'
+NUMA_CELLS = 2
+CPUS_PER_CELL = 56
+
+# The aggregates above and one more: a host whose two sockets' DRAM caches
+# differ (DIMM population), given per cell.
+NUMA_AGGREGATES = AGGREGATES + [
+    ('pmem-mm-cells', {'pmem_mode': 'memory_mode',
+                       'pmem_dram_cache_gb_per_cell': '0:64,1:128',
+                       'storage': 'ssd', 'network': '100g'}),
+]
+
+# host index % 5 -> (aggregates besides the availability zone, the DRAM
+# cache of each cell in GB as PmemCacheFilter must derive it).
+NUMA_LAYOUT = {
+    0: (['pmem-mm-128'], (64, 64)),
+    1: (['pmem-mm-192'], (96, 96)),
+    2: (['pmem-mm-gen2', 'dram-cache-256'], (128, 128)),
+    3: (['pmem-mm-cells'], (64, 128)),
+    4: (['pmem-mm-192'], (96, 96)),
+}
+
+# The instances of the NUMA hosts: the memory_mode flavors above, floating,
+# and three NUMA-bound ones (hw:numa_nodes).
+NUMA_INSTANCE_FLAVORS = INSTANCE_FLAVORS['memory_mode'] + [
+    ('m1.xlarge.numa', 16384, {'hw:numa_nodes': '1',
+                               'pmem:hot_ratio': '0.25'}),
+    ('db.2xlarge.numa', 32768, {'hw:numa_nodes': '1',
+                                'pmem:hot_ratio': '0.25',
+                                'pmem:priority': 'high'}),
+    ('r1.4xlarge.numa2', 65536, {'hw:numa_nodes': '2',
+                                 'pmem:hot_ratio': '0.1'}),
+]
+
+# The requests of every NUMA round. Both are pmem:priority=high, so that
+# PmemNumaCellWeigher does its work on every call.
+NUMA_REQUESTS = [
+    ('db.numa', 32768, {
+        'hw:numa_nodes': '1',
+        'pmem:modes': 'dram,memory_mode',
+        'pmem:hot_ratio': '0.25',
+        'pmem:priority': 'high',
+    }),
+    ('cache.numa', 16384, {
+        'hw:numa_nodes': '1',
+        'pmem:modes': 'dram,memory_mode',
+        'pmem:hot_ratio': '0.75',
+        'pmem:priority': 'high',
+    }),
+]
+
 
 class CountingCellDatabase(object):
     """Stands in for the cell databases, counting every query.
 
     ``get_by_filters`` answers the ledger's batched flavor load with real
-    Instance objects (flavor and ``deleted`` loaded) of the requested UUIDs
-    that live in the context's cell; ``obj_load_attr`` is what a lazy load of
+    Instance objects (``deleted`` and the ``expected_attrs`` flavor and
+    ``numa_topology`` loaded) of the requested UUIDs that live in the
+    context's cell; ``obj_load_attr`` is what a lazy load of
     one field of one instance would have been.
     """
 
     def __init__(self):
         self.flavor_of = {}
+        self.numa_of = {}
         self.cell_of = {}
         self.batched = collections.Counter()
         self.lazy = collections.Counter()
         self.batched_rows = 0
         self.seconds = 0.0
 
-    def add(self, cell_uuid, uuid, flavor):
+    def add(self, cell_uuid, uuid, flavor, numa_topology=None):
         self.flavor_of[uuid] = flavor
         self.cell_of[uuid] = cell_uuid
+        if numa_topology is not None:
+            self.numa_of[uuid] = numa_topology
 
     def reset_counts(self):
         self.batched.clear()
@@ -207,6 +293,7 @@ class CountingCellDatabase(object):
         if set(filters) != {'uuid'}:
             raise AssertionError('unexpected filters %r' % sorted(filters))
         with_flavor = 'flavor' in (expected_attrs or ())
+        with_numa = 'numa_topology' in (expected_attrs or ())
         found = []
         for uuid in filters['uuid']:
             if self.cell_of.get(uuid) != cell:
@@ -214,6 +301,10 @@ class CountingCellDatabase(object):
             inst = objects.Instance(context, uuid=uuid, deleted=False)
             if with_flavor:
                 inst.flavor = self.flavor_of[uuid]
+            if with_numa:
+                # None for an instance without a NUMA topology, as Nova's
+                # instance_extra gives it.
+                inst.numa_topology = self.numa_of.get(uuid)
             found.append(inst)
         self.batched_rows += len(found)
         result = objects.InstanceList(context, objects=found)
@@ -226,6 +317,8 @@ class CountingCellDatabase(object):
             inst.flavor = self.flavor_of[inst.uuid]
         elif attrname == 'deleted':
             inst.deleted = False
+        elif attrname == 'numa_topology':
+            inst.numa_topology = self.numa_of.get(inst.uuid)
         else:
             raise AssertionError('unexpected lazy-load of Instance.%s'
                                  % attrname)
@@ -267,22 +360,55 @@ def make_flavor(flavorid, name, memory_mb, extra_specs):
         description=None, extra_specs=dict(extra_specs))
 
 
-def make_request_specs(ctxt):
-    """New RequestSpecs, one per entry of REQUESTS.
+def make_image_meta():
+    return objects.ImageMeta.from_dict({
+        'id': '6ee4a3d3-1b5d-4a4e-9d2c-3c1a4b0e9f10', 'name': 'bench',
+        'disk_format': 'qcow2', 'container_format': 'bare', 'min_ram': 0,
+        'min_disk': 0, 'size': 1 << 30, 'status': 'active',
+        'properties': {}})
+
+
+def make_request_specs(ctxt, requests=REQUESTS):
+    """New RequestSpecs, one per entry of ``requests``.
 
     Nova deserialises a new RequestSpec (and Flavor) for every request and
     hands that same object to every filter and weigher of the request, so
-    each benchmark round gets new ones.
+    each benchmark round gets new ones. A flavor with ``hw:numa_nodes`` gets
+    what the API and the conductor give such a request: the image, the
+    ``numa_topology`` of ``numa_get_constraints``, empty PCI requests and
+    network metadata, no request groups.
     """
     specs = []
-    for index, (name, memory_mb, extra_specs) in enumerate(REQUESTS):
+    for index, (name, memory_mb, extra_specs) in enumerate(requests):
         flavor = make_flavor(100 + index, name, memory_mb, extra_specs)
-        specs.append(objects.RequestSpec(
+        spec = objects.RequestSpec(
             ctxt, instance_uuid=str(uuid_lib.uuid4()), flavor=flavor,
             num_instances=1, project_id='bench', user_id='bench',
             scheduler_hints={}, ignore_hosts=None, force_hosts=None,
-            force_nodes=None))
+            force_nodes=None)
+        if 'hw:numa_nodes' in extra_specs:
+            image = make_image_meta()
+            spec.image = image
+            spec.numa_topology = hardware.numa_get_constraints(flavor,
+                                                               image)
+            spec.pci_requests = objects.InstancePCIRequests(requests=[])
+            spec.network_metadata = objects.NetworkMetadata(
+                physnets=set(), tunneled=False)
+            spec.requested_resources = []
+        specs.append(spec)
     return specs
+
+
+def make_cell_contexts(cells):
+    admin = nova_context.get_admin_context()
+    contexts = []
+    for index in range(cells):
+        # What context.target_cell() yields; the ledger reads only
+        # cell_uuid, and there is no cell database to connect to.
+        cctxt = nova_context.RequestContext.from_dict(admin.to_dict())
+        cctxt.cell_uuid = str(uuid_lib.UUID(int=index + 1))
+        contexts.append(cctxt)
+    return contexts
 
 
 class Cloud(object):
@@ -290,14 +416,7 @@ class Cloud(object):
 
     def __init__(self, size, cells, database, rng):
         self.size = size
-        admin = nova_context.get_admin_context()
-        self.cell_contexts = []
-        for index in range(cells):
-            # What context.target_cell() yields; the ledger reads only
-            # cell_uuid, and there is no cell database to connect to.
-            cctxt = nova_context.RequestContext.from_dict(admin.to_dict())
-            cctxt.cell_uuid = str(uuid_lib.UUID(int=index + 1))
-            self.cell_contexts.append(cctxt)
+        self.cell_contexts = make_cell_contexts(cells)
         self.aggs_by_name = {}
         for agg_id, (name, metadata) in enumerate(AGGREGATES, start=1):
             self.aggs_by_name[name] = objects.Aggregate(
@@ -367,6 +486,220 @@ class Cloud(object):
         return self.size * INSTANCES_PER_HOST
 
 
+def hot_ratio_of(extra_specs):
+    return float(extra_specs.get('pmem:hot_ratio',
+                                 CONF.pmem.default_hot_ratio))
+
+
+def host_numa_topology(cell_memory_mb, memory_usage, cpu_usage):
+    """A two-cell NUMATopology as the libvirt driver reports it.
+
+    4K pages only (no huge pages), no dedicated CPUs; ``memory_usage`` and
+    ``cpu_usage`` are the NUMA-bound instances' ({cell: MB or vCPUs}), as
+    ``hardware.numa_usage_from_instance_numa`` accounts them.
+    """
+    cells = []
+    half = CPUS_PER_CELL // 2
+    for cell in range(NUMA_CELLS):
+        first = cell * CPUS_PER_CELL
+        cells.append(objects.NUMACell(
+            id=cell, socket=cell,
+            cpuset=set(range(first, first + CPUS_PER_CELL)),
+            pcpuset=set(), memory=cell_memory_mb,
+            cpu_usage=cpu_usage[cell], memory_usage=memory_usage[cell],
+            pinned_cpus=set(),
+            siblings=[{first + core, first + core + half}
+                      for core in range(half)],
+            mempages=[objects.NUMAPagesTopology(
+                size_kb=4, total=cell_memory_mb * 1024 // 4,
+                used=memory_usage[cell] * 1024 // 4, reserved=0)],
+            network_metadata=objects.NetworkMetadata(
+                physnets=set(), tunneled=False)))
+    return objects.NUMATopology(cells=cells)
+
+
+class NumaCloud(object):
+    """``size`` memory_mode HostStates with two NUMA cells each.
+
+    About 40% of the instances are NUMA-bound; each host leans on one cell
+    (three in four of its one-cell instances are there), so the cells of a
+    host fill unevenly. The benchmark's own picture of each host (``caps``,
+    ``floating``, ``bound``: hot MB) decides independently of the code
+    measured what PmemCacheFilter must do.
+    """
+
+    def __init__(self, size, cells, database, rng):
+        self.size = size
+        self.cell_contexts = make_cell_contexts(cells)
+        self.aggs_by_name = {}
+        for agg_id, (name, metadata) in enumerate(NUMA_AGGREGATES,
+                                                  start=1):
+            self.aggs_by_name[name] = objects.Aggregate(
+                id=agg_id, uuid=str(uuid_lib.uuid4()), name=name,
+                hosts=[], metadata=dict(metadata))
+        image = make_image_meta()
+        flavors = []
+        for flavorid, (name, memory_mb, extra_specs) in enumerate(
+                NUMA_INSTANCE_FLAVORS, start=201):
+            flavors.append(make_flavor(flavorid, name, memory_mb,
+                                       extra_specs))
+        # (flavor id, host cells) -> the InstanceNUMATopology Nova stores
+        # for such an instance; shared, as nothing here changes them.
+        topologies = {}
+        now = datetime.datetime.now(datetime.timezone.utc)
+        total_mb = HOST_MEMORY_MB['memory_mode']
+        cell_memory_mb = total_mb // NUMA_CELLS
+        self.hosts = []
+        self.candidates = []
+        self.caps = {}
+        self.floating = {}
+        self.bound = {}
+        self.bound_instances = 0
+        self.aggregate_counts = collections.Counter()
+        for index in range(size):
+            agg_names, cache_gb = NUMA_LAYOUT[index % len(NUMA_LAYOUT)]
+            if len(agg_names) == 1 and index // 10 % 3 < 2:
+                agg_names = agg_names + [('az1', 'az2')[index // 10 % 3]]
+            aggregates = [self.aggs_by_name[n] for n in agg_names]
+            cctxt = self.cell_contexts[index * cells // size]
+            host = 'numa-%05d' % index
+            leaning = rng.randrange(NUMA_CELLS)
+            inst_dict = {}
+            used_mb = vcpus_used = 0
+            memory_usage = [0] * NUMA_CELLS
+            cpu_usage = [0] * NUMA_CELLS
+            floating = 0.0
+            bound = [0.0] * NUMA_CELLS
+            for _ in range(INSTANCES_PER_HOST):
+                uuid = str(uuid_lib.UUID(int=rng.getrandbits(128),
+                                         version=4))
+                flavor = rng.choice(flavors)
+                used_mb += flavor.memory_mb
+                vcpus_used += flavor.vcpus
+                hot = flavor.memory_mb * hot_ratio_of(flavor.extra_specs)
+                nodes = int(flavor.extra_specs.get('hw:numa_nodes', 0))
+                topology = None
+                if not nodes:
+                    floating += hot
+                else:
+                    if nodes == NUMA_CELLS:
+                        placed = tuple(range(NUMA_CELLS))
+                    elif rng.random() < 0.75:
+                        placed = (leaning,)
+                    else:
+                        placed = (rng.randrange(NUMA_CELLS),)
+                    key = (flavor.id, placed)
+                    topology = topologies.get(key)
+                    if topology is None:
+                        topology = hardware.numa_get_constraints(flavor,
+                                                                 image)
+                        for inst_cell, host_cell in zip(topology.cells,
+                                                        placed):
+                            inst_cell.id = host_cell
+                        topologies[key] = topology
+                    for inst_cell in topology.cells:
+                        memory_usage[inst_cell.id] += inst_cell.memory
+                        cpu_usage[inst_cell.id] += len(inst_cell.cpuset)
+                        bound[inst_cell.id] += (
+                            hot * inst_cell.memory / flavor.memory_mb)
+                    self.bound_instances += 1
+                database.add(cctxt.cell_uuid, uuid, flavor, topology)
+                inst_dict[uuid] = objects.Instance(cctxt, uuid=uuid)
+            numa_topology = host_numa_topology(cell_memory_mb, memory_usage,
+                                               cpu_usage)
+            compute = objects.ComputeNode(
+                id=index + 1, uuid=str(uuid_lib.uuid4()), host=host,
+                hypervisor_hostname=host, hypervisor_type='QEMU',
+                hypervisor_version=8002000, cpu_info='{}',
+                host_ip='10.1.%d.%d' % (index // 250, index % 250 + 1),
+                memory_mb=total_mb, memory_mb_used=used_mb,
+                free_ram_mb=total_mb - used_mb,
+                vcpus=NUMA_CELLS * CPUS_PER_CELL, vcpus_used=vcpus_used,
+                local_gb=3500, local_gb_used=INSTANCES_PER_HOST * 40,
+                free_disk_gb=3500 - INSTANCES_PER_HOST * 40,
+                disk_available_least=1800, running_vms=INSTANCES_PER_HOST,
+                current_workload=0,
+                # A string field: HostState.update() deserialises it.
+                numa_topology=numa_topology._to_json(),
+                pci_device_pools=objects.PciDevicePoolList(objects=[]),
+                supported_hv_specs=[], metrics=None,
+                stats={'num_instances': str(INSTANCES_PER_HOST)},
+                cpu_allocation_ratio=4.0, ram_allocation_ratio=1.0,
+                disk_allocation_ratio=1.0, updated_at=now)
+            host_state = host_manager.HostState(host, host, cctxt.cell_uuid)
+            host_state.update(compute, {'host': host, 'disabled': False,
+                                        'forced_down': False},
+                              aggregates, inst_dict)
+            self.hosts.append(host_state)
+            # One Placement allocation candidate, as the scheduler's
+            # HostManager gives every host of a request without request
+            # groups.
+            self.candidates.append([{
+                'allocations': {compute.uuid: {'resources': {
+                    'VCPU': 8, 'MEMORY_MB': 32768, 'DISK_GB': 40}}},
+                'mappings': {'': [compute.uuid]},
+            }])
+            ratio = CONF.pmem.cache_overcommit_ratio
+            self.caps[host] = {cell: gb * GB * ratio
+                               for cell, gb in enumerate(cache_gb)}
+            self.floating[host] = floating
+            self.bound[host] = dict(enumerate(bound))
+            self.aggregate_counts[len(aggregates)] += 1
+        self.weighed = [weights.WeighedHost(hs, 0.0) for hs in self.hosts]
+        self.reset_candidates()
+
+    def reset_candidates(self):
+        """Every host's allocation candidates, as at a request's start.
+
+        NUMATopologyFilter keeps only the candidates that fit (and a host
+        without any is out); HostManager gives each request new ones.
+        """
+        for host_state, candidates in zip(self.hosts, self.candidates):
+            host_state.allocation_candidates = list(candidates)
+
+    @property
+    def instances(self):
+        return self.size * INSTANCES_PER_HOST
+
+    def expected(self, spec):
+        """What PmemCacheFilter must decide, from the benchmark's numbers.
+
+        :returns: ({host: reason}, reason one of 'pass', 'full cell',
+            'full cell, host-wide fits', 'no NUMA fit').
+        """
+        memory_mb = spec.flavor.memory_mb
+        hot_ratio = hot_ratio_of(spec.flavor.extra_specs)
+        verdicts = {}
+        for host_state in self.hosts:
+            host = host_state.host
+            limits = objects.NUMATopologyLimits(
+                cpu_allocation_ratio=host_state.cpu_allocation_ratio,
+                ram_allocation_ratio=host_state.ram_allocation_ratio)
+            fitted = hardware.numa_fit_instance_to_host(
+                host_state.numa_topology, spec.numa_topology.obj_clone(),
+                provider_mapping={'': [host_state.uuid]}, limits=limits,
+                pci_stats=host_state.pci_stats)
+            if fitted is None:
+                verdicts[host] = 'no NUMA fit'
+                continue
+            caps = self.caps[host]
+            total_cap = sum(caps.values())
+            used = {cell: self.bound[host][cell]
+                    + self.floating[host] * cap / total_cap
+                    for cell, cap in caps.items()}
+            full = [cell for cell in fitted.cells
+                    if used[cell.id] + cell.memory * hot_ratio
+                    > caps[cell.id] + 1e-6]
+            if not full:
+                verdicts[host] = 'pass'
+            elif (sum(used.values()) + memory_mb * hot_ratio
+                  <= total_cap + 1e-6):
+                verdicts[host] = 'full cell, host-wide fits'
+            else:
+                verdicts[host] = 'full cell'
+        return verdicts
+
+
 # time.perf_counter, or time.thread_time with --cpu-time.
 TIMER = time.perf_counter
 
@@ -384,10 +717,14 @@ def _timed(func):
 class Subject(object):
     """One filter or weigher under test, and how the scheduler calls it."""
 
-    def __init__(self, obj, kind):
+    def __init__(self, obj, kind, alone=False):
         self.obj = obj
         self.kind = kind
         self.name = obj.__class__.__name__
+        # Alone: on a copy of the request's RequestSpec, so that nothing an
+        # earlier class of the request computed for it is reused.
+        self.alone = alone
+        self.label = self.name + (', alone' if alone else '')
         self.seconds = []
 
     def call(self, cloud, spec):
@@ -401,6 +738,8 @@ class Subject(object):
         return sum(1 for w in result if w)
 
     def run(self, cloud, spec):
+        if self.alone:
+            spec = spec.obj_clone()
         seconds, result = _timed(lambda: self.call(cloud, spec))
         return seconds, self.count(result)
 
@@ -424,14 +763,28 @@ def make_subjects():
     ]
 
 
-def profile_ours(cloud, ctxt, subjects, out):
+def make_numa_subjects():
+    return [
+        Subject(numa_topology_filter.NUMATopologyFilter(), 'filter'),
+        Subject(pmem_filters.PmemCacheFilter(), 'filter'),
+        Subject(pmem_weighers.PmemCacheHeadroomWeigher(), 'weigher'),
+        Subject(pmem_weighers.PmemNumaCellWeigher(), 'weigher'),
+        Subject(pmem_weighers.PmemNumaCellWeigher(), 'weigher', alone=True),
+    ]
+
+
+def profile_ours(cloud, ctxt, subjects, out, requests=REQUESTS,
+                 bases=(BASE_FILTER, BASE_WEIGHER)):
     for subject in subjects:
-        if subject.name in (BASE_FILTER, BASE_WEIGHER):
+        if subject.name in bases or subject.alone:
             continue
+        if isinstance(cloud, NumaCloud):
+            # Ours only read them.
+            cloud.reset_candidates()
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(3):
-            for spec in make_request_specs(ctxt):
+            for spec in make_request_specs(ctxt, requests):
                 subject.call(cloud, spec)
         prof.disable()
         buf = io.StringIO()
@@ -441,7 +794,7 @@ def profile_ours(cloud, ctxt, subjects, out):
                  if line.strip() and 'Ordered by' not in line
                  and 'List reduced' not in line]
         out('  profile of %s (3 rounds x %d requests, sorted by own time):'
-            % (subject.name, len(REQUESTS)))
+            % (subject.name, len(requests)))
         for line in lines[1:]:
             out('    ' + line.rstrip())
 
@@ -466,17 +819,10 @@ def bench_size(size, args, database, ctxt, rng, out):
     by_name = {s.name: s for s in subjects}
 
     # Cold: the first request of the process, on an empty ledger.
-    hostinfo.LEDGER = hostinfo.HotRamLedger()
-    database.reset_counts()
     cache_filter = by_name['PmemCacheFilter']
-    gc.collect()
-    cold_spec = make_request_specs(ctxt)[0]
-    cold_seconds, cold_result = _timed(
-        lambda: cache_filter.call(cloud, cold_spec))
-    cold_batched = dict(database.batched)
-    cold_lazy = sum(database.lazy.values())
-    cold_db_seconds = database.seconds
-    cold_rows = database.batched_rows
+    (cold_seconds, cold_result, cold_batched, cold_lazy, cold_db_seconds,
+     cold_rows) = _cold_request(cloud, database, cache_filter,
+                                make_request_specs(ctxt)[0])
 
     # Warm: rounds of one request per entry of REQUESTS, each request
     # through every class in Nova's order (filters, then weighers) with the
@@ -530,40 +876,225 @@ def bench_size(size, args, database, ctxt, rng, out):
     mm_hosts = cloud.modes['memory_mode']
     cells_with_mm = len({hs.cell_uuid for hs in cloud.hosts
                          if cloud.mode_of[hs.host] == 'memory_mode'})
-    cold_ok = (cold_lazy == 0 and len(cold_batched) == cells_with_mm
+    failures.extend(_query_verdicts(
+        out, '', cold_seconds, cold_db_seconds, cold_rows, mm_hosts,
+        'memory_mode host', cold_batched, cold_lazy, cells_with_mm,
+        warm_requests, len(subjects), warm_batched, warm_lazy, same, size))
+    if args.profile:
+        profile_ours(cloud, ctxt, subjects, out)
+    return failures
+
+
+def _cold_request(cloud, database, cache_filter, spec):
+    """PmemCacheFilter's first request on an empty ledger, timed.
+
+    :returns: (seconds, passing hosts, batched loads per cell, lazy-loads,
+        seconds in the DB stand-in, rows it built).
+    """
+    hostinfo.LEDGER = hostinfo.HotRamLedger()
+    database.reset_counts()
+    gc.collect()
+    seconds, result = _timed(lambda: cache_filter.call(cloud, spec))
+    return (seconds, result, dict(database.batched),
+            sum(database.lazy.values()), database.seconds,
+            database.batched_rows)
+
+
+def _query_verdicts(out, case, cold_seconds, cold_db_seconds, cold_rows,
+                    hosts, host_word, cold_batched, cold_lazy, cells,
+                    warm_requests, classes, warm_batched, warm_lazy, same,
+                    size):
+    """Print the database-query verdicts of a case; return its failures.
+
+    The first request on an empty ledger must make one batched load per
+    cell and no lazy-load; the timed requests after it none at all.
+    """
+    failures = []
+    label = ('%s case: ' % case.strip()) if case else ''
+    cold_ok = (cold_lazy == 0 and len(cold_batched) == cells
                and all(n == 1 for n in cold_batched.values()))
     warm_ok = warm_batched == 0 and warm_lazy == 0
-    out('DB cold: first PmemCacheFilter request on an empty ledger (once '
+    out('DB cold: first %sPmemCacheFilter request on an empty ledger (once '
         'per process, not in the ratios): %.0f ms, of which %.0f ms in the '
-        'DB stand-in building %s Instance rows; ours %.0f us per '
-        'memory_mode host' % (
-            cold_seconds * 1e3, cold_db_seconds * 1e3,
+        'DB stand-in building %s Instance rows; ours %.0f us per %s' % (
+            case, cold_seconds * 1e3, cold_db_seconds * 1e3,
             format(cold_rows, ','),
-            (cold_seconds - cold_db_seconds) * 1e6 / max(mm_hosts, 1)))
+            (cold_seconds - cold_db_seconds) * 1e6 / max(hosts, 1),
+            host_word))
     out('         %d batched load(s) over %d cell(s) (max %d per cell), '
         '%d lazy-load(s)  %s' % (
             sum(cold_batched.values()), len(cold_batched),
             max(cold_batched.values() or [0]), cold_lazy,
             'PASS' if cold_ok else 'FAIL'))
-    out('DB warm: the %d timed requests after it, through all %d classes: '
-        '%d batched load(s), %d lazy-load(s)  %s' % (
-            warm_requests, len(subjects), warm_batched, warm_lazy,
+    out('DB warm: the %d timed %srequests after it, through all %d '
+        'classes: %d batched load(s), %d lazy-load(s)  %s' % (
+            warm_requests, case, classes, warm_batched, warm_lazy,
             'PASS' if warm_ok else 'FAIL'))
     if not cold_ok:
-        failures.append('cold request made %s batched load(s) per cell and '
-                        '%d lazy-load(s) at %s hosts (expected 1 per cell, '
-                        '0 lazy)' % (cold_batched, cold_lazy,
-                                     format(size, ',')))
+        failures.append('%scold request made %s batched load(s) per cell '
+                        'and %d lazy-load(s) at %s hosts (expected 1 per '
+                        'cell, 0 lazy)' % (label, cold_batched, cold_lazy,
+                                           format(size, ',')))
     if not warm_ok:
-        failures.append('warm requests made %d batched load(s) and %d '
+        failures.append('%swarm requests made %d batched load(s) and %d '
                         'lazy-load(s) at %s hosts' % (
-                            warm_batched, warm_lazy, format(size, ',')))
+                            label, warm_batched, warm_lazy,
+                            format(size, ',')))
     if not same:
-        failures.append('PmemCacheFilter result changed between the cold '
+        failures.append('%sPmemCacheFilter result changed between the cold '
                         'and the warm request at %s hosts'
-                        % format(size, ','))
+                        % (label, format(size, ',')))
+    return failures
+
+
+def _decisions(cloud, ctxt, by_label, out):
+    """Check, untimed, that the NUMA case measures real decisions.
+
+    Each NUMA request once more: NUMATopologyFilter and PmemCacheFilter
+    against the benchmark's own arithmetic (``NumaCloud.expected``), and
+    some hosts must pass and some fail on a full cell; the weighers must
+    tell hosts apart, and the filter and both weighers together fit each
+    host once (every host has one allocation candidate).
+
+    :returns: (failures, the hosts PmemCacheFilter passed for the first
+        request).
+    """
+    failures = []
+    first = None
+    for spec in make_request_specs(ctxt, NUMA_REQUESTS):
+        name = spec.flavor.name
+        cloud.reset_candidates()
+        fitting = [hs.host for hs in
+                   by_label[BASE_NUMA_FILTER].call(cloud, spec)]
+        fits = mock.Mock(wraps=hardware.numa_fit_instance_to_host)
+        with mock.patch.object(hardware, 'numa_fit_instance_to_host', fits):
+            passing = [hs.host for hs in
+                       by_label['PmemCacheFilter'].call(cloud, spec)]
+            spreads = []
+            for label in ('PmemCacheHeadroomWeigher',
+                          'PmemNumaCellWeigher'):
+                scores = by_label[label].call(cloud, spec)
+                spreads.append((label, sum(1 for w in scores if w),
+                                len({round(w, 6) for w in scores})))
+        if first is None:
+            first = passing
+        expected = cloud.expected(spec)
+        tally = collections.Counter(expected.values())
+        full = tally['full cell'] + tally['full cell, host-wide fits']
+        wrong = set(passing).symmetric_difference(
+            host for host, verdict in expected.items() if verdict == 'pass')
+        wrong_fit = set(fitting).symmetric_difference(
+            host for host, verdict in expected.items()
+            if verdict != 'no NUMA fit')
+        meaningful = (tally['pass'] and full and not wrong and not wrong_fit
+                      and all(scored and distinct > 1
+                              for _label, scored, distinct in spreads)
+                      and fits.call_count == cloud.size)
+        out('Decisions %s: NUMATopologyFilter passes %d, PmemCacheFilter '
+            '%d; the benchmark\'s arithmetic: %d pass, %d fail on a full '
+            'cell (%d of them within the host-wide bound), %d without a '
+            'NUMA fit; %d host(s) differ; %s; NUMA fits by PmemCacheFilter '
+            'and both weighers: %.2f per host  %s' % (
+                name, len(fitting), len(passing), tally['pass'], full,
+                tally['full cell, host-wide fits'], tally['no NUMA fit'],
+                len(wrong) + len(wrong_fit),
+                ', '.join('%s scores %d > 0 (%d distinct)' % spread
+                          for spread in spreads),
+                fits.call_count / cloud.size,
+                'PASS' if meaningful else 'FAIL'))
+        if not meaningful:
+            failures.append(
+                'NUMA request %s at %s hosts: %d pass, %d full cell, %d '
+                'differ from the arithmetic, weighers %s, %d NUMA fits' % (
+                    name, format(cloud.size, ','), tally['pass'], full,
+                    len(wrong) + len(wrong_fit), spreads, fits.call_count))
+    return failures, first
+
+
+def bench_numa(size, args, database, ctxt, out):
+    # A random stream of its own: the main case's hosts stay the same with
+    # or without the NUMA case.
+    rng = random.Random('%d/numa/%d' % (args.seed, size))
+    build_start = time.perf_counter()
+    cloud = NumaCloud(size, args.cells, database, rng)
+    build_seconds = time.perf_counter() - build_start
+    repeats = args.repeats or (15 if size <= 2000 else 5)
+    out('')
+    out('-- NUMA case: %s memory_mode hosts with %d NUMA cells in %d '
+        'cell(s), %d-%d aggregates each, %s instances (%d%% NUMA-bound); '
+        '%d rounds x %d hw:numa_nodes=1 requests; built in %.1f s --' % (
+            format(size, ','), NUMA_CELLS, args.cells,
+            min(cloud.aggregate_counts), max(cloud.aggregate_counts),
+            format(cloud.instances, ','),
+            round(100.0 * cloud.bound_instances / cloud.instances),
+            repeats, len(NUMA_REQUESTS), build_seconds))
+
+    failures = []
+    subjects = make_numa_subjects()
+    by_label = {s.label: s for s in subjects}
+    cache_filter = by_label['PmemCacheFilter']
+
+    # Cold: the first request on an empty ledger, as in a new process.
+    cloud.reset_candidates()
+    (cold_seconds, cold_result, cold_batched, cold_lazy, cold_db_seconds,
+     cold_rows) = _cold_request(cloud, database, cache_filter,
+                                make_request_specs(ctxt, NUMA_REQUESTS)[0])
+
+    # Warm: as in bench_size; each request starts with the hosts' own
+    # allocation candidates, which NUMATopologyFilter narrows.
+    database.reset_counts()
+    warm_requests = 0
+    counts = collections.defaultdict(list)
+    for _ in range(repeats):
+        gc.collect()
+        elapsed = collections.Counter()
+        for spec in make_request_specs(ctxt, NUMA_REQUESTS):
+            cloud.reset_candidates()
+            for subject in subjects:
+                seconds, count = subject.run(cloud, spec)
+                elapsed[subject.label] += seconds
+                counts[subject.label].append(count)
+            warm_requests += 1
+        for subject in subjects:
+            subject.seconds.append(
+                elapsed[subject.label] / len(NUMA_REQUESTS) / cloud.size)
+    warm_batched = sum(database.batched.values())
+    warm_lazy = sum(database.lazy.values())
+
+    base = by_label[BASE_NUMA_FILTER].best_us
+    out('%-34s %8s %8s %8s  %-16s %s' % (
+        'class (us per host)', 'best', 'median', 'x NTF', 'hosts',
+        'target <= %.1fx NTF' % TARGET_RATIO))
+    for subject in subjects:
+        ratio = subject.best_us / base
+        if subject.name == BASE_NUMA_FILTER:
+            verdict = 'baseline'
+        elif ratio <= TARGET_RATIO:
+            verdict = 'PASS'
+        else:
+            verdict = 'FAIL'
+            failures.append('NUMA case: %s %.2fx NUMATopologyFilter at %s '
+                            'hosts' % (subject.label, ratio,
+                                       format(size, ',')))
+        what = 'pass' if subject.kind == 'filter' else 'scored'
+        out('%-34s %8.2f %8.2f %7.2fx  %-16s %s' % (
+            subject.label, subject.best_us, subject.median_us, ratio,
+            '/'.join(str(c)
+                     for c in counts[subject.label][:len(NUMA_REQUESTS)])
+            + ' ' + what,
+            verdict))
+
+    decision_failures, first = _decisions(cloud, ctxt, by_label, out)
+    failures.extend(decision_failures)
+    cells_used = len({hs.cell_uuid for hs in cloud.hosts})
+    same = [hs.host for hs in cold_result] == first
+    failures.extend(_query_verdicts(
+        out, 'NUMA ', cold_seconds, cold_db_seconds, cold_rows, size,
+        'host', cold_batched, cold_lazy, cells_used, warm_requests,
+        len(subjects), warm_batched, warm_lazy, same, size))
     if args.profile:
-        profile_ours(cloud, ctxt, subjects, out)
+        profile_ours(cloud, ctxt, subjects, out, requests=NUMA_REQUESTS,
+                     bases=(BASE_NUMA_FILTER,))
     return failures
 
 
@@ -591,6 +1122,10 @@ def parse_args(argv):
                         help='also print a cProfile of each of our classes')
     parser.add_argument('--no-fail', action='store_true',
                         help='report only; always exit 0')
+    parser.add_argument('--no-numa', action='store_true',
+                        help='skip the NUMA case (NUMA-bound requests on '
+                             'hosts with NUMA cells, against '
+                             'NUMATopologyFilter)')
     args = parser.parse_args(argv)
     args.sizes = [int(s) for s in args.sizes.split(',') if s.strip()]
     if args.cells < 1 or any(s < args.cells for s in args.sizes):
@@ -643,11 +1178,19 @@ def main(argv=None):
         out('Request %s, %d MB: %s' % (
             name, memory_mb,
             ', '.join('%s=%s' % kv for kv in sorted(specs.items()))))
+    if not args.no_numa:
+        for name, memory_mb, specs in NUMA_REQUESTS:
+            out('NUMA request %s, %d MB: %s' % (
+                name, memory_mb,
+                ', '.join('%s=%s' % kv for kv in sorted(specs.items()))))
     out('Columns: us per host per request, best and median of the rounds; '
         'x AIES and x RAMW: best over the best of '
         'AggregateInstanceExtraSpecsFilter and of RAMWeigher; hosts: '
         'passed (filters) or scored > 0 (weighers), one figure per '
         'request.')
+    if not args.no_numa:
+        out('NUMA case columns: x NTF: best over the best of '
+            'NUMATopologyFilter, timed in the same rounds.')
     note = _load_note('at the start')
     if note:
         out(note)
@@ -660,6 +1203,9 @@ def main(argv=None):
         for size in args.sizes:
             failures.extend(bench_size(size, args, database, ctxt, rng,
                                        out))
+            if not args.no_numa:
+                failures.extend(bench_numa(size, args, database, ctxt,
+                                           out))
     out('')
     note = _load_note('at the end')
     if note:
@@ -668,12 +1214,18 @@ def main(argv=None):
     if failures:
         out('VERDICT: FAIL (%.0f s): %s' % (elapsed, '; '.join(failures)))
     else:
+        numa = ''
+        if not args.no_numa:
+            numa = ('; NUMA case: PmemCacheFilter, PmemCacheHeadroomWeigher '
+                    'and PmemNumaCellWeigher each <= %.1fx '
+                    'NUMATopologyFilter, decisions as computed'
+                    % TARGET_RATIO)
         out('VERDICT: PASS (%.0f s): PmemModeFilter, PmemCacheFilter, '
             'PmemTierWeigher and PmemCacheHeadroomWeigher each <= %.1fx '
             'AggregateInstanceExtraSpecsFilter per host at %s hosts; one '
-            'batched DB load per cell cold, none warm.'
+            'batched DB load per cell cold, none warm%s.'
             % (elapsed, TARGET_RATIO,
-               ' and '.join(format(s, ',') for s in args.sizes)))
+               ' and '.join(format(s, ',') for s in args.sizes), numa))
     return 1 if failures and not args.no_fail else 0
 
 
