@@ -35,6 +35,13 @@ pmem_opts = [
                                   'hardware cache in front of it.'),
             (profile.APP_DIRECT, 'DRAM is the system memory; PMem is offered '
                                  'as persistent namespaces (vPMEM).'),
+            (profile.CXL_FLAT, 'DRAM and CXL memory are one pool; the memory '
+                               'controller keeps hot lines in DRAM.'),
+            (profile.CXL_KMEM, 'CXL memory is onlined as CPU-less NUMA '
+                               'nodes; the kernel demotes cold pages to '
+                               'them.'),
+            (profile.CXL_DEVDAX, 'DRAM is the system memory; CXL memory is '
+                                 'kept out of it as devdax devices.'),
         ],
         help="""
 Memory mode of a host that is in no aggregate with ``pmem_mode`` metadata.
@@ -58,8 +65,9 @@ Possible values:
 
 * A comma-separated list of ``dram``, ``memory_mode`` and ``app_direct``.
   The default, all three, lets unlabelled flavors run anywhere. Restrict it,
-  for example to ``dram``, to keep every flavor off PMem hosts unless it
-  opts in.
+  for example to ``dram``, to keep every flavor off PMem and CXL hosts
+  unless it opts in (``cxl_flat`` and ``cxl_kmem`` hosts pass as
+  ``memory_mode``, ``cxl_devdax`` hosts as ``dram``).
 
 Related options:
 

@@ -43,7 +43,7 @@ def mode_passes(request, prof):
         return False, REJECT_CONFLICT
     if not request.constrains_modes:
         return True, None
-    if prof.mode in request.modes:
+    if request.allows(prof.mode):
         return True, None
     return False, (REJECT_MODE if prof.known else REJECT_UNKNOWN)
 
@@ -59,7 +59,7 @@ def cache_passes(prof, used_hot_mb, new_hot_mb, overcommit_ratio,
     """
     if not prof.known:
         return False, REJECT_UNKNOWN
-    if prof.mode != profile.MEMORY_MODE or accounted:
+    if prof.mode not in profile.TIERED or accounted:
         return True, None
     if used_hot_mb is None:
         return False, REJECT_UNREADABLE
@@ -99,7 +99,7 @@ def tier_score(request, prof):
     if request.priority == extra_specs.PRIORITY_HIGH:
         preferred = profile.DRAM_BACKED
     else:
-        preferred = frozenset([profile.MEMORY_MODE])
+        preferred = profile.TIERED
     return 1.0 if prof.mode in preferred else 0.0
 
 

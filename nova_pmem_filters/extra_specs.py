@@ -62,12 +62,15 @@ _HOT_RATIO_RE = re.compile(HOT_RATIO_PATTERN)
 
 MODES_DESCRIPTION = (
     'Comma-separated list of host memory modes this flavor may run on: '
-    '%s. A host in none of them is rejected by PmemModeFilter. Defaults to '
-    '[pmem] default_flavor_modes.' % ', '.join(profile.MODES))
+    '%s. A host in none of them is rejected by PmemModeFilter. CXL hosts '
+    'pass as the mode they behave as: cxl_flat and cxl_kmem as memory_mode, '
+    'cxl_devdax as dram. Defaults to [pmem] default_flavor_modes.'
+    % ', '.join(profile.MODES))
 PRIORITY_DESCRIPTION = (
     'Memory-tier priority of the flavor: high prefers DRAM-backed hosts '
-    '(dram, app_direct), low prefers memory_mode hosts, normal has no '
-    'preference. Used by PmemTierWeigher. Defaults to normal.')
+    '(dram, app_direct, cxl_devdax), low prefers tiered hosts '
+    '(memory_mode, cxl_flat, cxl_kmem), normal has no preference. Used by '
+    'PmemTierWeigher. Defaults to normal.')
 HOT_RATIO_DESCRIPTION = (
     'Share of the flavor RAM that is hot (0 < ratio <= 1, plain decimal). '
     'On a memory_mode host, PmemCacheFilter keeps the hot RAM of all '
@@ -108,6 +111,14 @@ class PmemRequest:
     vpmem_labels: tuple = ()
     # Why ``modes`` is empty, for the log line of PmemModeFilter.
     conflict: str = None
+
+    def allows(self, mode):
+        """Whether a host of kind ``mode`` passes the flavor's modes.
+
+        A CXL host passes as the mode it behaves as
+        (:func:`nova_pmem_filters.profile.scheduled_as`).
+        """
+        return profile.scheduled_as(mode) in self.modes
 
     @property
     def constrains_modes(self):

@@ -145,7 +145,7 @@ class PmemCacheFilter(_PmemFilter):
             passes, reason = decide.cache_passes(
                 prof, used, new_hot_mb, ratio, accounted=bool(accounted))
             if passes:
-                if accounted and prof.mode == profile.MEMORY_MODE:
+                if accounted and prof.mode in profile.TIERED:
                     LOG.debug("%(host_state)s passes pmem cache check: "
                               "Placement accounts this flavor's hot RAM "
                               "(%(key)s=%(mb)d)",

@@ -676,7 +676,7 @@ def memory_mode_hot_ram(host_states, profiles, spec_obj, request):
     :returns: ``{(host, node): HostHotRam or None}`` (None: unreadable).
     """
     mm_hosts = [hs for hs, prof in zip(host_states, profiles)
-                if prof.mode == profile.MEMORY_MODE]
+                if prof.mode in profile.TIERED]
     if not mm_hosts:
         return {}
     # A RequestSpec raises, not AttributeError, for an unset field.
@@ -790,7 +790,7 @@ def uses_cells(prof, cells, usage, requested):
     carries the same share of hot RAM as of cache, and the host-wide check
     decides the same.
     """
-    return (prof.mode == profile.MEMORY_MODE and cells is not None
+    return (prof.mode in profile.TIERED and cells is not None
             and (requested is not None
                  or (usage is not None and bool(usage.bound))))
 
@@ -803,8 +803,10 @@ def cell_view(host_state, prof, cells, usage, spec_obj, request, ratio):
         capacities None with ``problem`` when the aggregates' cells are not
         the host's, new None when Nova fits the flavor on no cells.
     """
+    # CPU-less cells (CXL memory onlined as NUMA nodes) hold no near
+    # memory of their own, and no instance cell lands on them.
     capacities, problem = prof.cell_capacities_mb(
-        [cell.id for cell in cells], ratio)
+        [cell.id for cell in cells if cell.cpuset or cell.pcpuset], ratio)
     if capacities is None:
         return None, None, None, problem
     used = None

@@ -28,10 +28,43 @@ import math
 DRAM = 'dram'
 MEMORY_MODE = 'memory_mode'
 APP_DIRECT = 'app_direct'
+# The Optane modes. A flavor that allows all three runs anywhere.
 MODES = (DRAM, MEMORY_MODE, APP_DIRECT)
 
+# CXL memory tiers (Type-3 expanders next to DDR5):
+# - hardware-managed tiering, DRAM and CXL memory one visible pool with the
+#   memory controller keeping hot lines in DRAM (Xeon 6 flat memory mode);
+# - software-managed tiering, CXL memory onlined as CPU-less NUMA nodes
+#   (daxctl system-ram / kmem) with the kernel demoting cold pages;
+# - CXL memory kept out of the system as devdax devices.
+CXL_FLAT = 'cxl_flat'
+CXL_KMEM = 'cxl_kmem'
+CXL_DEVDAX = 'cxl_devdax'
+CXL_MODES = (CXL_FLAT, CXL_KMEM, CXL_DEVDAX)
+
+# Every host kind an aggregate may name.
+ALL_MODES = MODES + CXL_MODES
+
 # Modes whose guest RAM is plain DRAM.
-DRAM_BACKED = frozenset([DRAM, APP_DIRECT])
+DRAM_BACKED = frozenset([DRAM, APP_DIRECT, CXL_DEVDAX])
+
+# The Optane mode a CXL kind is scheduled as: flavors keep saying which
+# modes they may use (``pmem:modes``), and a tiered CXL host is a far tier
+# behind near memory as a Memory-Mode host is; a devdax host gives guests
+# DRAM, as a dram host does.
+SCHEDULED_AS = {CXL_FLAT: MEMORY_MODE, CXL_KMEM: MEMORY_MODE,
+                CXL_DEVDAX: DRAM}
+
+
+def scheduled_as(mode):
+    """The Optane mode (``pmem:modes`` value) a host kind passes as."""
+    return SCHEDULED_AS.get(mode, mode)
+
+
+# Modes whose guest RAM is a far tier behind near memory (DRAM): the hot RAM
+# of their instances must stay within the near memory, ``pmem_dram_cache_gb``
+# (the DRAM cache in Memory Mode, the DRAM in front of CXL memory).
+TIERED = frozenset([MEMORY_MODE, CXL_FLAT, CXL_KMEM])
 
 MODE_KEY = 'pmem_mode'
 DRAM_CACHE_KEY = 'pmem_dram_cache_gb'
@@ -71,8 +104,12 @@ class HostProfile:
         return self.mode is not None
 
     def cache_capacity_mb(self, overcommit_ratio=1.0):
-        """Hot RAM, in MB, a Memory-Mode host may hold; None otherwise."""
-        if self.mode != MEMORY_MODE:
+        """Hot RAM, in MB, a tiered host may hold; None otherwise.
+
+        The DRAM cache of a Memory-Mode host, the DRAM in front of the CXL
+        memory of a ``cxl_flat`` or ``cxl_kmem`` host.
+        """
+        if self.mode not in TIERED:
             return None
         return self.dram_cache_gb * MB_PER_GB * overcommit_ratio
 
@@ -87,7 +124,7 @@ class HostProfile:
             per-cell sizes name other cells than the host has; ``(None,
             None)`` for a host that is not in Memory Mode.
         """
-        if self.mode != MEMORY_MODE:
+        if self.mode not in TIERED:
             return None, None
         ids = sorted(set(cell_ids))
         if not ids:
@@ -186,9 +223,10 @@ def from_metadata(metadata_list, default_mode=DRAM):
         return HostProfile(problem=problem)
     if mode is None:
         mode = default_mode
-    elif mode not in MODES:
-        return HostProfile(problem='%s=%r is not one of %s'
-                           % (MODE_KEY, mode, ', '.join(MODES)))
+    elif mode not in ALL_MODES:
+        return HostProfile(problem='%s=%r is not one of %s. CXL hosts: %s'
+                           % (MODE_KEY, mode, ', '.join(MODES),
+                              ', '.join(CXL_MODES)))
 
     raw_cache, problem = _one_value(caches, DRAM_CACHE_KEY)
     if problem:
@@ -216,11 +254,14 @@ def from_metadata(metadata_list, default_mode=DRAM):
                                   _gb_text(total_gb), DRAM_CACHE_KEY,
                                   raw_cache))
         cells = tuple(sorted(cells.items()))
-    if mode == MEMORY_MODE and cache_gb is None:
-        return HostProfile(problem='%s=%s needs %s to bound the DRAM cache'
-                           % (MODE_KEY, MEMORY_MODE, DRAM_CACHE_KEY))
-    if mode != MEMORY_MODE:
-        # Only Memory Mode has a DRAM cache; the keys mean nothing elsewhere.
+    if mode in TIERED and cache_gb is None:
+        return HostProfile(problem='%s=%s needs %s to bound the %s'
+                           % (MODE_KEY, mode, DRAM_CACHE_KEY,
+                              'DRAM cache' if mode == MEMORY_MODE
+                              else 'near memory (DRAM)'))
+    if mode not in TIERED:
+        # Only tiered hosts have near memory; the keys mean nothing
+        # elsewhere.
         cache_gb = cells = None
     return HostProfile(mode=mode, dram_cache_gb=cache_gb, cell_cache_gb=cells)
 
@@ -351,7 +392,7 @@ def near_memory_inventory(mode, dram_gb, cache_overcommit_ratio=1.0,
         ``allocation_ratio``).
     """
     total = int(math.floor(float(dram_gb) * MB_PER_GB + _EPSILON_MB))
-    if mode == MEMORY_MODE:
+    if mode in TIERED:
         ratio = cache_overcommit_ratio
     else:
         ratio = ram_allocation_ratio

@@ -30,7 +30,7 @@ from nova_pmem_filters import profile
 
 SCHEMA = 'nova-pmem-host-profile/1'
 MIXED = 'mixed'
-HARDWARE_MODES = profile.MODES + (MIXED,)
+HARDWARE_MODES = profile.MODES + (MIXED,) + profile.CXL_MODES
 
 
 class ProfileError(ValueError):
@@ -172,14 +172,14 @@ def parse(data, source):
                               json.dumps(data.get('schema'))))
     hostname = _text(data, 'hostname', source)
     hardware_mode = _text(data, 'mode', source, HARDWARE_MODES)
-    mode = _text(data, 'scheduler_mode', source, profile.MODES)
+    mode = _text(data, 'scheduler_mode', source, profile.ALL_MODES)
     visible = _number(data, 'visible_memory_gb', source, positive=True)
     cache = _number(data, 'dram_cache_gb', source)
-    if mode == profile.MEMORY_MODE and not cache:
+    if mode in profile.TIERED and not cache:
         raise ProfileError(source, ['dram_cache_gb'], 'a %s host needs a '
                            'positive DRAM cache, got %s'
                            % (mode, json.dumps(data['dram_cache_gb'])))
-    if mode != profile.MEMORY_MODE:
+    if mode not in profile.TIERED:
         cache = 0.0
     dram = (_number(data, 'dram_gb', source) if 'dram_gb' in data
             else None)

@@ -178,14 +178,14 @@ def _hot_mb(server, config):
 
 def _memory_mode_hosts(view):
     return sorted(h for h, p in view.profiles.items()
-                  if p.mode == profile.MEMORY_MODE)
+                  if p.mode in profile.TIERED)
 
 
 def _memory_mode_flavors(snap, view):
     """(flavor, request) of valid flavors that may land in Memory Mode."""
     return [(f, view.requests[f.name][0]) for f in snap.flavors
             if view.requests[f.name][0] is not None
-            and profile.MEMORY_MODE in view.requests[f.name][0].modes]
+            and profile.TIERED & view.requests[f.name][0].modes]
 
 
 def _unaccounted(snap, view):
@@ -353,13 +353,13 @@ def check_aggregates(snap, view):
                     'openstack aggregate unset --property %s %s'
                     % (suggestion, meta[key], agg.name, key, agg.name)))
         mode = meta.get(profile.MODE_KEY)
-        if mode is not None and mode not in profile.MODES:
+        if mode is not None and mode not in profile.ALL_MODES:
             hint = _suggest(str(mode).strip().lower().replace('-', '_'),
-                            profile.MODES, 0.6)
+                            profile.ALL_MODES, 0.6)
             found.append(Finding(
                 ERROR, 'invalid-pmem-mode', obj,
                 '%s=%r is not one of %s: %s' % (
-                    profile.MODE_KEY, mode, ', '.join(profile.MODES),
+                    profile.MODE_KEY, mode, ', '.join(profile.ALL_MODES),
                     _rejected_in(agg)),
                 'openstack aggregate set --property %s=%s %s'
                 % (profile.MODE_KEY, hint or '<mode>', agg.name)))
@@ -379,7 +379,7 @@ def check_aggregates(snap, view):
                     'prints it)' % (profile.DRAM_CACHE_KEY, agg.name)))
             elif agg.hosts and all(
                     view.profiles[h].known
-                    and view.profiles[h].mode != profile.MEMORY_MODE
+                    and view.profiles[h].mode not in profile.TIERED
                     for h in agg.hosts):
                 found.append(Finding(
                     WARNING, 'dram-cache-without-memory-mode', obj,
@@ -410,7 +410,7 @@ def check_aggregates(snap, view):
                     % (profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
                        profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
                        profile.DRAM_CACHE_KEY)))
-        if (mode == profile.MEMORY_MODE
+        if (mode in profile.TIERED
                 and not any(key in meta for key in CACHE_KEYS)):
             uncached = [h for h in agg.hosts
                         if not any(key in a.metadata for key in CACHE_KEYS
@@ -420,8 +420,7 @@ def check_aggregates(snap, view):
                     ERROR if uncached else WARNING,
                     'memory-mode-without-cache', obj,
                     '%s=%s without %s%s' % (
-                        profile.MODE_KEY, profile.MEMORY_MODE,
-                        profile.DRAM_CACHE_KEY,
+                        profile.MODE_KEY, mode, profile.DRAM_CACHE_KEY,
                         ' (no cache bound to keep): %s'
                         % _rejected('hosts %s' % _names(uncached))
                         if uncached else
@@ -497,7 +496,7 @@ def check_hosts(snap, view):
             where = obj if node == host else '%s (node %s)' % (obj, node)
             found.extend(_check_provider(where, host, provider, view,
                                          traits_in_use, near_requested))
-        if label.mode == profile.MEMORY_MODE:
+        if label.mode in profile.TIERED:
             finding = _check_cache_use(obj, host, label, snap, config)
             if finding:
                 found.append(finding)
@@ -523,7 +522,7 @@ def _compare_discovered(obj, label, prof):
             % (label.mode, prof.source, prof.mode),
             'move the host to the aggregate of its profile '
             '(nova-pmem-discover --aggregate prints it)')]
-    if label.mode != profile.MEMORY_MODE:
+    if label.mode not in profile.TIERED:
         return []
     if abs(label.dram_cache_gb - prof.dram_cache_gb) < 0.01:
         return []
@@ -549,7 +548,8 @@ def _check_provider(obj, host, provider, view, traits_in_use,
         else:
             # Without a discovered profile only the labelled mode is known:
             # it must be there, and no trait of another scheduler mode.
-            others = {outputs.TRAIT_PREFIX + m.upper() for m in profile.MODES}
+            others = {outputs.TRAIT_PREFIX + m.upper()
+                      for m in profile.ALL_MODES}
             wrong = not expected <= actual or bool(
                 (actual & others) - expected)
         if wrong:
@@ -584,11 +584,11 @@ def _check_near_inventory(obj, host, inventory, view):
     prof = view.discovered.get(host)
     label = view.profiles[host]
     actual = _near_capacity(inventory)
-    if label.mode == profile.MEMORY_MODE:
+    if label.mode in profile.TIERED:
         cache_gb = prof.dram_cache_gb if prof is not None and (
-            prof.mode == profile.MEMORY_MODE) else label.dram_cache_gb
+            prof.mode == label.mode) else label.dram_cache_gb
         expected = (profile.near_memory_inventory(
-            profile.MEMORY_MODE, cache_gb)['total']
+            label.mode, cache_gb)['total']
             * config.cache_overcommit_ratio)
         if abs(actual - expected) <= _MB_TOLERANCE * max(
                 config.cache_overcommit_ratio, 1.0):
@@ -734,7 +734,7 @@ def check_flavors(snap, view):
                     'openstack flavor set --property %s=%d %s'
                     % (extra_specs.NEAR_MEMORY_KEY, expected, flavor.name)))
         elif (mm_hosts and any_accounted
-              and profile.MEMORY_MODE in request.modes):
+              and profile.TIERED & request.modes):
             found.append(Finding(
                 WARNING, 'placement-accounting-partial', obj,
                 'it may land on Memory-Mode hosts but does not request %s, '

@@ -781,3 +781,47 @@ class CellCacheAggregateTestCase(DoctorTestCase):
             self.assertIn('mm1, mm2', finding.problem)
             self.assertIn('unset --property pmem_dram_cache_gb_per_cell',
                           finding.fix)
+
+
+class CxlAggregateTestCase(DoctorTestCase):
+    """The CXL kinds are valid pmem_mode values; tiered ones need DRAM."""
+
+    MM = 'aggregate pmem-mm'
+
+    def _relabelled(self, **metadata):
+        # The example fleet's profiles say memory_mode: the doctor would
+        # rightly report every relabelled host; audit the labels alone.
+        return dataclasses.replace(
+            with_aggregate(clean(), 'pmem-mm', **metadata), fleet=None)
+
+    def test_tiered_kinds_with_near_memory(self):
+        for kind in (profile.CXL_FLAT, profile.CXL_KMEM):
+            found = self.findings(self._relabelled(pmem_mode=kind))
+            # Only the hosts' Placement traits, still Memory Mode's, are
+            # out of date: the label itself is valid.
+            self.assertEqual({('mode-trait-mismatch', 'host mm1'),
+                              ('mode-trait-mismatch', 'host mm2')},
+                             {(f.code, f.object) for f in found})
+            self.assertIn('expected CUSTOM_PMEM_MODE_%s' % kind.upper(),
+                          found[0].problem)
+
+    def test_tiered_kind_without_near_memory(self):
+        snap = self._relabelled(pmem_mode=profile.CXL_KMEM,
+                                pmem_dram_cache_gb=None)
+        found = self.assertFindings(
+            snap, (checks.ERROR, 'memory-mode-without-cache', self.MM))
+        self.assertIn('pmem_mode=cxl_kmem without pmem_dram_cache_gb',
+                      found[('memory-mode-without-cache', self.MM)].problem)
+
+    def test_devdax_ignores_the_cache_key(self):
+        found = self.findings(self._relabelled(pmem_mode=profile.CXL_DEVDAX))
+        self.assertIn(('dram-cache-without-memory-mode', self.MM),
+                      {(f.code, f.object) for f in found})
+        self.assertNotIn('invalid-pmem-mode', {f.code for f in found})
+
+    def test_misspelt_kind(self):
+        snap = self._relabelled(pmem_mode='cxl-kmem')
+        found = self.assertFindings(
+            snap, (checks.ERROR, 'invalid-pmem-mode', self.MM))
+        self.assertIn('pmem_mode=cxl_kmem pmem-mm',
+                      found[('invalid-pmem-mode', self.MM)].fix)
