@@ -28,6 +28,7 @@ import sys
 from cliff import app
 from cliff import commandmanager
 
+from nova_pmem_filters.discover import cxl
 from nova_pmem_filters.discover import derive
 from nova_pmem_filters.discover import errors
 from nova_pmem_filters.discover import outputs
@@ -56,9 +57,10 @@ def _timeout(raw):
 def build_parser():
     parser = _Parser(
         prog=PROG,
-        description='Read ipmctl and ndctl and describe this compute host '
-                    'for Nova: memory profile, aggregate metadata, provider '
-                    'config and [libvirt] pmem_namespaces.')
+        description='Read ipmctl and ndctl (with --cxl also cxl and '
+                    'daxctl) and describe this compute host for Nova: '
+                    'memory profile, aggregate metadata, provider config '
+                    'and [libvirt] pmem_namespaces.')
     view = parser.add_mutually_exclusive_group()
     view.add_argument('--json', dest='view', action='store_const',
                       const='json', help='print the profile as JSON '
@@ -82,6 +84,11 @@ def build_parser():
                         'nodes table; with --aggregate the '
                         'pmem_dram_cache_gb_per_cell key of Memory-Mode '
                         'hosts')
+    parser.add_argument('--cxl', action='store_true',
+                        help='also read CXL memory (cxl list, daxctl list, '
+                        'the NUMA nodes of sysfs): adds the cxl section '
+                        'and, where CXL memory is in use, makes the host '
+                        'cxl_flat, cxl_kmem or cxl_devdax')
     parser.add_argument('--aggregate-name', metavar='NAME',
                         help='with --aggregate: aggregate name (default: '
                         'from mode and DRAM cache size)')
@@ -146,6 +153,8 @@ def _run(args, stdout):
     else:
         source = runner.LiveRunner(timeout=args.timeout)
     prof = derive.discover(source, hostname=args.hostname)
+    if args.cxl:
+        cxl.apply(prof, source)
     if args.numa:
         derive.add_numa(prof)
 

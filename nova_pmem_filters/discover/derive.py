@@ -320,6 +320,9 @@ def add_numa(prof):
     Additive fields of host-profile-format.rst: ``numa_nodes``,
     ``dram_cache_gb_per_cell`` and each namespace's ``socket``.
     """
+    section = prof.get('cxl')
+    if section and section['kind']:
+        return _add_cxl_numa(prof, section)
     socket_of_region = {r['id']: r['socket'] for r in prof['regions']}
     for ns in prof['namespaces']:
         ns['socket'] = socket_of_region.get(ns['region'])
@@ -355,6 +358,38 @@ def add_numa(prof):
     if len(prof['sockets']) > 1:
         prof['notes'].append(EVEN_SPLIT_NOTE)
     prof['numa_nodes'] = listing
+    prof['dram_cache_gb_per_cell'] = (profile.format_cell_cache(cache)
+                                      if cache else None)
+    return prof
+
+
+def cxl_cell_near(prof):
+    """{NUMA node with CPUs: near memory GB} of a tiered CXL host, else {}.
+
+    Nova's libvirt driver reports every NUMA node as a cell, the CPU-less
+    ones with no CPUs; an instance's NUMA cell needs CPUs, so it never
+    lands on those, and only the nodes with CPUs bound hot RAM.
+    """
+    section = prof.get('cxl')
+    if not section or section['kind'] not in profile.TIERED:
+        return {}
+    return {n['numa_node']: n['near_memory_gb']
+            for n in section['numa_nodes']
+            if n['cpus'] and n['near_memory_gb'] > 0}
+
+
+def _add_cxl_numa(prof, section):
+    cache = cxl_cell_near(prof)
+    prof['numa_nodes'] = [{
+        'numa_node': node['numa_node'],
+        'sockets': [],
+        'dram_gb': node['near_memory_gb'],
+        'dram_cache_gb': cache.get(node['numa_node'], 0.0),
+        'memory_mode_gb': 0.0,
+        'app_direct_gb': 0.0,
+        'regions': [],
+        'namespaces': [],
+    } for node in section['numa_nodes']]
     prof['dram_cache_gb_per_cell'] = (profile.format_cell_cache(cache)
                                       if cache else None)
     return prof

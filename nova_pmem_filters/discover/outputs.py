@@ -116,7 +116,8 @@ def aggregate_metadata(prof):
     """The aggregate metadata of the host, as ordered (key, value) pairs."""
     mode = prof['scheduler_mode']
     pairs = [(profile.MODE_KEY, mode)]
-    if mode == profile.MEMORY_MODE:
+    # Memory Mode and the tiered CXL kinds: the near memory bounds hot RAM.
+    if mode in profile.TIERED:
         pairs.append((profile.DRAM_CACHE_KEY,
                       _number(prof['dram_cache_gb'])))
         # Only in a profile with the NUMA listing (--numa).
@@ -144,9 +145,9 @@ def aggregate_name(prof):
     group too: hosts that differ in it must not share an aggregate.
     """
     mode = prof['scheduler_mode']
-    if mode == profile.MEMORY_MODE:
-        name = 'pmem-memory-mode-%sgb' % _number(
-            prof['dram_cache_gb']).replace('.', '_')
+    if mode in profile.TIERED:
+        name = 'pmem-%s-%sgb' % (mode.replace('_', '-'), _number(
+            prof['dram_cache_gb']).replace('.', '_'))
         cells = _uneven_cells(prof)
         if cells:
             name += '-cells-' + '-'.join(
@@ -189,14 +190,15 @@ def provider_config(prof, ram_allocation_ratio=1.0,
 
     Every host reports ``CUSTOM_NEAR_MEMORY_MB`` (see
     :func:`nova_pmem_filters.profile.near_memory_inventory`): the DRAM cache
-    of a Memory-Mode host, the DRAM of any other, so that flavors which
-    request near memory can land on every mode.
+    of a Memory-Mode host, the DRAM in front of the CXL memory of a tiered
+    CXL host (``cxl_flat``, ``cxl_kmem``), the DRAM of any other, so that
+    flavors which request near memory can land on every mode.
     """
     provider = {
         'identification': {'uuid': COMPUTE_NODE},
         'traits': {'additional': traits(prof)},
     }
-    if prof['scheduler_mode'] == profile.MEMORY_MODE:
+    if prof['scheduler_mode'] in profile.TIERED:
         near_gb = prof['dram_cache_gb']
     else:
         near_gb = prof['dram_gb']
@@ -439,6 +441,29 @@ def table_lines(prof):
                                       'dram_cache_gb', 'memory_mode_gb',
                                       'app_direct_gb', 'regions',
                                       'namespaces'), _numa_rows(prof)))
+    section = prof.get('cxl')
+    if section:
+        lines.append('')
+        lines.append('cxl')
+        lines.extend(_table(('Field', 'Value'), [
+            (k, section[k]) for k in ('kind', 'near_memory_gb',
+                                      'far_memory_gb', 'visible_memory_gb')]))
+        tables.extend([
+            ('cxl memdevs', ('memdev', 'host', 'serial', 'numa_node',
+                             'ram_gb', 'pmem_gb'), section['memdevs']),
+            ('cxl regions', ('region', 'type', 'size_gb', 'decode_state',
+                             'dax_devices'),
+             [dict(r, dax_devices=_cells(r['dax_devices']))
+              for r in section['regions']]),
+            ('cxl decoders', ('decoder', 'mode', 'size_gb', 'region'),
+             section['decoders']),
+            ('dax devices', ('chardev', 'region', 'mode', 'size_gb',
+                             'numa_node', 'movable'),
+             section['dax_devices']),
+            ('numa nodes (sysfs)', ('numa_node', 'cpus', 'memory_gb',
+                                    'near_memory_gb', 'tier'),
+             [dict(n, cpus=n['cpus'] or '-')
+              for n in section['numa_nodes']])])
     for key, columns, items in tables:
         if items:
             lines.append('')

@@ -9,7 +9,8 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Running ``ipmctl`` and ``ndctl``, or reading their saved outputs.
+"""Running ``ipmctl``, ``ndctl``, ``cxl`` and ``daxctl``, or reading their
+saved outputs, and reading the NUMA nodes of sysfs.
 
 Each tool runs as an argv list (never through a shell), with stdin closed,
 ``LC_ALL=C`` and a timeout; on timeout its whole process group is killed.
@@ -17,7 +18,9 @@ Each tool runs as an argv list (never through a shell), with stdin closed,
 """
 
 import dataclasses
+import glob
 import os
+import re
 import signal
 import subprocess
 
@@ -25,6 +28,11 @@ from nova_pmem_filters.discover import errors
 
 IPMCTL = 'ipmctl'
 NDCTL = 'ndctl'
+CXL = 'cxl'
+DAXCTL = 'daxctl'
+# The distribution package of a tool, where it is not named after it
+# (Debian and Ubuntu: /usr/bin/cxl is in ndctl).
+PACKAGES = {CXL: 'ndctl'}
 
 # The tools' outputs are small; more than this is not an answer we can use.
 _MAX_OUTPUT = 16 * 1024 * 1024
@@ -57,6 +65,11 @@ COMMANDS = (
     Command('ndctl', (NDCTL, 'list', '--regions', '--namespaces',
                       '--verbose'),
             ('ndctl-list.json',)),
+    # --cxl only: CXL memory devices, regions and (endpoint) decoders, and
+    # the dax devices with their mode (system-ram or devdax).
+    Command('cxl', (CXL, 'list', '--memdevs', '--regions', '--decoders'),
+            ('cxl-list.json',)),
+    Command('daxctl', (DAXCTL, 'list', '--devices'), ('daxctl-list.json',)),
 )
 BY_KEY = {c.key: c for c in COMMANDS}
 
@@ -66,6 +79,23 @@ MEMINFO_FILE = 'meminfo'
 # A file '<name>.rc' next to an output holds the tool's exit status
 # (default 0), so a saved failure replays as one.
 RC_SUFFIX = '.rc'
+# The NUMA nodes (--cxl): /sys/devices/system/node/node<N>/cpulist and
+# meminfo, saved in --from DIR as node-<N>-cpulist.txt and
+# node-<N>-meminfo.txt.
+SYS_NODE_DIR = '/sys/devices/system/node'
+NODE_FILE = 'node-%d-%s.txt'
+_NODE_FILE_RE = re.compile(r'^node-([0-9]+)-cpulist\.txt$')
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeFiles:
+    """The cpulist and meminfo of one NUMA node, and where they came from."""
+
+    node: int
+    cpulist: str
+    cpulist_source: str
+    meminfo: str
+    meminfo_source: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +141,8 @@ class LiveRunner:
         except FileNotFoundError:
             raise errors.DiscoveryError(
                 '%s: command not found (install the %s package)'
-                % (command.argv[0], command.argv[0]))
+                % (command.argv[0],
+                   PACKAGES.get(command.argv[0], command.argv[0])))
         except OSError as exc:
             raise errors.DiscoveryError(
                 '%s: cannot run: %s' % (command.display(), exc.strerror))
@@ -146,6 +177,29 @@ class LiveRunner:
                 return f.read()
         except OSError:
             return None
+
+    def numa_nodes(self, directory=SYS_NODE_DIR):
+        found = []
+        for path in glob.glob(os.path.join(directory, 'node[0-9]*')):
+            match = re.match(r'^node([0-9]+)$', os.path.basename(path))
+            if not match:
+                continue
+            texts = []
+            for name in ('cpulist', 'meminfo'):
+                source = os.path.join(path, name)
+                try:
+                    with open(source, 'rb') as f:
+                        texts.append((_decode(f.read(_MAX_OUTPUT)), source))
+                except OSError as exc:
+                    raise errors.DiscoveryError('%s: cannot read: %s'
+                                                % (source, exc.strerror))
+            found.append(NodeFiles(int(match.group(1)), texts[0][0],
+                                   texts[0][1], texts[1][0], texts[1][1]))
+        if not found:
+            raise errors.DiscoveryError(
+                '%s: no node<N> directory (a kernel without NUMA support?)'
+                % directory)
+        return sorted(found, key=lambda n: n.node)
 
 
 def _kill_group(proc):
@@ -214,3 +268,26 @@ class DirRunner:
 
     def meminfo(self):
         return self._read(MEMINFO_FILE)
+
+    def numa_nodes(self):
+        ids = sorted(int(m.group(1)) for m in (
+            _NODE_FILE_RE.match(n) for n in os.listdir(self.directory)) if m)
+        if not ids:
+            raise errors.UsageError(
+                '--from %s: missing node-<N>-cpulist.txt and '
+                'node-<N>-meminfo.txt (saved %s/node<N>/cpulist and '
+                'meminfo; --cxl needs them)' % (self.directory, SYS_NODE_DIR))
+        found = []
+        for node in ids:
+            texts = []
+            for kind in ('cpulist', 'meminfo'):
+                name = NODE_FILE % (node, kind)
+                text = self._read(name)
+                if text is None:
+                    raise errors.UsageError(
+                        '--from %s: missing %s (saved %s/node%d/%s)'
+                        % (self.directory, name, SYS_NODE_DIR, node, kind))
+                texts.append((text, os.path.join(self.directory, name)))
+            found.append(NodeFiles(node, texts[0][0], texts[0][1],
+                                   texts[1][0], texts[1][1]))
+        return found
