@@ -135,7 +135,7 @@ def _gb(value):
 
 def kind_name(host):
     parts = [host.mode, '%sG' % _gb(host.visible_memory_gb)]
-    if host.mode == profile.MEMORY_MODE:
+    if host.mode in profile.TIERED:
         parts.append('%sG-cache' % _gb(host.dram_cache_gb))
     if host.vcpus is not None:
         parts.append('%dc' % host.vcpus)

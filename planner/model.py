@@ -23,12 +23,17 @@ gives the minimum is named (the "binding" resource):
 ``memory``
     ``floor((visible GB - host_reserve_gb) x memory_cap / used GB)``: the
     field notes' rule (90% of visible memory, divided by what a VM really
-    uses). Visible memory is the DRAM on ``dram`` and ``app_direct`` nodes and
-    the PMem on ``memory_mode`` nodes.
+    uses). Visible memory is the DRAM on ``dram``, ``app_direct`` and
+    ``cxl_devdax`` nodes, the PMem on ``memory_mode`` nodes and DRAM + CXL
+    memory on ``cxl_flat`` and ``cxl_kmem`` nodes.
 ``dram_cache``
-    ``memory_mode`` only: the number of instances PmemCacheFilter admits,
-    computed by the same function from the aggregate metadata the planner
-    emits for the node (``pmem_dram_cache_gb``) and the flavor's hot ratio.
+    tiered modes (``profile.TIERED``: ``memory_mode``, ``cxl_flat``,
+    ``cxl_kmem``): the number of instances PmemCacheFilter admits, computed
+    by the same function from the aggregate metadata the planner emits for
+    the node (``pmem_dram_cache_gb``: the DRAM cache in Memory Mode, the
+    DRAM, i.e. the near memory, on CXL nodes) and the flavor's hot ratio.
+    The name stays ``dram_cache`` for CXL nodes too: it is the public
+    binding value, and the bound is the same filter's.
 ``pmem_namespaces``
     flavors with vPMEM (``hw:pmem``): whole namespaces of the flavor's size
     that fit in each socket's App-Direct region after namespace overhead.
@@ -58,6 +63,21 @@ Performance model (per-VM throughput relative to the same VM on DRAM):
   (pessimistic: all of a miss is memory-bound). ``t_hit`` is the workload's
   ``throughput.memory_mode`` or, with a ``calibration``, solved from a
   published node-throughput gain (see :func:`calibrate`).
+* ``cxl_flat`` and ``cxl_kmem``: the same formula with the CXL device's
+  idle latency (from the catalog) as the far latency:
+  ``t = t_hit x (h + (1 - h) x dram_latency / cxl_latency)``; ``t_hit`` is
+  ``throughput.<mode>``, 1.0 if not given. ``cxl_devdax`` is like
+  ``app_direct``: guest RAM is the DRAM, and Nova offers no CXL devdax
+  device to guests (no vPMEM-like backend exists for it), so its CXL memory
+  adds cost and power but no VM capacity.
+* bandwidth-bound workloads (``bound: bandwidth``) on any node: a roofline
+  instead of the latency mix. A share ``h`` of the node's memory traffic
+  goes to the near tier and ``1 - h`` to the far tier, so the node sustains
+  ``T = min(B_near / h, B_far / (1 - h))`` GB/s (``B_near`` on a node
+  without a far tier), where ``B_near`` is the DRAM bandwidth (populated
+  channels x the DIMM's channel bandwidth, every socket) and ``B_far`` the
+  CXL devices' bandwidth; ``t = t_hit x min(1, T / (VMs x bandwidth one
+  VM draws))``.
 """
 
 import dataclasses
@@ -89,9 +109,13 @@ def _gb_text(value):
 
 
 def aggregate_metadata(config):
-    """The host-aggregate metadata that describes ``config`` to Nova."""
+    """The host-aggregate metadata that describes ``config`` to Nova.
+
+    Tiered modes carry their near memory, the DRAM, as
+    ``pmem_dram_cache_gb``.
+    """
     metadata = {profile.MODE_KEY: config.mode}
-    if config.mode == profile.MEMORY_MODE:
+    if config.mode in profile.TIERED:
         metadata[profile.DRAM_CACHE_KEY] = _gb_text(config.dram_gb)
     return metadata
 
@@ -118,6 +142,12 @@ class Node:
     # Sockets, one host NUMA cell each; None: not known (a discovered host
     # whose profile lists none).
     sockets: int = None
+    # CXL tiers: idle latency of the far tier (None: the scenario's
+    # pmem_latency_ns, Memory Mode) and the node's near (DRAM) and far
+    # (CXL) bandwidth, GB/s; None where the catalog gives none.
+    far_latency_ns: float = None
+    near_bandwidth_gbps: float = None
+    far_bandwidth_gbps: float = None
 
     @property
     def namespace_gb(self):
@@ -134,7 +164,10 @@ def node(config, policies):
     mode = config.mode
     if mode == profile.MEMORY_MODE:
         visible = config.pmem_gb
+    elif mode in (profile.CXL_FLAT, profile.CXL_KMEM):
+        visible = config.dram_gb + config.cxl_gb
     else:
+        # dram, app_direct, cxl_devdax: guest RAM is the DRAM.
         visible = config.dram_gb
     cache = prof.dram_cache_gb or 0.0
     if mode == profile.APP_DIRECT:
@@ -150,11 +183,42 @@ def node(config, policies):
             + sum(d.price * n for d, n in dimms))
     watts = (plat.base_watts + cpu.watts * plat.sockets
              + sum(d.watts * n for d, n in dimms))
+    near_bw, far_bw, far_latency = _tiers(config)
     return Node(config=config, profile=prof, visible_memory_gb=visible,
                 dram_cache_gb=cache, region_gb=regions,
                 vcpus=plat.sockets * cpu.threads, cost=cost, watts=watts,
                 findings=tuple(population.check(config)),
-                sockets=len(config.sockets))
+                sockets=len(config.sockets),
+                far_latency_ns=(far_latency if mode in profile.TIERED
+                                and mode != profile.MEMORY_MODE else None),
+                near_bandwidth_gbps=near_bw, far_bandwidth_gbps=far_bw)
+
+
+def _tiers(config):
+    """(near GB/s, far GB/s, far latency ns) of a configuration.
+
+    Near: per socket, the populated channels (DIMMs up to the channel
+    count) x the DIMMs' channel bandwidth; far: the CXL devices' bandwidth,
+    and their capacity-weighted idle latency. None where a figure is
+    missing from the catalog.
+    """
+    near = far = 0.0
+    latency_weight = latency_gb = 0.0
+    for sock in config.sockets:
+        dimms = [(d, n) for d, n in sock.items() if d.is_dram]
+        count = sum(n for _d, n in dimms)
+        if any(d.bandwidth_gbps is None for d, _n in dimms):
+            near = None
+        elif count and near is not None:
+            channel = sum(d.bandwidth_gbps * n for d, n in dimms) / count
+            near += min(count, config.platform.channels_per_socket) * channel
+        for d, n in sock.items():
+            if d.is_cxl:
+                far += d.bandwidth_gbps * n
+                latency_weight += d.latency_ns * d.capacity_gb * n
+                latency_gb += d.capacity_gb * n
+    latency = latency_weight / latency_gb if latency_gb else None
+    return near, far, latency
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,7 +278,7 @@ def cells(node_):
         return None
     vcpus = None if node_.vcpus is None else node_.vcpus // count
     cache = (node_.profile.dram_cache_gb / count
-             if node_.config.mode == profile.MEMORY_MODE else 0.0)
+             if node_.config.mode in profile.TIERED else 0.0)
     return Cells(cells=count,
                  memory_mb=int(round(node_.visible_memory_gb
                                      * profile.MB_PER_GB / count)),
@@ -239,7 +303,7 @@ def limits(node_, workload, policies):
     mode = node_.config.mode
     request = workload.request
     result = {}
-    if mode not in request.modes:
+    if not request.allows(mode):
         result['mode'] = 0
     if node_.vcpus is not None:
         result['vcpu'] = _floor(node_.vcpus * policies.cpu_overcommit
@@ -247,7 +311,7 @@ def limits(node_, workload, policies):
     usable = max(node_.visible_memory_gb - policies.host_reserve_gb, 0.0)
     result['memory'] = _floor(usable * policies.memory_cap
                               / workload.used_gb)
-    if mode == profile.MEMORY_MODE:
+    if mode in profile.TIERED:
         capacity = node_.profile.cache_capacity_mb(policies.cache_overcommit)
         result['dram_cache'] = profile.instances_in_cache(
             capacity, request.hot_mb(workload.ram_mb))
@@ -295,7 +359,7 @@ def cell_slices(node_, workload, policies):
     result['socket_memory'] = (
         0 if cell_mb > sizing.memory_mb
         else _floor(cell_gb * policies.memory_cap * n / workload.used_gb))
-    if node_.config.mode == profile.MEMORY_MODE:
+    if node_.config.mode in profile.TIERED:
         # The scheduler's even split of the host's bound over its cells,
         # in the same order of operations.
         capacity = (node_.profile.cache_capacity_mb(policies.cache_overcommit)
@@ -343,7 +407,7 @@ def density(node_, workload, policies):
 
 def hit_fraction(node_, workload, vms, policies):
     """Share of the node's hot working set the DRAM cache holds."""
-    if node_.config.mode != profile.MEMORY_MODE or vms <= 0:
+    if node_.config.mode not in profile.TIERED or vms <= 0:
         return 1.0
     # The DRAM itself, not the overcommitted bound: with cache_overcommit
     # above 1 the filter admits more hot RAM than the cache can hold, and
@@ -353,21 +417,48 @@ def hit_fraction(node_, workload, vms, policies):
     return min(1.0, capacity / hot) if hot > 0 else 1.0
 
 
-def miss_factor(performance):
-    """Throughput of a cache miss relative to a hit."""
-    return performance.dram_latency_ns / performance.pmem_latency_ns
+def miss_factor(performance, node_=None):
+    """Throughput of a cache miss relative to a hit.
+
+    The far tier's latency is the PMem's (the scenario's
+    ``pmem_latency_ns``) or, on a CXL node, the CXL devices'.
+    """
+    far = performance.pmem_latency_ns
+    if node_ is not None and node_.far_latency_ns:
+        far = node_.far_latency_ns
+    return performance.dram_latency_ns / far
+
+
+def sustained_bandwidth(node_, h):
+    """GB/s of memory traffic the node sustains with share h near."""
+    near = node_.near_bandwidth_gbps
+    far = node_.far_bandwidth_gbps or 0.0
+    if near is None:
+        return math.inf
+    if node_.config.mode not in profile.TIERED or h >= 1.0:
+        return near
+    if h <= 0.0:
+        return far
+    return min(near / h, far / (1.0 - h))
 
 
 def per_vm_throughput(node_, workload, vms, policies, performance,
                       t_hit=None):
     """Per-VM throughput relative to the same VM on a DRAM node."""
     mode = node_.config.mode
-    if mode != profile.MEMORY_MODE:
-        return float(workload.throughput.get(mode, 1.0))
-    if t_hit is None:
-        t_hit = float(workload.throughput.get(profile.MEMORY_MODE, 1.0))
+    if t_hit is None or mode != profile.MEMORY_MODE:
+        # A calibrated t_hit is solved for Memory Mode only.
+        t_hit = float(workload.throughput.get(mode, 1.0))
+    if getattr(workload, 'bound', 'latency') == 'bandwidth':
+        if vms <= 0:
+            return t_hit
+        h = hit_fraction(node_, workload, vms, policies)
+        demand = vms * workload.bandwidth_gbps
+        return t_hit * min(1.0, sustained_bandwidth(node_, h) / demand)
+    if mode not in profile.TIERED:
+        return t_hit
     h = hit_fraction(node_, workload, vms, policies)
-    return t_hit * (h + (1.0 - h) * miss_factor(performance))
+    return t_hit * (h + (1.0 - h) * miss_factor(performance, node_))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -204,7 +204,7 @@ def compute_memory(scen, config_name, workloads=None):
     config = scen.configs[config_name]
     chosen = (list(scen.workloads.values()) if workloads is None
               else workloads)
-    fitting = [w for w in chosen if config.mode in w.request.modes]
+    fitting = [w for w in chosen if w.request.allows(config.mode)]
     if fitting:
         node_ = model.node(config, policies)
         pairs = [memory_settings(node_, w, policies) for w in fitting]

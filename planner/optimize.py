@@ -453,7 +453,7 @@ def _pricing_bound(cand, demand_list, values):
     resources = [([d.used_gb for d, _v, _l in use], cap.memory_gb)]
     if cap.vcpus is not None:
         resources.append(([d.vcpus for d, _v, _l in use], cap.vcpus))
-    if cap.mode == profile.MEMORY_MODE:
+    if cap.mode in profile.TIERED:
         resources.append(([d.hot_mb for d, _v, _l in use], cap.cache_mb))
     if any(d.vpmem_gb for d, _v, _l in use):
         resources.append(([d.vpmem_gb for d, _v, _l in use],

@@ -65,21 +65,29 @@ SERIES_PAIRING = ('field notes 2 (PMem 100 runs on 2nd-gen Xeon Scalable, '
 
 
 def _socket_counts(socket):
-    dram = sum(n for d, n in socket.items() if not d.is_pmem)
+    # CXL devices sit on CXL lanes, not in DIMM slots: counted apart.
+    dram = sum(n for d, n in socket.items() if d.is_dram)
     pmem = sum(n for d, n in socket.items() if d.is_pmem)
     return dram, pmem
 
 
+def _kind(dimm, pmem):
+    # pmem True: PMem; False: DRAM DIMMs; 'cxl': CXL memory devices.
+    if pmem == 'cxl':
+        return dimm.is_cxl
+    return dimm.is_pmem if pmem else dimm.is_dram
+
+
 def _socket_gb(socket, pmem):
     return sum(d.capacity_gb * n for d, n in socket.items()
-               if d.is_pmem == pmem)
+               if _kind(d, pmem))
 
 
 def _modules(socket, pmem=None):
     """'6 x ddr4-16 + 2 x pmem100-128': a socket's modules by name."""
     return ' + '.join('%d x %s' % (n, d.name) for d, n in sorted(
         socket.items(), key=lambda kv: kv[0].name)
-        if n and (pmem is None or d.is_pmem == pmem)) or 'no modules'
+        if n and (pmem is None or _kind(d, pmem))) or 'no modules'
 
 
 def _generation(cpu):
@@ -309,6 +317,9 @@ def check(config):
             % (dram, _modules(per), platform.channels_per_socket,
                platform.name),
             'assumption (common vendor population guidance)')
+    # The DDR5 and CXL rules live in their own module (planner.cxlrules).
+    from planner import cxlrules
+    found.extend(cxlrules.check(config))
     return sorted(found, key=lambda f: (f.severity != ERROR, f.code))
 
 

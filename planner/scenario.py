@@ -66,13 +66,27 @@ CPU_SCHEMA = _obj({
     'watts': _NON_NEGATIVE, 'watts_source': _TEXT,
     'memory_limit_gb': _POSITIVE, 'pmem_generations': _GENERATIONS,
     'pmem_max_module_gb': _NON_NEGATIVE, 'source': _TEXT,
+    # CXL: lanes per socket that can carry CXL.mem (0: none), and whether
+    # the part offers hardware-managed tiering (Xeon 6 flat memory mode).
+    'cxl_lanes': {'type': 'integer', 'minimum': 0},
+    'cxl_lanes_source': _TEXT,
+    'flat_memory_mode': {'type': 'boolean'},
+    'flat_memory_mode_source': _TEXT,
 }, required=['cores', 'threads', 'price', 'watts', 'memory_limit_gb'])
 
 DIMM_SCHEMA = _obj({
-    'type': {'enum': ['ddr4', 'ddr5', 'pmem']},
+    # 'cxl': a CXL Type-3 memory expander (E3.S or add-in card), which sits
+    # on CXL lanes, not in a DIMM slot.
+    'type': {'enum': ['ddr4', 'ddr5', 'pmem', 'cxl']},
     'generation': {'enum': ['100', '200']},
+    'description': _TEXT,
     'capacity_gb': _POSITIVE, 'price': _NON_NEGATIVE, 'price_source': _TEXT,
     'watts': _NON_NEGATIVE, 'watts_source': _TEXT, 'source': _TEXT,
+    # Peak bandwidth of one module (a DIMM: its channel's) and idle load
+    # latency, for the throughput model; CXL: link lanes of one device.
+    'bandwidth_gbps': _POSITIVE, 'bandwidth_source': _TEXT,
+    'latency_ns': _POSITIVE, 'latency_source': _TEXT,
+    'lanes': _POSITIVE_INT, 'lanes_source': _TEXT,
 }, required=['type', 'capacity_gb', 'price', 'watts'])
 
 PLATFORM_SCHEMA = _obj({
@@ -84,6 +98,11 @@ PLATFORM_SCHEMA = _obj({
     'base_watts': _NON_NEGATIVE, 'base_watts_source': _TEXT,
     'rack_units': _POSITIVE_INT, 'rack_units_source': _TEXT,
     'source': _TEXT,
+    # DIMM type the slots take (default ddr4) and CXL lanes wired to
+    # device bays per socket (default 0).
+    'memory_type': {'enum': ['ddr4', 'ddr5']},
+    'cxl_lanes': {'type': 'integer', 'minimum': 0},
+    'cxl_lanes_source': _TEXT,
 }, required=['sockets', 'controllers_per_socket', 'channels_per_socket',
              'slots_per_channel', 'base_cost', 'base_watts'])
 
@@ -100,7 +119,7 @@ CONFIG_SCHEMA = _obj({
     'description': _TEXT,
     'platform': _NAME,
     'cpu': _NAME,
-    'mode': {'enum': list(profile.MODES)},
+    'mode': {'enum': list(profile.ALL_MODES)},
     # The same DIMMs on every socket ...
     'per_socket': _POPULATION,
     # ... or one population per socket, which must then be alike.
@@ -126,7 +145,13 @@ WORKLOAD_SCHEMA = _obj({
                              'pattern': r'^[A-Za-z0-9_]+$'},
                    'size_gb': _POSITIVE},
                   required=['label', 'size_gb']),
-    'throughput': _obj({m: _POSITIVE for m in profile.MODES}),
+    'throughput': _obj({m: _POSITIVE for m in profile.ALL_MODES}),
+    # What limits the workload's speed: memory latency (the default) or
+    # memory bandwidth; a bandwidth-bound workload says how much bandwidth
+    # one VM draws at full speed.
+    'bound': {'enum': ['latency', 'bandwidth']},
+    'bandwidth_gbps': _POSITIVE,
+    'bandwidth_source': _TEXT,
     'calibration': _obj({'mode': {'enum': [profile.MEMORY_MODE]},
                          'node_gain': _POSITIVE, 'source': _TEXT},
                         required=['mode', 'node_gain']),
@@ -208,6 +233,8 @@ class Cpu:
     memory_limit_gb: float
     pmem_generations: tuple = ()
     pmem_max_module_gb: float = 0
+    cxl_lanes: int = 0
+    flat_memory_mode: bool = False
     generation: str = ''
     description: str = ''
     price_source: str = ''
@@ -226,10 +253,23 @@ class Dimm:
     generation: str = None
     price_source: str = ''
     watts_source: str = ''
+    bandwidth_gbps: float = None
+    latency_ns: float = None
+    lanes: int = 0
+    source: str = ''
 
     @property
     def is_pmem(self):
         return self.type == 'pmem'
+
+    @property
+    def is_cxl(self):
+        return self.type == 'cxl'
+
+    @property
+    def is_dram(self):
+        """A DRAM DIMM in a memory channel (not PMem, not CXL)."""
+        return self.type in ('ddr4', 'ddr5')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,6 +287,8 @@ class Platform:
     base_watts_source: str = ''
     source: str = ''
     rack_units: int = 2
+    memory_type: str = 'ddr4'
+    cxl_lanes: int = 0
 
     @property
     def slots_per_socket(self):
@@ -282,7 +324,13 @@ class NodeConfig:
 
     @property
     def dram_gb(self):
-        return self.total_gb(pmem=False)
+        return sum(d.capacity_gb * n for sock in self.sockets
+                   for d, n in sock.items() if d.is_dram)
+
+    @property
+    def cxl_gb(self):
+        return sum(d.capacity_gb * n for sock in self.sockets
+                   for d, n in sock.items() if d.is_cxl)
 
     @property
     def pmem_gb(self):
@@ -313,6 +361,10 @@ class Workload:
     description: str = ''
     # hw:numa_nodes of the flavor; None: no NUMA topology is asked for.
     numa_nodes: int = None
+    # 'latency' or 'bandwidth': what limits the VM's speed (see
+    # model.per_vm_throughput); bandwidth_gbps: what one VM draws.
+    bound: str = 'latency'
+    bandwidth_gbps: float = None
 
     @property
     def ram_mb(self):
@@ -464,6 +516,9 @@ def _build_catalog(raw, source, path=()):
                       pmem_generations=tuple(c.get('pmem_generations', ())),
                       pmem_max_module_gb=float(
                           c.get('pmem_max_module_gb', 0)),
+                      cxl_lanes=int(c.get('cxl_lanes', 0)),
+                      flat_memory_mode=bool(c.get('flat_memory_mode',
+                                                  False)),
                       generation=c.get('generation', ''),
                       description=c.get('description', ''),
                       price_source=c.get('price_source', ''),
@@ -477,12 +532,24 @@ def _build_catalog(raw, source, path=()):
                                 list(path) + ['dimms', name, 'generation'],
                                 'a pmem DIMM needs its generation '
                                 '(100 or 200)')
+        if d['type'] == 'cxl':
+            for key in ('lanes', 'latency_ns', 'bandwidth_gbps'):
+                if key not in d:
+                    raise ScenarioError(
+                        source, list(path) + ['dimms', name, key],
+                        'a CXL memory device needs %s (link lanes, idle '
+                        'latency and bandwidth drive the population rules '
+                        'and the throughput model)' % key)
         dimms[name] = Dimm(name=name, type=d['type'],
                            capacity_gb=float(d['capacity_gb']),
                            price=float(d['price']), watts=float(d['watts']),
                            generation=d.get('generation'),
                            price_source=d.get('price_source', ''),
-                           watts_source=d.get('watts_source', ''))
+                           watts_source=d.get('watts_source', ''),
+                           bandwidth_gbps=d.get('bandwidth_gbps'),
+                           latency_ns=d.get('latency_ns'),
+                           lanes=int(d.get('lanes', 0)),
+                           source=d.get('source', ''))
     platforms = {name: Platform(
         name=name, sockets=p['sockets'],
         controllers_per_socket=p['controllers_per_socket'],
@@ -493,7 +560,9 @@ def _build_catalog(raw, source, path=()):
         description=p.get('description', ''),
         base_cost_source=p.get('base_cost_source', ''),
         base_watts_source=p.get('base_watts_source', ''),
-        source=p.get('source', ''), rack_units=p.get('rack_units', 2))
+        source=p.get('source', ''), rack_units=p.get('rack_units', 2),
+        memory_type=p.get('memory_type', 'ddr4'),
+        cxl_lanes=int(p.get('cxl_lanes', 0)))
         for name, p in raw.get('platforms', {}).items()}
     return cpus, dimms, platforms
 
@@ -600,6 +669,12 @@ def _build_workload(name, raw, source):
         raise ScenarioError(source, path + ['ram_gb'], 'a flavor has at '
                             'least 1 MB of RAM, got %r GB' % raw['ram_gb'])
     used_gb = float(raw.get('used_gb', raw['ram_gb']))
+    bound = raw.get('bound', 'latency')
+    if bound == 'bandwidth' and 'bandwidth_gbps' not in raw:
+        raise ScenarioError(source, path + ['bandwidth_gbps'],
+                            'a bandwidth-bound workload needs bandwidth_gbps, '
+                            'the memory bandwidth one VM draws at full '
+                            'speed')
     numa_nodes = raw.get('numa_nodes')
     if numa_nodes is not None:
         numa_nodes = int(numa_nodes)
@@ -611,7 +686,8 @@ def _build_workload(name, raw, source):
                     throughput=dict(raw.get('throughput', {})),
                     calibration=raw.get('calibration'),
                     description=raw.get('description', ''),
-                    numa_nodes=numa_nodes)
+                    numa_nodes=numa_nodes, bound=bound,
+                    bandwidth_gbps=raw.get('bandwidth_gbps'))
 
 
 def _check_numa_nodes(nodes, raw, source, path):
@@ -649,6 +725,8 @@ def parse(text, source, catalog=None):
                                 'invalid population: %s (%s) [%s]'
                                 % (problems[0].message, problems[0].code,
                                    problems[0].source))
+    _check_bandwidth(configs, workloads_raw=raw['workloads'],
+                     source=source)
     baseline = raw.get('baseline', next(iter(raw['configs'])))
     if baseline not in configs:
         raise ScenarioError(source, ['baseline'], 'unknown config %r '
@@ -668,6 +746,24 @@ def parse(text, source, catalog=None):
                     policies=policies, performance=performance,
                     description=raw.get('description', ''),
                     economics=economics, demand=demand)
+
+
+def _check_bandwidth(configs, workloads_raw, source):
+    # The bandwidth model needs every module's bandwidth on every node a
+    # bandwidth-bound workload is compared on.
+    bound = [name for name, w in workloads_raw.items()
+             if w.get('bound') == 'bandwidth']
+    if not bound:
+        return
+    for name, config in configs.items():
+        for dimm in sorted({d for sock in config.sockets for d in sock
+                            if not d.is_pmem}, key=lambda d: d.name):
+            if dimm.bandwidth_gbps is None:
+                raise ScenarioError(
+                    source, ['configs', name],
+                    'workload %s is bandwidth-bound but DIMM %s of this '
+                    'configuration gives no bandwidth_gbps in the catalog'
+                    % (bound[0], dimm.name))
 
 
 def _build_demand(raw, workloads, economics, source):

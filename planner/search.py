@@ -72,7 +72,13 @@ _TIE_BREAKERS = (('cost_per_vm', True), ('vms_per_node', False),
                  ('node_cost', True), ('node_watts', True), ('config', True))
 
 MODE_PREFIX = {profile.DRAM: 'dram', profile.MEMORY_MODE: 'mm',
-               profile.APP_DIRECT: 'ad'}
+               profile.APP_DIRECT: 'ad', profile.CXL_FLAT: 'flat',
+               profile.CXL_KMEM: 'kmem', profile.CXL_DEVDAX: 'devdax'}
+
+# Modes that run on DRAM and CXL memory devices. A socket carries 1 to
+# (CXL lanes // device lanes) devices of one capacity beside its DRAM;
+# the lane, ratio and CPU rules (planner.cxlrules) judge them after.
+CXL_MODES = profile.CXL_MODES
 
 # Modes that run on DRAM and PMem; ``dram`` is searched with DRAM only.
 PMEM_MODES = (profile.MEMORY_MODE, profile.APP_DIRECT)
@@ -80,7 +86,9 @@ PMEM_MODES = (profile.MEMORY_MODE, profile.APP_DIRECT)
 # Findings on a node with a single module of one type that mean the type can
 # never be installed with this platform and CPU.
 DIMM_CODES = frozenset(['pmem-unsupported-cpu', 'pmem-unsupported-platform',
-                        'pmem-module-too-large', 'memory-limit'])
+                        'pmem-module-too-large', 'memory-limit',
+                        'dimm-type-unsupported', 'cxl-unsupported-cpu',
+                        'cxl-unsupported-platform', 'cxl-lanes'])
 
 COLUMNS = ('rank', 'config', 'mode', 'population', 'visible_memory_gb',
            'dram_cache_gb', 'vms_per_node', 'binding', 'node_cost',
@@ -166,7 +174,8 @@ def dimm_problem(platform, cpu, dimm):
     Asked of the population rules themselves: one module of the type on
     each socket, in ``app_direct`` mode for PMem and ``dram`` mode for DRAM.
     """
-    mode = profile.APP_DIRECT if dimm.is_pmem else profile.DRAM
+    mode = (profile.APP_DIRECT if dimm.is_pmem else
+            profile.CXL_KMEM if dimm.is_cxl else profile.DRAM)
     probe = make_config(platform, cpu, mode, {dimm: 1})
     for finding in population.errors(population.check(probe)):
         if finding.code in DIMM_CODES:
@@ -188,8 +197,12 @@ def _fixed_cost(platform, cpu):
 
 def _split(dimms):
     unique = sorted(set(dimms), key=_dimm_order)
-    return ([d for d in unique if not d.is_pmem],
+    return ([d for d in unique if d.is_dram],
             [d for d in unique if d.is_pmem])
+
+
+def _cxl(dimms):
+    return sorted({d for d in dimms if d.is_cxl}, key=_dimm_order)
 
 
 def _capacity_groups(pmem):
@@ -252,6 +265,22 @@ def candidates(platform, cpu, dimms, modes, low, high):
         for row in np.nonzero((d_cost >= socket_low)
                               & (d_total > 0))[0].tolist():
             found.append((profile.DRAM, _population(dram, d_rows[row])))
+    cxl_modes = [m for m in modes if m in CXL_MODES]
+    lanes = min(platform.cxl_lanes, cpu.cxl_lanes)
+    for group in (_capacity_groups(_cxl(dimms))
+                  if cxl_modes and len(d_cost) else []):
+        most = lanes // min(d.lanes for d in group)
+        c_counts, c_cost, _c_total = compositions(group, most, socket_high,
+                                                  min_total=1)
+        cost = d_cost[:, None] + c_cost[None, :]
+        rows, cols = np.nonzero((d_total[:, None] > 0)
+                                & (cost >= socket_low)
+                                & (cost <= socket_high))
+        c_rows = c_counts.tolist()
+        for row, col in zip(rows.tolist(), cols.tolist()):
+            for mode in cxl_modes:
+                found.append((mode, {**_population(dram, d_rows[row]),
+                                     **_population(group, c_rows[col])}))
     pmem_modes = [m for m in modes if m in PMEM_MODES]
     if not pmem_modes or not len(d_cost):
         return found
@@ -462,12 +491,13 @@ def _lookup(table, name, option, what):
                                      ', '.join(sorted(table))))
 
 
-def _modes(requested, workload, pmem):
+def _modes(requested, workload, pmem, cxl=()):
     if not requested:
         # The modes the flavor's pmem:modes extra spec allows, and of
         # those only the ones the DIMMs can build.
-        modes = [m for m in profile.MODES if m in workload.request.modes
-                 and (pmem or m not in PMEM_MODES)]
+        modes = [m for m in profile.ALL_MODES if workload.request.allows(m)
+                 and (pmem or m not in PMEM_MODES)
+                 and (cxl or m not in CXL_MODES)]
         if not modes:
             raise errors.PlannerError(
                 '--modes: workload %s runs only in %s, which need PMem, and '
@@ -478,10 +508,14 @@ def _modes(requested, workload, pmem):
     for item in requested:
         for mode in item.split(','):
             mode = mode.strip()
-            if mode not in profile.MODES:
+            if mode not in profile.ALL_MODES:
                 raise errors.PlannerError(
                     '--modes: unknown mode %r (known: %s)'
-                    % (mode, ', '.join(profile.MODES)))
+                    % (mode, ', '.join(profile.ALL_MODES)))
+            if mode in CXL_MODES and not cxl:
+                raise errors.PlannerError(
+                    '--modes: mode %s needs CXL memory devices and none was '
+                    'given or none fits this platform and CPU' % mode)
             if mode in PMEM_MODES and not pmem:
                 raise errors.PlannerError(
                     '--modes: mode %s needs PMem DIMMs and none was given '
@@ -547,7 +581,7 @@ def run(scen, platform, cpu, workload=None, dimms=None, modes=None,
     else:
         chosen = usable_dimms(catalog, plat, proc)
     pmem = [d for d in chosen if d.is_pmem]
-    mode_list = _modes(modes, work, pmem)
+    mode_list = _modes(modes, work, pmem, _cxl(chosen))
     if budget is None:
         budget = model.node(scen.configs[scen.baseline], scen.policies).cost
     budget = _number(budget, '--budget', positive=True)

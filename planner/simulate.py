@@ -168,7 +168,7 @@ class _Request(object):
             ok, reason = decide.mode_passes(self.request, prof)
             self.mode_ok.append(ok)
             self.mode_reason.append(reason)
-            dynamic = (prof.known and prof.mode == profile.MEMORY_MODE
+            dynamic = (prof.known and prof.mode in profile.TIERED
                        and not self.accounted)
             self.cache_dynamic.append(dynamic)
             self.cache_static.append(dynamic or decide.cache_passes(
@@ -217,7 +217,7 @@ class Fleet(object):
         caps = [k.profile.cache_capacity_mb(
             self.scheduler.cache_overcommit_ratio) or 0.0 for k in ks]
         self.cache_mb = per_host(caps)
-        self.memory_mode = per_host([k.profile.mode == profile.MEMORY_MODE
+        self.memory_mode = per_host([k.profile.mode in profile.TIERED
                                      for k in ks], bool)
         # Placement's capacities.
         self.vcpu_cap = self.vcpus * self.cpu_ratio
@@ -609,9 +609,9 @@ def kinds_of_profiles(scen, directory, vcpus=None):
                 '--host-vcpus N)' % (directory, kind.hosts[0]))
         prof = profile.HostProfile(
             mode=kind.mode, dram_cache_gb=(kind.dram_cache_gb
-                                           if kind.mode == profile.MEMORY_MODE
+                                           if kind.mode in profile.TIERED
                                            else None))
-        dram = (kind.dram_cache_gb if kind.mode == profile.MEMORY_MODE
+        dram = (kind.dram_cache_gb if kind.mode in profile.TIERED
                 else kind.visible_memory_gb)
         kinds.append(HostKind(
             name=kind.name, profile=prof,
@@ -699,7 +699,7 @@ def summary(result, scen=None, mix=None, planned=None, settle=0.5):
             (fleet.mem_used[sel].sum()) / fleet.mem_cap[sel].sum()), 4)
         row['vcpu_util'] = round(float(
             fleet.vcpu_used[sel].sum() / fleet.vcpu_cap[sel].sum()), 4)
-        if mode == profile.MEMORY_MODE:
+        if mode in profile.TIERED:
             pressure = fleet.hot_used[sel] / fleet.cache_mb[sel]
             row['cache_pressure_mean'] = round(float(pressure.mean()), 4)
             row['cache_pressure_max'] = round(float(pressure.max()), 4)

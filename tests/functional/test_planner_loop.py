@@ -20,6 +20,7 @@ flavor is booted until NoValidHost, and Nova must have admitted exactly the
 planner's ``vms_per_node``.
 """
 
+import dataclasses
 import shlex
 
 from nova_pmem_filters import extra_specs
@@ -51,16 +52,18 @@ def apply_options(test, frame, scope, target, options):
             test.flags(**{name: cast(value), 'group': group})
 
 
-class PlannerLoopTest(base.PmemTestBase):
-    """Nova admits what the planner counted, node kind by node kind."""
+class PlannerLoopBase(base.PmemTestBase):
+    """Boot a planned flavor on a compute configured by nova-config."""
 
     # Each test starts the one compute it needs, configured by the plan.
     HOSTS = ()
     AGGREGATES = ()
+    # The built-in scenario the tests plan with (None: the default).
+    SCENARIO = None
 
     def setUp(self):
-        super(PlannerLoopTest, self).setUp()
-        self.scenario = scenario.load()
+        super(PlannerLoopBase, self).setUp()
+        self.scenario = scenario.load(self.SCENARIO)
 
     def _apply(self, frame, scope, target, options):
         apply_options(self, frame, scope, target, options)
@@ -124,6 +127,10 @@ class PlannerLoopTest(base.PmemTestBase):
             % (workload_name, config_name, planned, binding, admitted))
         return planned, binding
 
+
+class PlannerLoopTest(PlannerLoopBase):
+    """Nova admits what the planner counted, node kind by node kind."""
+
     def test_dram_node_redis(self):
         self._check('dram-384', 'redis')
 
@@ -159,3 +166,36 @@ class PlannerLoopTest(base.PmemTestBase):
         self.assertEqual(
             profile.instances_in_cache(192 * base.GB, 0.45 * 32 * base.GB),
             planned)
+
+
+class CxlPlannerLoopTest(PlannerLoopBase):
+    """The same loop for the CXL scenario's nodes (cxl-cost-matched).
+
+    The tiered CXL kinds are configured as nova-config prints them
+    (``pmem_mode=cxl_flat`` or ``cxl_kmem`` with the DRAM as
+    ``pmem_dram_cache_gb``) and their flavors say ``pmem:modes`` with the
+    Optane values they pass as.
+    """
+
+    SCENARIO = 'cxl-cost-matched'
+
+    def test_dram_node_analytics(self):
+        self._check('dram-2304', 'analytics')
+
+    def test_flat_node_analytics(self):
+        self._check('flat-1536-1536', 'analytics')
+
+    def test_kmem_node_analytics(self):
+        self._check('kmem-1536-1536', 'analytics')
+
+    def test_kmem_node_near_memory_binds(self):
+        """All of the analytics RAM hot: the DRAM binds before memory."""
+        raw = self.scenario.workloads['analytics']
+        specs = dict(raw.extra_specs, **{'pmem:hot_ratio': '1'})
+        self.scenario = dataclasses.replace(
+            self.scenario, workloads=dict(
+                self.scenario.workloads, analytics=dataclasses.replace(
+                    raw, extra_specs=specs,
+                    request=extra_specs.parse(specs))))
+        planned, binding = self._check('kmem-1536-1536', 'analytics')
+        self.assertEqual('dram_cache', binding)
