@@ -339,6 +339,16 @@ class TestLiveTools(testtools.TestCase):
         self.assertEqual('nova-pmem-discover: error: daxctl: command not '
                          'found (install the daxctl package)\n', err)
 
+    def test_real_daxctl_binary(self):
+        if not shutil.which('daxctl'):
+            self.skipTest('daxctl (daxctl package) is not installed')
+        from nova_pmem_filters.discover import cxl
+        output = runner.LiveRunner(timeout=60).run('daxctl')
+        self.assertEqual(0, output.returncode, output.text)
+        # Without dax devices daxctl prints nothing: no devices, no error.
+        for device in cxl.parse_daxctl(output):
+            self.assertTrue(device['chardev'].startswith('dax'), device)
+
     def test_real_cxl_binary(self):
         if not shutil.which('cxl'):
             self.skipTest('cxl (ndctl package) is not installed')
