@@ -43,9 +43,9 @@ FLAVOR_VCPUS = 1
 HOT_RATIO = 0.3
 
 
-def _aggregate(host):
+def _aggregate(host, mode=profile.MEMORY_MODE):
     return base.Aggregate('pmem-mm-%s' % host.name, [host.name], {
-        profile.MODE_KEY: profile.MEMORY_MODE,
+        profile.MODE_KEY: mode,
         profile.DRAM_CACHE_KEY: str(DRAM_GB[host.name])})
 
 
@@ -55,6 +55,8 @@ class PlacementAccountingTest(base.PmemTestBase):
     HOSTS = (MM_A, MM_B)
     AGGREGATES = (_aggregate(MM_A), _aggregate(MM_B))
     CACHE_FILTER = False
+    # The hosts' kind: the near memory they report to Placement.
+    MODE = profile.MEMORY_MODE
 
     def setUp(self):
         # Both are read while PmemTestBase.setUp() starts the scheduler and
@@ -65,7 +67,7 @@ class PlacementAccountingTest(base.PmemTestBase):
             'tests.functional.base.ENABLED_FILTERS', filters))
         conf_dir = self.useFixture(fixtures.TempDir()).path
         self.inventories = {
-            host: profile.near_memory_inventory(profile.MEMORY_MODE, gb)
+            host: profile.near_memory_inventory(self.MODE, gb)
             for host, gb in DRAM_GB.items()}
         for host, inventory in self.inventories.items():
             with open(os.path.join(conf_dir, '%s.yaml' % host), 'w') as f:
@@ -164,3 +166,16 @@ class PlacementAccountingWithFilterTest(PlacementAccountingTest):
                       "flavor's hot RAM (resources:CUSTOM_NEAR_MEMORY_MB="
                       "2458)", self.pmem_log.output)
         self.assertNotIn('fails pmem cache check', self.pmem_log.output)
+
+
+class CxlKmemPlacementAccountingTest(PlacementAccountingWithFilterTest):
+    """The same accounting on cxl_kmem hosts: their DRAM is near memory.
+
+    The hosts report their DRAM as CUSTOM_NEAR_MEMORY_MB with the cache
+    overcommit ratio, as Memory-Mode hosts do, the Memory-Mode flavor lands
+    on them, and PmemCacheFilter leaves the bound to Placement.
+    """
+
+    AGGREGATES = (_aggregate(MM_A, profile.CXL_KMEM),
+                  _aggregate(MM_B, profile.CXL_KMEM))
+    MODE = profile.CXL_KMEM
