@@ -252,6 +252,35 @@ NUMA_REQUESTS = [
 ]
 
 
+def _host_state(cctxt, index, host, subnet, total_mb, used_mb, vcpus,
+                vcpus_used, numa_topology, aggregates, inst_dict, now):
+    """A ComputeNode and the HostState built from it, as HostManager does.
+
+    :returns: (compute node, host state).
+    """
+    compute = objects.ComputeNode(
+        id=index + 1, uuid=str(uuid_lib.uuid4()), host=host,
+        hypervisor_hostname=host, hypervisor_type='QEMU',
+        hypervisor_version=8002000, cpu_info='{}',
+        host_ip='%s.%d.%d' % (subnet, index // 250, index % 250 + 1),
+        memory_mb=total_mb, memory_mb_used=used_mb,
+        free_ram_mb=total_mb - used_mb, vcpus=vcpus, vcpus_used=vcpus_used,
+        local_gb=3500, local_gb_used=INSTANCES_PER_HOST * 40,
+        free_disk_gb=3500 - INSTANCES_PER_HOST * 40,
+        disk_available_least=1800, running_vms=INSTANCES_PER_HOST,
+        current_workload=0, numa_topology=numa_topology,
+        pci_device_pools=objects.PciDevicePoolList(objects=[]),
+        supported_hv_specs=[], metrics=None,
+        stats={'num_instances': str(INSTANCES_PER_HOST)},
+        cpu_allocation_ratio=4.0, ram_allocation_ratio=1.0,
+        disk_allocation_ratio=1.0, updated_at=now)
+    host_state = host_manager.HostState(host, host, cctxt.cell_uuid)
+    host_state.update(compute, {'host': host, 'disabled': False,
+                                'forced_down': False},
+                      aggregates, inst_dict)
+    return compute, host_state
+
+
 class CountingCellDatabase(object):
     """Stands in for the cell databases, counting every query.
 
@@ -454,27 +483,9 @@ class Cloud(object):
                 # HostManager._get_instances_by_host, verbatim.
                 inst_dict[uuid] = objects.Instance(cctxt, uuid=uuid)
             total_mb = HOST_MEMORY_MB[mode]
-            compute = objects.ComputeNode(
-                id=index + 1, uuid=str(uuid_lib.uuid4()), host=host,
-                hypervisor_hostname=host, hypervisor_type='QEMU',
-                hypervisor_version=8002000, cpu_info='{}',
-                host_ip='10.0.%d.%d' % (index // 250, index % 250 + 1),
-                memory_mb=total_mb, memory_mb_used=used_mb,
-                free_ram_mb=total_mb - used_mb, vcpus=112,
-                vcpus_used=INSTANCES_PER_HOST * 2, local_gb=3500,
-                local_gb_used=INSTANCES_PER_HOST * 40,
-                free_disk_gb=3500 - INSTANCES_PER_HOST * 40,
-                disk_available_least=1800, running_vms=INSTANCES_PER_HOST,
-                current_workload=0, numa_topology=None,
-                pci_device_pools=objects.PciDevicePoolList(objects=[]),
-                supported_hv_specs=[], metrics=None,
-                stats={'num_instances': str(INSTANCES_PER_HOST)},
-                cpu_allocation_ratio=4.0, ram_allocation_ratio=1.0,
-                disk_allocation_ratio=1.0, updated_at=now)
-            host_state = host_manager.HostState(host, host, cctxt.cell_uuid)
-            host_state.update(compute, {'host': host, 'disabled': False,
-                                        'forced_down': False},
-                              aggregates, inst_dict)
+            _compute, host_state = _host_state(
+                cctxt, index, host, '10.0', total_mb, used_mb, 112,
+                INSTANCES_PER_HOST * 2, None, aggregates, inst_dict, now)
             self.hosts.append(host_state)
             self.mode_of[host] = mode
             self.modes[mode] += 1
@@ -607,29 +618,11 @@ class NumaCloud(object):
                 inst_dict[uuid] = objects.Instance(cctxt, uuid=uuid)
             numa_topology = host_numa_topology(cell_memory_mb, memory_usage,
                                                cpu_usage)
-            compute = objects.ComputeNode(
-                id=index + 1, uuid=str(uuid_lib.uuid4()), host=host,
-                hypervisor_hostname=host, hypervisor_type='QEMU',
-                hypervisor_version=8002000, cpu_info='{}',
-                host_ip='10.1.%d.%d' % (index // 250, index % 250 + 1),
-                memory_mb=total_mb, memory_mb_used=used_mb,
-                free_ram_mb=total_mb - used_mb,
-                vcpus=NUMA_CELLS * CPUS_PER_CELL, vcpus_used=vcpus_used,
-                local_gb=3500, local_gb_used=INSTANCES_PER_HOST * 40,
-                free_disk_gb=3500 - INSTANCES_PER_HOST * 40,
-                disk_available_least=1800, running_vms=INSTANCES_PER_HOST,
-                current_workload=0,
+            compute, host_state = _host_state(
+                cctxt, index, host, '10.1', total_mb, used_mb,
+                NUMA_CELLS * CPUS_PER_CELL, vcpus_used,
                 # A string field: HostState.update() deserialises it.
-                numa_topology=numa_topology._to_json(),
-                pci_device_pools=objects.PciDevicePoolList(objects=[]),
-                supported_hv_specs=[], metrics=None,
-                stats={'num_instances': str(INSTANCES_PER_HOST)},
-                cpu_allocation_ratio=4.0, ram_allocation_ratio=1.0,
-                disk_allocation_ratio=1.0, updated_at=now)
-            host_state = host_manager.HostState(host, host, cctxt.cell_uuid)
-            host_state.update(compute, {'host': host, 'disabled': False,
-                                        'forced_down': False},
-                              aggregates, inst_dict)
+                numa_topology._to_json(), aggregates, inst_dict, now)
             self.hosts.append(host_state)
             # One Placement allocation candidate, as the scheduler's
             # HostManager gives every host of a request without request

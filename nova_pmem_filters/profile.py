@@ -178,12 +178,16 @@ def parse_cell_cache(raw):
 
 def format_cell_cache(cells):
     """The ``pmem_dram_cache_gb_per_cell`` value of ``{cell id: GB}``."""
-    return ','.join('%d:%s' % (cell, _gb_text(gb))
+    return ','.join('%d:%s' % (cell, gb_text(gb))
                     for cell, gb in sorted(cells.items()))
 
 
-def _gb_text(value):
-    # repr, not %g: %g keeps 6 digits and would round a cache up.
+def gb_text(value):
+    """A GB figure as aggregate metadata carries it, without rounding.
+
+    repr, not %g: %g keeps 6 digits, so 1234.5678 GB would be written as
+    1234.57 and the scheduler would count a larger cache than installed.
+    """
     return ('%d' % value) if float(value).is_integer() else repr(float(value))
 
 
@@ -251,7 +255,7 @@ def from_metadata(metadata_list, default_mode=DRAM):
         elif abs(total_gb - cache_gb) * MB_PER_GB > 1:
             return HostProfile(problem='%s=%r adds up to %s GB, but %s=%r'
                                % (DRAM_CACHE_PER_CELL_KEY, raw_cells,
-                                  _gb_text(total_gb), DRAM_CACHE_KEY,
+                                  gb_text(total_gb), DRAM_CACHE_KEY,
                                   raw_cache))
         cells = tuple(sorted(cells.items()))
     if mode in TIERED and cache_gb is None:

@@ -102,12 +102,6 @@ def _floor(x):
     return int(math.floor(x + _EPS))
 
 
-def _gb_text(value):
-    # repr, not %g: %g keeps 6 digits, so 1234.5678 GB would be emitted as
-    # 1234.57 and the scheduler would count a larger cache than installed.
-    return ('%d' % value) if float(value).is_integer() else repr(float(value))
-
-
 def aggregate_metadata(config):
     """The host-aggregate metadata that describes ``config`` to Nova.
 
@@ -116,7 +110,7 @@ def aggregate_metadata(config):
     """
     metadata = {profile.MODE_KEY: config.mode}
     if config.mode in profile.TIERED:
-        metadata[profile.DRAM_CACHE_KEY] = _gb_text(config.dram_gb)
+        metadata[profile.DRAM_CACHE_KEY] = profile.gb_text(config.dram_gb)
     return metadata
 
 
@@ -246,7 +240,7 @@ def discovered_node(name, mode, visible_memory_gb, dram_cache_gb,
     """
     metadata = {profile.MODE_KEY: mode}
     if mode == profile.MEMORY_MODE:
-        metadata[profile.DRAM_CACHE_KEY] = _gb_text(dram_cache_gb)
+        metadata[profile.DRAM_CACHE_KEY] = profile.gb_text(dram_cache_gb)
     prof = profile.from_metadata([metadata])
     return Node(config=DiscoveredConfig(name=name, mode=mode), profile=prof,
                 visible_memory_gb=float(visible_memory_gb),

@@ -20,7 +20,6 @@ NUMATopologyFilter next to the pmem filters, as a NUMA-aware cloud does.
 
 import os
 import sys
-import time
 
 from nova import context as nova_context
 from nova import objects
@@ -137,14 +136,7 @@ class NumaTestBase(libvirt_base.ServersTestBase):
             'instance.delete.end', n_events=self._deletes)
 
     def wait_for(self, server, states, max_retries=1000):
-        for _ in range(max_retries):
-            server = self.api.get_server(server['id'])
-            if server['status'] in states and (
-                    server['status'] != 'ERROR' or 'fault' in server):
-                return server
-            time.sleep(0.02)
-        self.fail('server %s is %s, expected %s'
-                  % (server['id'], server['status'], states))
+        return base.wait_for_status(self, server, states, max_retries)
 
     def fill(self, flavor_id, limit=64):
         """Boot until NoValidHost; the servers that became ACTIVE."""

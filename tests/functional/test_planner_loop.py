@@ -43,6 +43,23 @@ SCHEDULER_OPTIONS = {
 }
 
 
+def planned_aggregate(frame, agg):
+    """The metadata nova-config prints for aggregate ``agg``."""
+    return {key: value for scope, target, key, value in zip(
+        frame.scope, frame.target, frame.key, frame.value)
+        if scope == 'aggregate' and target == agg and key != 'create'}
+
+
+def planned_flavor(frame, workload_name):
+    """(vCPUs, RAM MB, extra specs) nova-config prints for a workload."""
+    rows = frame[(frame.scope == 'flavor') & (frame.target == workload_name)]
+    create = shlex.split(rows[rows.key == 'create'].command.iloc[0])
+    specs = {key: value for key, value in zip(rows.key, rows.value)
+             if key != 'create'}
+    return (int(create[create.index('--vcpus') + 1]),
+            int(create[create.index('--ram') + 1]), specs)
+
+
 def apply_options(test, frame, scope, target, options):
     """Set ``test``'s options from nova-config's rows for ``target``."""
     rows = frame[(frame.scope == scope) & (frame.target == target)]
@@ -85,20 +102,10 @@ class PlannerLoopBase(base.PmemTestBase):
         self._start_sized_compute(host)
         self._run_periodics()
 
-        metadata = {key: value for scope, target, key, value in zip(
-            frame.scope, frame.target, frame.key, frame.value)
-            if scope == 'aggregate' and target == agg and key != 'create'}
-        self._create_pmem_aggregate(base.Aggregate(agg, ['node1'], metadata))
+        self._create_pmem_aggregate(base.Aggregate(
+            agg, ['node1'], planned_aggregate(frame, agg)))
 
-        flavor_rows = frame[(frame.scope == 'flavor')
-                            & (frame.target == workload_name)]
-        create = shlex.split(flavor_rows[flavor_rows.key == 'create']
-                             .command.iloc[0])
-        vcpus = int(create[create.index('--vcpus') + 1])
-        ram_mb = int(create[create.index('--ram') + 1])
-        specs = {key: value for key, value in zip(flavor_rows.key,
-                                                  flavor_rows.value)
-                 if key != 'create'}
+        vcpus, ram_mb, specs = planned_flavor(frame, workload_name)
         flavor = self._create_flavor(
             name=workload_name, memory_mb=ram_mb, vcpu=vcpus, disk=0,
             extra_spec=specs)

@@ -21,7 +21,6 @@ must admit exactly the planner's ``vms_per_node``.
 """
 
 import dataclasses
-import shlex
 
 import fixtures
 
@@ -89,21 +88,15 @@ class PlannerNumaTest(numa_base.NumaTestBase):
         cells = model.cell_sizing(config, self.scenario.policies)
         self.assertEqual(2, cells.cells)
         self._start_cells('node1', cells)
-        metadata = {key: value for scope, target, key, value in zip(
-            frame.scope, frame.target, frame.key, frame.value)
-            if scope == 'aggregate' and target == agg and key != 'create'}
-        self.start_numa_compute_aggregate('node1', metadata)
+        self.start_numa_compute_aggregate(
+            'node1', test_planner_loop.planned_aggregate(frame, agg))
 
-        rows = frame[(frame.scope == 'flavor')
-                     & (frame.target == workload_name)]
-        create = shlex.split(rows[rows.key == 'create'].command.iloc[0])
-        specs = {key: value for key, value in zip(rows.key, rows.value)
-                 if key != 'create'}
+        vcpus, ram_mb, specs = test_planner_loop.planned_flavor(
+            frame, workload_name)
         self.assertEqual(str(workload.numa_nodes), specs['hw:numa_nodes'])
         flavor = self._create_flavor(
             name=workload_name, disk=1, ephemeral=0, extra_spec=specs,
-            vcpu=int(create[create.index('--vcpus') + 1]),
-            memory_mb=int(create[create.index('--ram') + 1]))
+            vcpu=vcpus, memory_mb=ram_mb)
 
         node = model.node(config, self.scenario.policies)
         planned, binding = model.density(node, workload,
