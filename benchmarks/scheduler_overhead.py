@@ -56,7 +56,7 @@ There is no database: ``InstanceList.get_by_filters`` is replaced by a
 counting stand-in that returns the instances of the requested UUIDs with
 their flavors and NUMA topologies, and ``Instance.obj_load_attr`` (one
 query per instance in real Nova) is counted as a query too. The first
-request on an empty ``hostinfo.LEDGER`` must make exactly one batched load
+request on an empty ``ledger.LEDGER`` must make exactly one batched load
 per cell; the requests after it none.
 
 Run::
@@ -99,7 +99,7 @@ from nova import version as nova_version
 from nova.virt import hardware
 
 from nova_pmem_filters import filters as pmem_filters
-from nova_pmem_filters import hostinfo
+from nova_pmem_filters.scheduler import ledger
 from nova_pmem_filters import weighers as pmem_weighers
 
 CONF = nova.conf.CONF
@@ -884,7 +884,7 @@ def _cold_request(cloud, database, cache_filter, spec):
     :returns: (seconds, passing hosts, batched loads per cell, lazy-loads,
         seconds in the DB stand-in, rows it built).
     """
-    hostinfo.LEDGER = hostinfo.HotRamLedger()
+    ledger.LEDGER = ledger.HotRamLedger()
     database.reset_counts()
     gc.collect()
     seconds, result = _timed(lambda: cache_filter.call(cloud, spec))

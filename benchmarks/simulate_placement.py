@@ -46,19 +46,20 @@ from nova.scheduler import weights as nova_weights
 from nova.scheduler.weights import cpu as cpu_weigher
 from nova.scheduler.weights import ram as ram_weigher
 
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 from nova_pmem_filters import filters as pmem_filters
-from nova_pmem_filters import hostinfo
-from nova_pmem_filters import profile
+from nova_pmem_filters.scheduler import ledger
 from nova_pmem_filters import weighers as pmem_weighers
 from planner import simulate
 
 CONF = nova.conf.CONF
 
 AGGREGATE_METADATA = {
-    'dram': {profile.MODE_KEY: profile.DRAM},
-    'mm': {profile.MODE_KEY: profile.MEMORY_MODE,
+    'dram': {profile.MODE_KEY: kinds.DRAM},
+    'mm': {profile.MODE_KEY: kinds.MEMORY_MODE,
            profile.DRAM_CACHE_KEY: '192'},
-    'ad': {profile.MODE_KEY: profile.APP_DIRECT},
+    'ad': {profile.MODE_KEY: kinds.APP_DIRECT},
 }
 KINDS = (('dram', 80, 384), ('mm', 80, 512), ('ad', 80, 192))
 FLAVORS = {
@@ -210,7 +211,7 @@ def main(argv=None):
     every = max(boots // args.samples, 1)
     nova_seconds, agree, sampled, where = [], 0, 0, {}
     boot_no = 0
-    with mock.patch.object(hostinfo, 'LEDGER', hostinfo.HotRamLedger()):
+    with mock.patch.object(ledger, 'LEDGER', ledger.HotRamLedger()):
         for e in events:
             flavor = flavors[e.flavor]
             if e.kind == simulate.DELETE:

@@ -9,24 +9,28 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Weighers for hosts with DRAM, Memory-Mode and App-Direct PMem.
+"""Weighers for hosts with DRAM, Memory-Mode, App-Direct PMem and CXL
+memory tiers.
 
 PmemTierWeigher steers flavors by ``pmem:priority``: ``high`` to DRAM-backed
-hosts (``dram``, ``app_direct``), ``low`` to ``memory_mode`` hosts, so that
-DRAM stays free for the flavors that need it; ``normal`` gets no preference.
-A negative multiplier inverts the preference.
+hosts (``dram``, ``app_direct``, ``cxl_devdax``), ``low`` to tiered hosts
+(``memory_mode``, ``cxl_flat``, ``cxl_kmem``), so that DRAM stays free for
+the flavors that need it; ``normal`` gets no preference. A negative
+multiplier inverts the preference.
 
-PmemCacheHeadroomWeigher prefers the ``memory_mode`` host with the largest
-share of its DRAM cache still free after the new instance; other hosts score
-0. A negative multiplier packs hot RAM onto the fullest cache instead. On a
-host with NUMA cells, for a NUMA-bound flavor or next to NUMA-bound
-instances, the share is the smallest of the cells the instance charges.
+PmemCacheHeadroomWeigher prefers the tiered host with the largest share of
+its near memory still free after the new instance; other hosts score 0. A
+negative multiplier packs hot RAM onto the fullest cache instead. On a host
+with NUMA cells, for a NUMA-bound flavor or next to NUMA-bound instances,
+the share is the smallest of the cells the instance charges.
 
 PmemNumaCellWeigher gives ``pmem:priority=high`` flavors the host whose NUMA
 cells (the ones Nova would give the instance) are least loaded.
 
 All use fixed bounds (0 and 1) for Nova's normalisation, so a score means the
-same whichever hosts are left after filtering.
+same whichever hosts are left after filtering. They score with the core's
+rules (:mod:`nova_pmem_filters.core.decide`) and reuse what the filters of
+the same request computed (:mod:`nova_pmem_filters.scheduler.request_memo`).
 """
 
 from oslo_log import log as logging
@@ -34,13 +38,15 @@ from oslo_log import log as logging
 from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 
-from nova_pmem_filters import decide
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import hostinfo
-from nova_pmem_filters import profile
+from nova_pmem_filters import conf
+from nova_pmem_filters.core import decide
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import profile
+from nova_pmem_filters.scheduler import numa
+from nova_pmem_filters.scheduler import request_memo
 
 LOG = logging.getLogger(__name__)
-CONF = hostinfo.CONF
+CONF = conf.CONF
 
 
 class _PmemWeigher(weights.BaseHostWeigher):
@@ -50,7 +56,12 @@ class _PmemWeigher(weights.BaseHostWeigher):
     def weigh_objects(self, weighed_obj_list, weight_properties):
         hosts = [obj.obj for obj in weighed_obj_list]
         try:
-            return self._weigh_hosts(hosts, weight_properties)
+            memo = request_memo.of(weight_properties)
+            request, _error = request_memo.request(weight_properties, memo)
+            if request is None:
+                return [0.0] * len(hosts)
+            return self._weigh_hosts(hosts, weight_properties, memo,
+                                     request)
         except Exception as exc:
             LOG.warning("%(cls)s gives no preference: unexpected error "
                         "%(error)r",
@@ -70,43 +81,40 @@ class PmemTierWeigher(_PmemWeigher):
             host_state, profile.TIER_WEIGHT_MULTIPLIER_KEY,
             CONF.pmem.tier_weight_multiplier)
 
-    def _weigh_hosts(self, hosts, spec_obj):
-        request, _error = hostinfo.spec_request(spec_obj)
-        if request is None:
+    def _weigh_hosts(self, hosts, spec_obj, memo, request):
+        if request.priority == extra_specs.PRIORITY_NORMAL:
             return [0.0] * len(hosts)
-        return [decide.tier_score(request, hostinfo.host_profile(hs))
-                for hs in hosts]
+        # Hosts of the same aggregates share one profile object: score each
+        # profile once.
+        scores = {}
+        result = []
+        for prof in request_memo.profiles(spec_obj, hosts, memo):
+            score = scores.get(id(prof))
+            if score is None:
+                score = scores[id(prof)] = decide.tier_score(request, prof)
+            result.append(score)
+        return result
 
 
 class PmemCacheHeadroomWeigher(_PmemWeigher):
-    """Prefer Memory-Mode hosts with the most free DRAM cache."""
+    """Prefer tiered hosts with the most free near memory."""
 
     def weight_multiplier(self, host_state):
         return CONF.pmem.cache_headroom_weight_multiplier
 
-    def _weigh_hosts(self, hosts, spec_obj):
-        request, _error = hostinfo.spec_request(spec_obj)
-        if request is None:
-            return [0.0] * len(hosts)
-        profiles = [hostinfo.host_profile(hs) for hs in hosts]
-        usage = hostinfo.memory_mode_hot_ram(
-            hosts, profiles, spec_obj, request)
-        requested = hostinfo.requested_topology(spec_obj)
-        new_hot_mb = request.hot_mb(spec_obj.flavor.memory_mb)
+    def _weigh_hosts(self, hosts, spec_obj, memo, request):
+        profiles = request_memo.profiles(spec_obj, hosts, memo)
+        usage = request_memo.tiered_hot_ram(hosts, profiles, spec_obj,
+                                            request, memo)
+        bound = numa.requested_topology(spec_obj) is not None
+        memory_mb = spec_obj.flavor.memory_mb
         ratio = CONF.pmem.cache_overcommit_ratio
         scores = []
         for host_state, prof in zip(hosts, profiles):
-            hot = usage.get(hostinfo.node_key(host_state))
-            cells = hostinfo.host_cells(host_state)
-            if hostinfo.uses_cells(prof, cells, hot, requested):
-                capacities, used, new, _problem = hostinfo.cell_view(
-                    host_state, prof, cells, hot, spec_obj, request, ratio)
-                scores.append(decide.cell_headroom_score(capacities, used,
-                                                         new))
-            else:
-                scores.append(decide.headroom_score(
-                    prof, None if hot is None else hot.total, new_hot_mb,
-                    ratio))
+            hot, cells, fit = request_memo.cache_inputs(
+                host_state, prof, usage, spec_obj, bound, memo)
+            scores.append(decide.headroom_score(
+                prof, ratio, hot, request, memory_mb, cells=cells, fit=fit))
         return scores
 
 
@@ -116,19 +124,17 @@ class PmemNumaCellWeigher(_PmemWeigher):
     def weight_multiplier(self, host_state):
         return CONF.pmem.numa_cell_weight_multiplier
 
-    def _weigh_hosts(self, hosts, spec_obj):
-        request, _error = hostinfo.spec_request(spec_obj)
-        if (request is None
-                or request.priority != extra_specs.PRIORITY_HIGH):
+    def _weigh_hosts(self, hosts, spec_obj, memo, request):
+        if request.priority != extra_specs.PRIORITY_HIGH:
             return [0.0] * len(hosts)
         scores = []
         for host_state in hosts:
-            cells = hostinfo.host_cells(host_state)
+            cells = numa.host_cells(host_state)
             if cells is None:
                 scores.append(0.0)
                 continue
-            sizes, used, new = hostinfo.cell_memory_view(
-                host_state, cells, spec_obj)
+            sizes, used, new = numa.cell_memory_view(
+                host_state, cells, spec_obj, memo.fits)
             scores.append(0.0 if new is None
                           else decide.cell_load_score(sizes, used, new))
         return scores
@@ -138,6 +144,7 @@ def all_weighers():
     """Return the weigher classes of nova-pmem-filters.
 
     For ``[filter_scheduler] weight_classes``, next to Nova's own
-    ``nova.scheduler.weights.all_weighers``.
+    ``nova.scheduler.weights.all_weighers``. The names are
+    :data:`nova_pmem_filters.core.classes.WEIGHERS`.
     """
     return [PmemTierWeigher, PmemCacheHeadroomWeigher, PmemNumaCellWeigher]

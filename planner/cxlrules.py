@@ -20,7 +20,8 @@ what is legal but outside guidance (a kmem DRAM:CXL ratio outside a sensible
 band, CXL devices a mode does not use). Sources are URLs or assumptions.
 """
 
-from nova_pmem_filters import profile
+
+from nova_pmem_filters.core import kinds
 
 from planner.population import _catalog
 from planner.population import _modules
@@ -47,7 +48,7 @@ KMEM_RATIO_SOURCE = (
     'memory tiering defaults to DRAM:tier 1:1 and advises active memory at '
     'or below half of DRAM; the band is that 1:1 widened by 4x below and '
     '2x above)')
-CXL_MODES = frozenset(profile.CXL_MODES)
+CXL_MODES = frozenset(kinds.CXL_MODES)
 
 
 def check(config):
@@ -100,19 +101,19 @@ def check(config):
             'mode %s needs CXL memory devices; configuration %s has none (%s '
             'per socket)' % (mode, config.name, _modules(per)),
             'design (the cxl_* host kinds are modes of CXL memory)')
-    if mode in (profile.CXL_FLAT, profile.CXL_KMEM) and not dram_gb:
+    if mode in (kinds.CXL_FLAT, kinds.CXL_KMEM) and not dram_gb:
         add(ERROR, 'mode-without-dram',
             'mode %s needs DRAM as the near tier in front of CXL memory; '
             'configuration %s has no DRAM (%s per socket)'
             % (mode, config.name, _modules(per)),
-            FLAT_RATIO_SOURCE if mode == profile.CXL_FLAT else
+            FLAT_RATIO_SOURCE if mode == kinds.CXL_FLAT else
             'design (pmem_dram_cache_gb of a cxl_kmem host is its DRAM)')
-    if mode == profile.CXL_FLAT and cxl and not cpu.flat_memory_mode:
+    if mode == kinds.CXL_FLAT and cxl and not cpu.flat_memory_mode:
         add(ERROR, 'flat-unsupported-cpu',
             'CPU %s offers no flat memory mode (hardware-managed CXL '
             'tiering); run its CXL memory as cxl_kmem' % cpu.name,
             _catalog('CPU', cpu.name, 'flat_memory_mode false', cpu.source))
-    if mode == profile.CXL_FLAT and dram_gb and cxl_gb:
+    if mode == kinds.CXL_FLAT and dram_gb and cxl_gb:
         if abs(cxl_gb / dram_gb - FLAT_RATIO) > 1e-9:
             add(ERROR, 'flat-ratio',
                 'DRAM:CXL is 1:%.2f per socket (%g GB of %s : %g GB of %s); '
@@ -128,7 +129,7 @@ def check(config):
                 'https://wwt.com/article/memory-population-guidelines-for-'
                 'intel-4th-gen-xeon-scalable-processors (each DIMM must '
                 'have an identical size, speed and rank)')
-    if mode == profile.CXL_KMEM and dram_gb and cxl_gb:
+    if mode == kinds.CXL_KMEM and dram_gb and cxl_gb:
         ratio = cxl_gb / dram_gb
         if not KMEM_RATIO_MIN <= ratio <= KMEM_RATIO_MAX:
             add(WARNING, 'kmem-ratio',
@@ -137,8 +138,8 @@ def check(config):
                 'DRAM and the CXL tier pays for itself'
                 % (ratio, dram_gb, cxl_gb, KMEM_RATIO_MIN, KMEM_RATIO_MAX),
                 KMEM_RATIO_SOURCE)
-    if cxl and mode in (profile.DRAM, profile.MEMORY_MODE,
-                        profile.APP_DIRECT):
+    if cxl and mode in (kinds.DRAM, kinds.MEMORY_MODE,
+                        kinds.APP_DIRECT):
         add(WARNING, 'cxl-unused',
             'CXL memory devices are installed (%s per socket) but '
             'configuration %s runs in %s mode, where they add cost and '

@@ -12,52 +12,33 @@
 """The current fleet: a directory of discovered host profiles.
 
 Each ``*.json`` file is one host's profile as ``nova-pmem-discover`` prints
-it (``doc/source/host-profile-format.rst``). Hosts that are identical for the
-model (scheduler mode, visible memory, DRAM cache, vCPUs when reported,
-App-Direct regions, number of sockets) form one node kind, and the node
-model counts the VMs of each scenario workload on each kind.
+it (``doc/source/host-profile-format.rst``), read by the core's reader
+(:mod:`nova_pmem_filters.core.hostfile`). Hosts that are identical for the
+model (kind, visible memory, near memory per host and per cell, vCPUs when
+reported, App-Direct regions, number of sockets) form one node kind, and
+the node model counts the VMs of each scenario workload on each kind.
 
 Every problem becomes a :class:`planner.scenario.ScenarioError` whose one
 line names the file and the key.
 """
 
 import dataclasses
-import json
 import math
 
 import pandas as pd
 
-from nova_pmem_filters.discover import profiles
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import hostfile
+from nova_pmem_filters.core import kinds as host_kinds
 
 from planner import model
 from planner import scenario
 
-SCHEMA = profiles.SCHEMA
-MIXED = profiles.MIXED
-HARDWARE_MODES = profiles.HARDWARE_MODES
-
 TOTAL = 'total'
 
 
-@dataclasses.dataclass(frozen=True)
-class Host:
-    """What the model needs of one discovered host."""
-
-    source: str
-    hostname: str
-    mode: str
-    visible_memory_gb: float
-    dram_cache_gb: float
-    vcpus: int = None
-    region_gb: tuple = ()
-    # Entries of the profile's ``sockets`` list; None when it lists none.
-    sockets: int = None
-
-    @property
-    def kind_key(self):
-        return (self.mode, self.visible_memory_gb, self.dram_cache_gb,
-                self.vcpus, self.region_gb, self.sockets)
+def _kind_key(host):
+    return (host.mode, host.visible_memory_gb, host.dram_cache_gb,
+            host.vcpus, host.region_gb, host.sockets, host.cell_cache_gb)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +53,10 @@ class Kind:
     region_gb: tuple
     hosts: tuple
     sockets: int = None
+    # ((NUMA node, GB), ...) of the near memory per cell, or None.
+    cell_cache_gb: tuple = None
+    # Installed DRAM; None when the profiles do not say.
+    dram_gb: float = None
 
     @property
     def count(self):
@@ -82,51 +67,30 @@ class Kind:
         return model.discovered_node(
             self.name, self.mode, self.visible_memory_gb, self.dram_cache_gb,
             vcpus=self.vcpus, region_gb=self.region_gb,
-            sockets=self.sockets)
+            sockets=self.sockets, cell_cache_gb=self.cell_cache_gb)
 
 
 def parse_host(data, source):
-    """Check one host profile and keep what the model needs.
+    """Check one host profile (:class:`hostfile.DiscoveredHost`).
 
     :raises planner.scenario.ScenarioError: naming ``source`` and the key.
     """
     try:
-        return _host(profiles.parse(data, source), _socket_count(data))
-    except profiles.ProfileError as exc:
+        return hostfile.parse(data, source)
+    except hostfile.ProfileError as exc:
         raise _scenario_error(exc)
 
 
 def read_host(path):
     """Read and check one profile file."""
     try:
-        prof = profiles.read(path)
-    except profiles.ProfileError as exc:
+        return hostfile.read(path)
+    except hostfile.ProfileError as exc:
         raise _scenario_error(exc)
-    return _host(prof, _file_socket_count(path))
 
 
 def _scenario_error(exc):
     return scenario.ScenarioError(exc.source, exc.path, exc.rule)
-
-
-def _socket_count(data):
-    # NUMA-bound workloads count per socket; the shared profile reader does
-    # not keep the list, so it is read here from the checked document.
-    sockets = data.get('sockets')
-    return len(sockets) if isinstance(sockets, list) and sockets else None
-
-
-def _file_socket_count(path):
-    # Called after profiles.read() accepted the file.
-    with open(path, encoding='utf-8') as f:
-        return _socket_count(json.load(f))
-
-
-def _host(prof, sockets=None):
-    return Host(source=prof.source, hostname=prof.hostname, mode=prof.mode,
-                visible_memory_gb=prof.visible_memory_gb,
-                dram_cache_gb=prof.dram_cache_gb, vcpus=prof.vcpus,
-                region_gb=prof.region_gb, sockets=sockets)
 
 
 def _gb(value):
@@ -135,7 +99,7 @@ def _gb(value):
 
 def kind_name(host):
     parts = [host.mode, '%sG' % _gb(host.visible_memory_gb)]
-    if host.mode in profile.TIERED:
+    if host.mode in host_kinds.TIERED:
         parts.append('%sG-cache' % _gb(host.dram_cache_gb))
     if host.vcpus is not None:
         parts.append('%dc' % host.vcpus)
@@ -143,29 +107,31 @@ def kind_name(host):
 
 
 def group(hosts):
-    """Group hosts into kinds, in order of mode, memory and cache."""
+    """Group hosts into kinds: by kind (the table's order), then memory."""
     by_key = {}
     for host in hosts:
-        by_key.setdefault(host.kind_key, []).append(host)
-    kinds = []
+        by_key.setdefault(_kind_key(host), []).append(host)
+    found = []
     names = {}
     for key in sorted(by_key, key=lambda k: (
-            profile.MODES.index(k[0]), k[1], k[2], k[3] or 0, k[4],
-            k[5] or 0)):
+            host_kinds.order(k[0]), k[1], k[2], k[3] or 0, k[4],
+            k[5] or 0, k[6] or ())):
         members = sorted(by_key[key], key=lambda h: h.hostname)
         first = members[0]
         name = kind_name(first)
         names[name] = names.get(name, 0) + 1
         if names[name] > 1:
-            # Same figures but other App-Direct regions or sockets.
+            # Same figures but other App-Direct regions, sockets or cells.
             name = '%s-%d' % (name, names[name])
-        kinds.append(Kind(name=name, mode=first.mode,
+        found.append(Kind(name=name, mode=first.mode,
                           visible_memory_gb=first.visible_memory_gb,
                           dram_cache_gb=first.dram_cache_gb,
                           vcpus=first.vcpus, region_gb=first.region_gb,
                           hosts=tuple(h.hostname for h in members),
-                          sockets=first.sockets))
-    return kinds
+                          sockets=first.sockets,
+                          cell_cache_gb=first.cell_cache_gb,
+                          dram_gb=first.dram_gb))
+    return found
 
 
 def load(directory):
@@ -175,10 +141,9 @@ def load(directory):
         hostname given by two files and on a directory with no profile.
     """
     try:
-        found = profiles.load(directory)
-    except profiles.ProfileError as exc:
+        return group(hostfile.load(directory))
+    except hostfile.ProfileError as exc:
         raise _scenario_error(exc)
-    return group([_host(p, _file_socket_count(p.source)) for p in found])
 
 
 # Columns the table of ``fleet`` shows only with --long: the rest (kind,
@@ -198,7 +163,7 @@ def columns(scen):
     return cols
 
 
-def table(kinds, scen):
+def table(fleet_kinds, scen):
     """One row per kind and a ``total`` row.
 
     For each workload: ``<workload>`` is VMs per node of the kind (the
@@ -209,7 +174,7 @@ def table(kinds, scen):
     policies = scen.policies
     rows = []
     totals = {TOTAL: 0}
-    for kind in kinds:
+    for kind in fleet_kinds:
         node = kind.node()
         row = {'kind': kind.name, 'hosts': ','.join(kind.hosts),
                'mode': kind.mode,

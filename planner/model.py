@@ -27,7 +27,7 @@ gives the minimum is named (the "binding" resource):
     ``cxl_devdax`` nodes, the PMem on ``memory_mode`` nodes and DRAM + CXL
     memory on ``cxl_flat`` and ``cxl_kmem`` nodes.
 ``dram_cache``
-    tiered modes (``profile.TIERED``: ``memory_mode``, ``cxl_flat``,
+    tiered modes (``kinds.TIERED``: ``memory_mode``, ``cxl_flat``,
     ``cxl_kmem``): the number of instances PmemCacheFilter admits, computed
     by the same function from the aggregate metadata the planner emits for
     the node (``pmem_dram_cache_gb``: the DRAM cache in Memory Mode, the
@@ -83,7 +83,9 @@ Performance model (per-VM throughput relative to the same VM on DRAM):
 import dataclasses
 import math
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 
 from planner import population
 
@@ -106,17 +108,14 @@ def aggregate_metadata(config):
     """The host-aggregate metadata that describes ``config`` to Nova.
 
     Tiered modes carry their near memory, the DRAM, as
-    ``pmem_dram_cache_gb``.
+    ``pmem_dram_cache_gb`` (the core's :func:`profile.metadata`).
     """
-    metadata = {profile.MODE_KEY: config.mode}
-    if config.mode in profile.TIERED:
-        metadata[profile.DRAM_CACHE_KEY] = profile.gb_text(config.dram_gb)
-    return metadata
+    return profile.metadata(config.mode, config.dram_gb)
 
 
 def host_profile(config):
     """The profile the scheduler will read from ``config``'s metadata."""
-    return profile.from_metadata([aggregate_metadata(config)])
+    return profile.build(config.mode, config.dram_gb)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,15 +155,15 @@ def node(config, policies):
     """Build the :class:`Node` of a configuration."""
     prof = host_profile(config)
     mode = config.mode
-    if mode == profile.MEMORY_MODE:
+    if mode == kinds.MEMORY_MODE:
         visible = config.pmem_gb
-    elif mode in (profile.CXL_FLAT, profile.CXL_KMEM):
+    elif mode in (kinds.CXL_FLAT, kinds.CXL_KMEM):
         visible = config.dram_gb + config.cxl_gb
     else:
         # dram, app_direct, cxl_devdax: guest RAM is the DRAM.
         visible = config.dram_gb
-    cache = prof.dram_cache_gb or 0.0
-    if mode == profile.APP_DIRECT:
+    cache_gb = prof.dram_cache_gb or 0.0
+    if mode == kinds.APP_DIRECT:
         keep = 1.0 - policies.namespace_overhead
         regions = tuple(sum(d.capacity_gb * n for d, n in sock.items()
                             if d.is_pmem) * keep
@@ -179,12 +178,12 @@ def node(config, policies):
              + sum(d.watts * n for d, n in dimms))
     near_bw, far_bw, far_latency = _tiers(config)
     return Node(config=config, profile=prof, visible_memory_gb=visible,
-                dram_cache_gb=cache, region_gb=regions,
+                dram_cache_gb=cache_gb, region_gb=regions,
                 vcpus=plat.sockets * cpu.threads, cost=cost, watts=watts,
                 findings=tuple(population.check(config)),
                 sockets=len(config.sockets),
-                far_latency_ns=(far_latency if mode in profile.TIERED
-                                and mode != profile.MEMORY_MODE else None),
+                far_latency_ns=(far_latency if mode in kinds.TIERED
+                                and mode != kinds.MEMORY_MODE else None),
                 near_bandwidth_gbps=near_bw, far_bandwidth_gbps=far_bw)
 
 
@@ -228,20 +227,19 @@ class DiscoveredConfig:
 
 
 def discovered_node(name, mode, visible_memory_gb, dram_cache_gb,
-                    vcpus=None, region_gb=(), sockets=None):
+                    vcpus=None, region_gb=(), sockets=None,
+                    cell_cache_gb=None):
     """Build a :class:`Node` from a discovered host's figures.
 
     For hosts that exist (``nova-pmem-planner fleet``): no DIMM population,
-    price or power, only what the host reports. The DRAM cache is read back
-    through the aggregate metadata the scheduler would see, as in
-    :func:`host_profile`. ``vcpus`` None (not reported) leaves out the vcpu
-    constraint; ``sockets`` None (not reported) gives NUMA-bound workloads
-    0 VMs (binding ``numa_nodes``), never a host-wide count.
+    price or power, only what the host reports. The near memory (per NUMA
+    cell too, ``cell_cache_gb``) is read back through the aggregate
+    metadata the scheduler would see (the core's :func:`profile.build`), as
+    in :func:`host_profile`. ``vcpus`` None (not reported) leaves out the
+    vcpu constraint; ``sockets`` None (not reported) gives NUMA-bound
+    workloads 0 VMs (binding ``numa_nodes``), never a host-wide count.
     """
-    metadata = {profile.MODE_KEY: mode}
-    if mode == profile.MEMORY_MODE:
-        metadata[profile.DRAM_CACHE_KEY] = profile.gb_text(dram_cache_gb)
-    prof = profile.from_metadata([metadata])
+    prof = profile.build(mode, dram_cache_gb, cell_cache_gb)
     return Node(config=DiscoveredConfig(name=name, mode=mode), profile=prof,
                 visible_memory_gb=float(visible_memory_gb),
                 dram_cache_gb=prof.dram_cache_gb or 0.0,
@@ -260,9 +258,29 @@ class Cells:
     memory_mb: int
     # Logical CPUs of the cell; None: the node does not report its vCPUs.
     vcpus: int
-    # Memory Mode: the socket's DRAM cache, GB (the host's cache split
-    # evenly, as the scheduler splits it); 0 on other modes.
+    # Tiered modes: the near memory of the smallest cell, GB (the sizes
+    # the profile gives per cell, else the host's split evenly, as the
+    # scheduler splits it); 0 on other modes.
     cache_gb: float
+
+
+def cell_capacities_mb(node_, overcommit_ratio=1.0):
+    """``{cell: MB}`` of hot RAM each cell of a tiered node may hold.
+
+    The scheduler's per-cell bound (the core's
+    :meth:`profile.HostProfile.cell_capacities_mb`) on the cells the
+    profile names or, without per-cell sizes, on one cell per socket.
+    None on other modes or when the sockets are unknown.
+    """
+    prof = node_.profile
+    if not node_.sockets or not prof.tiered:
+        return None
+    if prof.cell_cache_gb:
+        ids = [cell for cell, _gb in prof.cell_cache_gb]
+    else:
+        ids = range(node_.sockets)
+    capacities, _problem = prof.cell_capacities_mb(ids, overcommit_ratio)
+    return capacities
 
 
 def cells(node_):
@@ -271,12 +289,13 @@ def cells(node_):
     if not count:
         return None
     vcpus = None if node_.vcpus is None else node_.vcpus // count
-    cache = (node_.profile.dram_cache_gb / count
-             if node_.config.mode in profile.TIERED else 0.0)
+    capacities = cell_capacities_mb(node_)
+    cache_gb = (min(capacities.values()) / profile.MB_PER_GB
+                if capacities else 0.0)
     return Cells(cells=count,
                  memory_mb=int(round(node_.visible_memory_gb
                                      * profile.MB_PER_GB / count)),
-                 vcpus=vcpus, cache_gb=cache)
+                 vcpus=vcpus, cache_gb=cache_gb)
 
 
 def cell_sizing(config, policies=None):
@@ -305,9 +324,9 @@ def limits(node_, workload, policies):
     usable = max(node_.visible_memory_gb - policies.host_reserve_gb, 0.0)
     result['memory'] = _floor(usable * policies.memory_cap
                               / workload.used_gb)
-    if mode in profile.TIERED:
+    if mode in kinds.TIERED:
         capacity = node_.profile.cache_capacity_mb(policies.cache_overcommit)
-        result['dram_cache'] = profile.instances_in_cache(
+        result['dram_cache'] = cache.instances_in_cache(
             capacity, request.hot_mb(workload.ram_mb))
     if workload.vpmem_gb:
         result['pmem_namespaces'] = sum(_floor(region / workload.vpmem_gb)
@@ -332,7 +351,7 @@ def cell_slices(node_, workload, policies):
       Nova's ``cell.memory x ram_allocation_ratio`` with the ratio
       nova-config emits; 0 when ``RAM / N`` exceeds the cell's memory;
     * ``socket_dram_cache`` (Memory Mode): instances of ``RAM / N x hot
-      ratio`` hot MB that ``profile.instances_in_cache`` admits in the
+      ratio`` hot MB that ``cache.instances_in_cache`` admits in the
       cell's cache x ``cache_overcommit``.
 
     :returns: {constraint: slices}, or None when the node's sockets are
@@ -353,13 +372,11 @@ def cell_slices(node_, workload, policies):
     result['socket_memory'] = (
         0 if cell_mb > sizing.memory_mb
         else _floor(cell_gb * policies.memory_cap * n / workload.used_gb))
-    if node_.config.mode in profile.TIERED:
-        # The scheduler's even split of the host's bound over its cells,
-        # in the same order of operations.
-        capacity = (node_.profile.cache_capacity_mb(policies.cache_overcommit)
-                    / sizing.cells)
-        result['socket_dram_cache'] = profile.instances_in_cache(
-            capacity, workload.request.hot_mb(cell_mb))
+    capacities = cell_capacities_mb(node_, policies.cache_overcommit)
+    if capacities:
+        # The scheduler's bound per cell; the smallest cell decides.
+        result['socket_dram_cache'] = cache.instances_in_cache(
+            min(capacities.values()), workload.request.hot_mb(cell_mb))
     return result
 
 
@@ -401,7 +418,7 @@ def density(node_, workload, policies):
 
 def hit_fraction(node_, workload, vms, policies):
     """Share of the node's hot working set the DRAM cache holds."""
-    if node_.config.mode not in profile.TIERED or vms <= 0:
+    if node_.config.mode not in kinds.TIERED or vms <= 0:
         return 1.0
     # The DRAM itself, not the overcommitted bound: with cache_overcommit
     # above 1 the filter admits more hot RAM than the cache can hold, and
@@ -429,7 +446,7 @@ def sustained_bandwidth(node_, h):
     far = node_.far_bandwidth_gbps or 0.0
     if near is None:
         return math.inf
-    if node_.config.mode not in profile.TIERED or h >= 1.0:
+    if node_.config.mode not in kinds.TIERED or h >= 1.0:
         return near
     if h <= 0.0:
         return far
@@ -440,7 +457,7 @@ def per_vm_throughput(node_, workload, vms, policies, performance,
                       t_hit=None):
     """Per-VM throughput relative to the same VM on a DRAM node."""
     mode = node_.config.mode
-    if t_hit is None or mode != profile.MEMORY_MODE:
+    if t_hit is None or mode != kinds.MEMORY_MODE:
         # A calibrated t_hit is solved for Memory Mode only.
         t_hit = float(workload.throughput.get(mode, 1.0))
     if getattr(workload, 'bound', 'latency') == 'bandwidth':
@@ -449,7 +466,7 @@ def per_vm_throughput(node_, workload, vms, policies, performance,
         h = hit_fraction(node_, workload, vms, policies)
         demand = vms * workload.bandwidth_gbps
         return t_hit * min(1.0, sustained_bandwidth(node_, h) / demand)
-    if mode not in profile.TIERED:
+    if mode not in kinds.TIERED:
         return t_hit
     h = hit_fraction(node_, workload, vms, policies)
     return t_hit * (h + (1.0 - h) * miss_factor(performance, node_))

@@ -45,8 +45,8 @@ With ``placement_accounting``, the dram_cache constraint is also made
 atomic in Placement: each configuration's hosts report their DRAM as
 ``CUSTOM_NEAR_MEMORY_MB`` through Nova's provider config, and each flavor
 requests its hot MB of it (``resources:CUSTOM_NEAR_MEMORY_MB``), both from
-the shared core (``profile.near_memory_inventory``,
-``extra_specs.near_memory_spec``).
+the shared core (``placement.near_memory_inventory``,
+``placement.near_memory_spec``).
 """
 
 import math
@@ -54,8 +54,9 @@ import math
 import pandas as pd
 import yaml
 
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import classes
+from nova_pmem_filters.core import placement
+from nova_pmem_filters.core import profile
 
 from planner import model
 
@@ -180,8 +181,11 @@ PROVIDER_CONFIG_FILE = '/etc/nova/provider_config/nova-pmem-near-memory.yaml'
 
 
 def near_memory_inventory(config, policies, ram_allocation_ratio):
-    """The CUSTOM_NEAR_MEMORY_MB inventory of the hosts of ``config``."""
-    return profile.near_memory_inventory(
+    """The CUSTOM_NEAR_MEMORY_MB inventory of the hosts of ``config``.
+
+    Their near memory is their DRAM, whatever the kind.
+    """
+    return placement.near_memory_inventory(
         config.mode, config.dram_gb,
         cache_overcommit_ratio=float(policies.cache_overcommit),
         ram_allocation_ratio=ram_allocation_ratio)
@@ -189,7 +193,7 @@ def near_memory_inventory(config, policies, ram_allocation_ratio):
 
 def provider_config_yaml(inventory):
     """The provider config of ``inventory``, as one line of YAML."""
-    return yaml.safe_dump(profile.near_memory_provider_config(inventory),
+    return yaml.safe_dump(placement.near_memory_provider_config(inventory),
                           default_flow_style=True,
                           width=float('inf')).strip()
 
@@ -253,17 +257,17 @@ def settings(scen, workloads=None, placement_accounting=False):
         if placement_accounting:
             inventory = near_memory_inventory(config, policies, ratio)
             add('provider', '%s on the hosts in %s'
-                % (PROVIDER_CONFIG_FILE, agg), profile.NEAR_MEMORY_RC,
+                % (PROVIDER_CONFIG_FILE, agg), placement.NEAR_MEMORY_RC,
                 'total=%d allocation_ratio=%s'
                 % (inventory['total'], _fmt(inventory['allocation_ratio'])),
                 provider_config_yaml(inventory))
 
     sched = 'nova.conf of the schedulers'
     add('scheduler', sched, '[filter_scheduler] available_filters',
-        'nova_pmem_filters.filters.all_filters',
+        classes.ALL_FILTERS,
         '[filter_scheduler] available_filters = '
-        'nova_pmem_filters.filters.all_filters  # in addition to Nova\'s')
-    filters = 'PmemModeFilter,PmemCacheFilter'
+        '%s  # in addition to Nova\'s' % classes.ALL_FILTERS)
+    filters = ','.join(classes.FILTERS)
     if any(w.numa_nodes for w in chosen):
         # Not in Nova's default list; without it no scheduler checks the
         # cells and the compute's claim applies no allocation ratio.
@@ -271,10 +275,9 @@ def settings(scen, workloads=None, placement_accounting=False):
     add('scheduler', sched, '[filter_scheduler] enabled_filters', filters,
         '[filter_scheduler] enabled_filters = <your filters>,' + filters)
     add('scheduler', sched, '[filter_scheduler] weight_classes',
-        'nova_pmem_filters.weighers.all_weighers',
+        classes.ALL_WEIGHERS,
         '[filter_scheduler] weight_classes = '
-        'nova.scheduler.weights.all_weighers,'
-        'nova_pmem_filters.weighers.all_weighers')
+        'nova.scheduler.weights.all_weighers,%s' % classes.ALL_WEIGHERS)
     add('scheduler', sched,
         '[pmem] cache_overcommit_ratio', float(policies.cache_overcommit),
         '[pmem] cache_overcommit_ratio = %s'
@@ -287,8 +290,8 @@ def settings(scen, workloads=None, placement_accounting=False):
             % (workload.vcpus, workload.ram_mb, workload.name))
         specs = dict(workload.extra_specs)
         if placement_accounting:
-            specs.update(extra_specs.near_memory_spec(workload.ram_mb,
-                                                      workload.hot_ratio))
+            specs.update(placement.near_memory_spec(workload.ram_mb,
+                                                    workload.hot_ratio))
         for key, value in sorted(specs.items()):
             add('flavor', workload.name, key, value,
                 'openstack flavor set --property %s=%s %s'

@@ -59,7 +59,8 @@ import numpy as np
 from scipy import optimize as sp_optimize
 from scipy import sparse
 
-from nova_pmem_filters import profile
+
+from nova_pmem_filters.core import kinds
 
 from planner import errors
 from planner import model
@@ -453,7 +454,7 @@ def _pricing_bound(cand, demand_list, values):
     resources = [([d.used_gb for d, _v, _l in use], cap.memory_gb)]
     if cap.vcpus is not None:
         resources.append(([d.vcpus for d, _v, _l in use], cap.vcpus))
-    if cap.mode in profile.TIERED:
+    if cap.mode in kinds.TIERED:
         resources.append(([d.hot_mb for d, _v, _l in use], cap.cache_mb))
     if any(d.vpmem_gb for d, _v, _l in use):
         resources.append(([d.vpmem_gb for d, _v, _l in use],

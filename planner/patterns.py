@@ -30,7 +30,9 @@ import math
 import numpy as np
 from scipy import optimize as sp_optimize
 
-from nova_pmem_filters import profile
+
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import kinds
 
 from planner import model
 
@@ -56,7 +58,7 @@ class Demand:
                    used_gb=float(workload.used_gb),
                    hot_mb=float(request.hot_mb(workload.ram_mb)),
                    vpmem_gb=float(workload.vpmem_gb or 0.0),
-                   modes=frozenset(m for m in profile.ALL_MODES
+                   modes=frozenset(m for m in kinds.ALL_MODES
                                    if request.allows(m)))
 
 
@@ -81,7 +83,7 @@ class Capacity:
                  else node_.vcpus * policies.cpu_overcommit)
         usable = max(node_.visible_memory_gb - policies.host_reserve_gb, 0.0)
         cache = (node_.profile.cache_capacity_mb(policies.cache_overcommit)
-                 if mode in profile.TIERED else None)
+                 if mode in kinds.TIERED else None)
         return cls(name=node_.config.name, mode=mode, vcpus=vcpus,
                    memory_gb=usable * policies.memory_cap, cache_mb=cache,
                    regions=tuple(node_.region_gb))
@@ -104,8 +106,8 @@ def _cache_fits(capacity_mb, hots):
     if len(used) == 1:
         n, h = used[0]
         # The comparison instances_in_cache makes for the n-th instance.
-        return profile.fits_cache((n - 1) * h, h, capacity_mb)
-    return profile.fits_cache(sum(n * h for n, h in used), 0.0, capacity_mb)
+        return cache.fits_cache((n - 1) * h, h, capacity_mb)
+    return cache.fits_cache(sum(n * h for n, h in used), 0.0, capacity_mb)
 
 
 def _namespaces_fit(regions, wanted):
@@ -154,7 +156,7 @@ def fits(capacity, demands, counts):
     if not _within(sum(n * d.used_gb for d, n in pairs), capacity.memory_gb,
                    [d.used_gb for d, _n in pairs]):
         return False
-    if capacity.mode in profile.TIERED and not _cache_fits(
+    if capacity.mode in kinds.TIERED and not _cache_fits(
             capacity.cache_mb, [(n, d.hot_mb) for d, n in pairs]):
         return False
     vpmem = [(d.vpmem_gb, n) for d, n in pairs if d.vpmem_gb]
@@ -169,9 +171,9 @@ def single_limit(capacity, demand):
     n = int(math.floor(capacity.memory_gb / demand.used_gb + _EPS))
     if capacity.vcpus is not None:
         n = min(n, int(math.floor(capacity.vcpus / demand.vcpus + _EPS)))
-    if capacity.mode in profile.TIERED and demand.hot_mb > 0:
-        n = min(n, profile.instances_in_cache(capacity.cache_mb,
-                                              demand.hot_mb))
+    if capacity.mode in kinds.TIERED and demand.hot_mb > 0:
+        n = min(n, cache.instances_in_cache(capacity.cache_mb,
+                                            demand.hot_mb))
     if demand.vpmem_gb:
         n = min(n, sum(int(math.floor(r / demand.vpmem_gb + _EPS))
                        for r in capacity.regions))
@@ -226,7 +228,7 @@ def best_pattern(capacity, demands, values, limits=None, gap=0.0,
             capacity.vcpus + _EPS * min(demands[i].vcpus for i in use))
     add([(j, demands[i].used_gb) for j, i in enumerate(use)],
         capacity.memory_gb + _EPS * min(demands[i].used_gb for i in use))
-    if capacity.mode in profile.TIERED:
+    if capacity.mode in kinds.TIERED:
         hot = [(j, demands[i].hot_mb) for j, i in enumerate(use)
                if demands[i].hot_mb]
         if hot:

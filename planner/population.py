@@ -25,7 +25,8 @@ Sources are the sections of the project's field notes.
 
 import dataclasses
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import kinds
+
 
 ERROR = 'error'
 WARNING = 'warning'
@@ -144,7 +145,7 @@ def _symmetry_source(generations):
 
 def _limit(cpu, sock, mode, generations, where):
     """memory-limit: what counts against the CPU's limit, and why."""
-    pmem_only = mode == profile.MEMORY_MODE and '200' in generations
+    pmem_only = mode == kinds.MEMORY_MODE and '200' in generations
     counted = _socket_gb(sock, pmem=True)
     if not pmem_only:
         counted += _socket_gb(sock, pmem=False)
@@ -253,8 +254,8 @@ def check(config):
                 'PMem modules per socket: each PMem module has a DRAM '
                 'module on its channel)')
         ctrl = platform.controllers_per_socket
-        if mode == profile.MEMORY_MODE and (0 < pmem < ctrl
-                                            or 0 < dram < ctrl):
+        if mode == kinds.MEMORY_MODE and (0 < pmem < ctrl
+                                          or 0 < dram < ctrl):
             add(ERROR, 'mm-controller',
                 '%s has %d DRAM and %d PMem modules for %d memory '
                 'controllers of platform %s (%s); Memory Mode needs DRAM '
@@ -270,26 +271,26 @@ def check(config):
             add(ERROR, 'memory-limit', *limit)
 
     dram, pmem = _socket_counts(per)
-    if mode in (profile.MEMORY_MODE, profile.APP_DIRECT) and not pmem:
+    if mode in (kinds.MEMORY_MODE, kinds.APP_DIRECT) and not pmem:
         add(ERROR, 'mode-without-pmem',
             'mode %s needs PMem modules; configuration %s has none (%s per '
             'socket)' % (mode, config.name, _modules(per)),
             'field notes 2 (Memory Mode and App Direct are modes of PMem)')
-    if mode == profile.MEMORY_MODE and not dram:
+    if mode == kinds.MEMORY_MODE and not dram:
         add(ERROR, 'mode-without-dram',
             'Memory Mode needs DRAM as the cache in front of PMem; '
             'configuration %s has no DRAM (%s per socket)'
             % (config.name, _modules(per)),
             'field notes 2 (in Memory Mode DRAM is the cache in front of '
             'PMem)')
-    if mode == profile.DRAM and pmem:
+    if mode == kinds.DRAM and pmem:
         add(WARNING, 'pmem-unused',
             'PMem modules are installed (%s per socket) but configuration '
             '%s runs in dram mode, where they add cost and power but no '
             'memory' % (_modules(per, pmem=True), config.name),
             'field notes 2 (PMem serves as Memory Mode memory or as App '
             'Direct regions)')
-    if mode == profile.MEMORY_MODE and dram and pmem:
+    if mode == kinds.MEMORY_MODE and dram and pmem:
         dram_gb = _socket_gb(per, pmem=False)
         pmem_gb = _socket_gb(per, pmem=True)
         ratio = pmem_gb / dram_gb

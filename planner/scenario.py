@@ -30,8 +30,9 @@ import os
 import jsonschema
 import yaml
 
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 
 from planner import population
 
@@ -119,7 +120,7 @@ CONFIG_SCHEMA = _obj({
     'description': _TEXT,
     'platform': _NAME,
     'cpu': _NAME,
-    'mode': {'enum': list(profile.ALL_MODES)},
+    'mode': {'enum': list(kinds.ALL_MODES)},
     # The same DIMMs on every socket ...
     'per_socket': _POPULATION,
     # ... or one population per socket, which must then be alike.
@@ -145,14 +146,14 @@ WORKLOAD_SCHEMA = _obj({
                              'pattern': r'^[A-Za-z0-9_]+$'},
                    'size_gb': _POSITIVE},
                   required=['label', 'size_gb']),
-    'throughput': _obj({m: _POSITIVE for m in profile.ALL_MODES}),
+    'throughput': _obj({m: _POSITIVE for m in kinds.ALL_MODES}),
     # What limits the workload's speed: memory latency (the default) or
     # memory bandwidth; a bandwidth-bound workload says how much bandwidth
     # one VM draws at full speed.
     'bound': {'enum': ['latency', 'bandwidth']},
     'bandwidth_gbps': _POSITIVE,
     'bandwidth_source': _TEXT,
-    'calibration': _obj({'mode': {'enum': [profile.MEMORY_MODE]},
+    'calibration': _obj({'mode': {'enum': [kinds.MEMORY_MODE]},
                          'node_gain': _POSITIVE, 'source': _TEXT},
                         required=['mode', 'node_gain']),
 }, required=['vcpus', 'ram_gb'])
@@ -650,6 +651,24 @@ def workload_extra_specs(raw):
     return specs
 
 
+def explicit_specs(specs, request):
+    """``specs`` with every value the plan relies on written out.
+
+    A workload that gives no modes or hot ratio is planned with the core's
+    defaults (:data:`nova_pmem_filters.core.extra_specs.DEFAULTS`, the
+    defaults of ``[pmem] default_flavor_modes`` and ``default_hot_ratio``);
+    its flavor carries them as ``pmem:modes`` and ``pmem:hot_ratio``, so
+    that a cloud whose options differ still admits what was planned.
+    """
+    specs = dict(specs)
+    if extra_specs.MODES_KEY not in specs:
+        specs[extra_specs.MODES_KEY] = ','.join(
+            m for m in kinds.MODES if m in request.modes)
+    if extra_specs.HOT_RATIO_KEY not in specs:
+        specs[extra_specs.HOT_RATIO_KEY] = _spec_value(request.hot_ratio)
+    return specs
+
+
 def _build_workload(name, raw, source):
     path = ['workloads', name]
     specs = workload_extra_specs(raw)
@@ -664,6 +683,7 @@ def _build_workload(name, raw, source):
                             % (exc.key, exc.value, exc.allowed))
     if request.conflict:
         raise ScenarioError(source, path, request.conflict)
+    specs = explicit_specs(specs, request)
     if round(raw['ram_gb'] * profile.MB_PER_GB) < 1:
         # Nova's memory_mb is a whole number of MB; 0 has no hot RAM.
         raise ScenarioError(source, path + ['ram_gb'], 'a flavor has at '

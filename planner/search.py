@@ -49,7 +49,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from nova_pmem_filters import profile
+
+from nova_pmem_filters.core import kinds
 
 from planner import errors
 from planner import model
@@ -71,17 +72,17 @@ DEFAULT_LIMIT = 20
 _TIE_BREAKERS = (('cost_per_vm', True), ('vms_per_node', False),
                  ('node_cost', True), ('node_watts', True), ('config', True))
 
-MODE_PREFIX = {profile.DRAM: 'dram', profile.MEMORY_MODE: 'mm',
-               profile.APP_DIRECT: 'ad', profile.CXL_FLAT: 'flat',
-               profile.CXL_KMEM: 'kmem', profile.CXL_DEVDAX: 'devdax'}
+MODE_PREFIX = {kinds.DRAM: 'dram', kinds.MEMORY_MODE: 'mm',
+               kinds.APP_DIRECT: 'ad', kinds.CXL_FLAT: 'flat',
+               kinds.CXL_KMEM: 'kmem', kinds.CXL_DEVDAX: 'devdax'}
 
 # Modes that run on DRAM and CXL memory devices. A socket carries 1 to
 # (CXL lanes // device lanes) devices of one capacity beside its DRAM;
 # the lane, ratio and CPU rules (planner.cxlrules) judge them after.
-CXL_MODES = profile.CXL_MODES
+CXL_MODES = kinds.CXL_MODES
 
 # Modes that run on DRAM and PMem; ``dram`` is searched with DRAM only.
-PMEM_MODES = (profile.MEMORY_MODE, profile.APP_DIRECT)
+PMEM_MODES = (kinds.MEMORY_MODE, kinds.APP_DIRECT)
 
 # Findings on a node with a single module of one type that mean the type can
 # never be installed with this platform and CPU.
@@ -174,8 +175,8 @@ def dimm_problem(platform, cpu, dimm):
     Asked of the population rules themselves: one module of the type on
     each socket, in ``app_direct`` mode for PMem and ``dram`` mode for DRAM.
     """
-    mode = (profile.APP_DIRECT if dimm.is_pmem else
-            profile.CXL_KMEM if dimm.is_cxl else profile.DRAM)
+    mode = (kinds.APP_DIRECT if dimm.is_pmem else
+            kinds.CXL_KMEM if dimm.is_cxl else kinds.DRAM)
     probe = make_config(platform, cpu, mode, {dimm: 1})
     for finding in population.errors(population.check(probe)):
         if finding.code in DIMM_CODES:
@@ -260,11 +261,11 @@ def candidates(platform, cpu, dimms, modes, low, high):
     found = []
     d_counts, d_cost, d_total = compositions(dram, slots, socket_high)
     d_rows = d_counts.tolist()
-    if profile.DRAM in modes:
+    if kinds.DRAM in modes:
         # A socket without any module is no population.
         for row in np.nonzero((d_cost >= socket_low)
                               & (d_total > 0))[0].tolist():
-            found.append((profile.DRAM, _population(dram, d_rows[row])))
+            found.append((kinds.DRAM, _population(dram, d_rows[row])))
     cxl_modes = [m for m in modes if m in CXL_MODES]
     lanes = min(platform.cxl_lanes, cpu.cxl_lanes)
     for group in (_capacity_groups(_cxl(dimms))
@@ -495,7 +496,7 @@ def _modes(requested, workload, pmem, cxl=()):
     if not requested:
         # The modes the flavor's pmem:modes extra spec allows, and of
         # those only the ones the DIMMs can build.
-        modes = [m for m in profile.ALL_MODES if workload.request.allows(m)
+        modes = [m for m in kinds.ALL_MODES if workload.request.allows(m)
                  and (pmem or m not in PMEM_MODES)
                  and (cxl or m not in CXL_MODES)]
         if not modes:
@@ -508,10 +509,10 @@ def _modes(requested, workload, pmem, cxl=()):
     for item in requested:
         for mode in item.split(','):
             mode = mode.strip()
-            if mode not in profile.ALL_MODES:
+            if mode not in kinds.ALL_MODES:
                 raise errors.PlannerError(
                     '--modes: unknown mode %r (known: %s)'
-                    % (mode, ', '.join(profile.ALL_MODES)))
+                    % (mode, ', '.join(kinds.ALL_MODES)))
             if mode in CXL_MODES and not cxl:
                 raise errors.PlannerError(
                     '--modes: mode %s needs CXL memory devices and none was '

@@ -19,8 +19,9 @@ as Nova places it, with ``host_subset_size = 1``:
    ``CUSTOM_NEAR_MEMORY_MB``): ``used + amount <= (total - reserved) x
    allocation_ratio`` and ``amount <= max_unit``;
 2. the filters PmemModeFilter and PmemCacheFilter, through the rules of
-   :mod:`nova_pmem_filters.decide` (the functions the filters themselves
-   call);
+   :mod:`nova_pmem_filters.core.decide` (the functions the filters
+   themselves call), with the flavor defaults of ``[pmem]``
+   (:class:`nova_pmem_filters.core.extra_specs.Defaults`);
 3. the weighers in Nova's order and arithmetic: RAMWeigher (free RAM),
    CPUWeigher (free vCPUs), PmemTierWeigher and PmemCacheHeadroomWeigher,
    each normalised as ``nova.weights.normalize`` does and multiplied by its
@@ -43,9 +44,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from nova_pmem_filters import decide
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import decide
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
+from nova_pmem_filters.core import profile
 
 from planner import errors
 
@@ -75,14 +79,20 @@ class Scheduler:
     """
 
     cache_overcommit_ratio: float = 1.0
-    default_flavor_modes: tuple = profile.MODES
-    default_hot_ratio: float = 0.5
+    default_flavor_modes: tuple = tuple(extra_specs.DEFAULTS.modes)
+    default_hot_ratio: float = extra_specs.DEFAULTS.hot_ratio
     ram_weight_multiplier: float = 1.0
     cpu_weight_multiplier: float = 1.0
     tier_weight_multiplier: float = 10.0
     cache_headroom_weight_multiplier: float = 1.0
     # Flavors request their hot RAM as CUSTOM_NEAR_MEMORY_MB.
     near_memory: bool = False
+
+    @property
+    def defaults(self):
+        """What flavors get for the pmem: keys they leave out."""
+        return extra_specs.Defaults(modes=self.default_flavor_modes,
+                                    hot_ratio=self.default_hot_ratio)
 
     def multiplier(self, weigher):
         return {'ram': self.ram_weight_multiplier,
@@ -116,16 +126,10 @@ class Flavor:
 
     def request(self, scheduler):
         """(PmemRequest or None, error) as the filters parse it."""
-        try:
-            return extra_specs.parse(
-                self.extra_specs,
-                default_modes=scheduler.default_flavor_modes,
-                default_hot_ratio=scheduler.default_hot_ratio), None
-        except extra_specs.InvalidExtraSpec as exc:
-            return None, str(exc)
+        return extra_specs.request_of(self.extra_specs, scheduler.defaults)
 
     def near_memory_mb(self):
-        return extra_specs.requested_near_memory(self.extra_specs)
+        return placement.requested_near_memory(self.extra_specs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,54 +143,43 @@ class Event:
 class _Request(object):
     """What the simulator needs of one flavor, worked out once."""
 
-    def __init__(self, flavor, scheduler, kinds):
+    def __init__(self, flavor, scheduler, host_kinds):
         self.flavor = flavor
         self.request, self.error = flavor.request(scheduler)
         self.near_mb = flavor.near_memory_mb() or 0
         if scheduler.near_memory and not self.near_mb and self.request:
-            self.near_mb = profile.near_memory_mb(flavor.memory_mb,
-                                                  self.request.hot_ratio)
+            self.near_mb = placement.near_memory_mb(flavor.memory_mb,
+                                                    self.request.hot_ratio)
         self.accounted = bool(self.near_mb)
         self.hot_mb = (self.request.hot_mb(flavor.memory_mb)
                        if self.request else 0.0)
-        ratio = scheduler.cache_overcommit_ratio
-        # Per kind: the mode rule, whether the cache rule needs the host's
-        # usage, the cache rule's answer when it does not, and the tier
-        # weigher's raw weight; all from the shared rules.
+        # Per kind: the mode rule and the tier weigher's raw weight, from
+        # the shared rules; the cache rule depends on each host's usage and
+        # is decided per placement (Fleet.filtered).
         self.mode_ok, self.mode_reason = [], []
-        self.cache_dynamic, self.cache_static = [], []
         self.tier = []
-        for kind in kinds:
+        for kind in host_kinds:
             prof = kind.profile
             if self.request is None:
                 self.mode_ok.append(False)
                 self.mode_reason.append(decide.REJECT_CONFLICT)
-                self.cache_dynamic.append(False)
-                self.cache_static.append(False)
                 self.tier.append(0.0)
                 continue
             ok, reason = decide.mode_passes(self.request, prof)
             self.mode_ok.append(ok)
             self.mode_reason.append(reason)
-            dynamic = (prof.known and prof.mode in profile.TIERED
-                       and not self.accounted)
-            self.cache_dynamic.append(dynamic)
-            self.cache_static.append(dynamic or decide.cache_passes(
-                prof, 0.0, self.hot_mb, ratio, self.accounted)[0])
             self.tier.append(decide.tier_score(self.request, prof))
         self.mode_ok = np.array(self.mode_ok, dtype=bool)
-        self.cache_dynamic = np.array(self.cache_dynamic, dtype=bool)
-        self.cache_static = np.array(self.cache_static, dtype=bool)
         self.tier = np.array(self.tier, dtype=float)
 
 
 class Fleet(object):
     """The hosts' inventories and usage, as arrays."""
 
-    def __init__(self, kinds, scheduler=None):
-        if not kinds or not sum(k.count for k in kinds):
+    def __init__(self, host_kinds, scheduler=None):
+        if not host_kinds or not sum(k.count for k in host_kinds):
             raise errors.PlannerError('the fleet to simulate has no hosts')
-        self.kinds = tuple(kinds)
+        self.kinds = tuple(host_kinds)
         self.scheduler = scheduler or Scheduler()
         kind_of = []
         for i, kind in enumerate(self.kinds):
@@ -207,8 +200,9 @@ class Fleet(object):
         self.memory_mb = per_host([k.memory_mb for k in ks])
         self.reserved_mb = per_host([k.reserved_host_memory_mb for k in ks])
         self.ram_ratio = per_host([k.ram_allocation_ratio for k in ks])
-        near = [profile.near_memory_inventory(
-            k.profile.mode or profile.DRAM, k.dram_gb,
+        near = [placement.near_memory_inventory(
+            k.profile.mode, profile.near_memory_gb(
+                k.profile.mode, k.dram_gb, k.profile.dram_cache_gb),
             cache_overcommit_ratio=self.scheduler.cache_overcommit_ratio,
             ram_allocation_ratio=k.ram_allocation_ratio) for k in ks]
         self.near_total = per_host([n['total'] for n in near])
@@ -217,8 +211,7 @@ class Fleet(object):
         caps = [k.profile.cache_capacity_mb(
             self.scheduler.cache_overcommit_ratio) or 0.0 for k in ks]
         self.cache_mb = per_host(caps)
-        self.memory_mode = per_host([k.profile.mode in profile.TIERED
-                                     for k in ks], bool)
+        self.memory_mode = per_host([k.profile.tiered for k in ks], bool)
         # Placement's capacities.
         self.vcpu_cap = self.vcpus * self.cpu_ratio
         self.mem_cap = (self.memory_mb - self.reserved_mb) * self.ram_ratio
@@ -267,18 +260,23 @@ class Fleet(object):
             return after_mode, (decide.REJECT_MODE
                                 if decide.REJECT_MODE in reasons
                                 else decide.REJECT_UNKNOWN)
-        passing = after_mode & req.cache_static[self.kind]
-        dynamic = passing & req.cache_dynamic[self.kind]
-        if dynamic.any():
-            idx = np.flatnonzero(dynamic)
-            fits = profile.fits_cache(self.hot_used[idx], req.hot_mb,
-                                      self.cache_mb[idx])
-            passing[idx[~fits]] = False
+        # PmemCacheFilter, kind by kind on the hosts' hot RAM.
+        passing = after_mode.copy()
+        reasons = set()
+        for k in set(self.kind[after_mode]):
+            idx = np.flatnonzero(after_mode & (self.kind == k))
+            passes, reason, _view = decide.cache_check(
+                self.kinds[k].profile, self.scheduler.cache_overcommit_ratio,
+                cache.HotRam(self.hot_used[idx]), req.request,
+                req.flavor.memory_mb, accounted=req.accounted)
+            passes = np.broadcast_to(passes, idx.shape)
+            passing[idx[~passes]] = False
+            if not passes.all():
+                reasons.add(reason)
         if not passing.any():
-            unknown = ~np.array([k.profile.known for k in self.kinds])
-            return passing, (decide.REJECT_UNKNOWN
-                             if unknown[self.kind[after_mode]].all()
-                             else decide.REJECT_CACHE)
+            return passing, (decide.REJECT_CACHE
+                             if decide.REJECT_CACHE in reasons
+                             else decide.REJECT_UNKNOWN)
         return passing, None
 
     def weights(self, req, idx):
@@ -305,8 +303,10 @@ class Fleet(object):
                     for k in set(self.kind[idx[mm]]):
                         sel = mm & (self.kind[idx] == k)
                         norm[sel] = decide.headroom_score(
-                            self.kinds[k].profile, self.hot_used[idx[sel]],
-                            req.hot_mb, sched.cache_overcommit_ratio)
+                            self.kinds[k].profile,
+                            sched.cache_overcommit_ratio,
+                            cache.HotRam(self.hot_used[idx[sel]]),
+                            req.request, req.flavor.memory_mb)
             total = total + sched.multiplier(weigher) * norm
         return total
 
@@ -527,7 +527,7 @@ def _sample(fleet, flavors, when):
     for i, kind in enumerate(fleet.kinds):
         row['vms:%s' % kind.name] = int(
             fleet.instances[fleet.kind == i].sum())
-    for mode in profile.MODES:
+    for mode in kinds.ALL_MODES:
         sel = np.array([k.profile.mode == mode for k in fleet.kinds])[
             fleet.kind]
         if not sel.any():
@@ -571,7 +571,7 @@ def kinds_of_configs(scen, nodes):
     # Imported here: nova-config's module reads the whole model.
     from planner import model
     from planner import novaconfig
-    kinds = []
+    found = []
     for name, count in nodes.items():
         if name not in scen.configs:
             raise errors.PlannerError('unknown configuration %r (known: %s)'
@@ -581,40 +581,39 @@ def kinds_of_configs(scen, nodes):
         config = scen.configs[name]
         node = model.node(config, scen.policies)
         reserved, ratio = novaconfig.compute_memory(scen, name)
-        kinds.append(HostKind(
+        found.append(HostKind(
             name=name, profile=node.profile, vcpus=int(node.vcpus),
             memory_mb=int(round(node.visible_memory_gb * profile.MB_PER_GB)),
             dram_gb=float(config.dram_gb), reserved_host_memory_mb=reserved,
             ram_allocation_ratio=ratio,
             cpu_allocation_ratio=float(scen.policies.cpu_overcommit),
             count=int(count)))
-    return kinds
+    return found
 
 
 def kinds_of_profiles(scen, directory, vcpus=None):
     """Host kinds of the discovered host profiles in ``directory``.
 
     Hosts get the scenario's policies as Nova settings (reserved memory,
-    memory cap as ``ram_allocation_ratio``, CPU overcommit).
+    memory cap as ``ram_allocation_ratio``, CPU overcommit), and the
+    profile the scheduler reads from their metadata (the core's).
 
     :param vcpus: vCPUs of the hosts whose profile does not say.
     """
     from planner import fleet as fleet_mod
-    kinds = []
+    found = []
     for kind in fleet_mod.load(directory):
         if kind.vcpus is None and vcpus is None:
             raise errors.PlannerError(
                 '%s: host %s reports no vcpus: Placement\'s VCPU '
                 'inventory cannot be simulated without them (give '
                 '--host-vcpus N)' % (directory, kind.hosts[0]))
-        prof = profile.HostProfile(
-            mode=kind.mode, dram_cache_gb=(kind.dram_cache_gb
-                                           if kind.mode in profile.TIERED
-                                           else None))
-        dram = (kind.dram_cache_gb if kind.mode in profile.TIERED
+        # A profile without dram_gb: guest RAM is the DRAM where it is not
+        # tiered, and tiered hosts' near memory is their cache.
+        dram = (kind.dram_gb if kind.dram_gb is not None
                 else kind.visible_memory_gb)
-        kinds.append(HostKind(
-            name=kind.name, profile=prof,
+        found.append(HostKind(
+            name=kind.name, profile=kind.node().profile,
             vcpus=int(vcpus if kind.vcpus is None else kind.vcpus),
             memory_mb=int(round(kind.visible_memory_gb * profile.MB_PER_GB)),
             dram_gb=float(dram),
@@ -623,7 +622,7 @@ def kinds_of_profiles(scen, directory, vcpus=None):
             ram_allocation_ratio=float(scen.policies.memory_cap),
             cpu_allocation_ratio=float(scen.policies.cpu_overcommit),
             count=len(kind.hosts)))
-    return kinds
+    return found
 
 
 def model_density(scen, config_name, mix):
@@ -642,7 +641,7 @@ def model_density(scen, config_name, mix):
     weights = {}
     for name, wanted in mix.items():
         workload = scen.workloads[name]
-        if wanted <= 0 or config.mode not in workload.request.modes:
+        if wanted <= 0 or not workload.request.allows(config.mode):
             continue
         vms, _binding = model.density(node, workload, scen.policies)
         if vms:
@@ -699,7 +698,7 @@ def summary(result, scen=None, mix=None, planned=None, settle=0.5):
             (fleet.mem_used[sel].sum()) / fleet.mem_cap[sel].sum()), 4)
         row['vcpu_util'] = round(float(
             fleet.vcpu_used[sel].sum() / fleet.vcpu_cap[sel].sum()), 4)
-        if mode in profile.TIERED:
+        if kind.profile.tiered:
             pressure = fleet.hot_used[sel] / fleet.cache_mb[sel]
             row['cache_pressure_mean'] = round(float(pressure.mean()), 4)
             row['cache_pressure_max'] = round(float(pressure.max()), 4)
@@ -854,12 +853,12 @@ def run(scen, nodes=None, fleet_dir=None, events=None, mix=None, days=365.0,
         check_no_numa(scen, [e.flavor for e in events])
     planned = None
     if fleet_dir is not None:
-        kinds = kinds_of_profiles(scen, fleet_dir, vcpus=host_vcpus)
+        host_kinds = kinds_of_profiles(scen, fleet_dir, vcpus=host_vcpus)
     else:
         if nodes is None:
             nodes, planned = planned_fleet(scen, mix, time_limit)
-        kinds = kinds_of_configs(scen, nodes)
-    fleet = Fleet(kinds, scheduler)
+        host_kinds = kinds_of_configs(scen, nodes)
+    fleet = Fleet(host_kinds, scheduler)
     flavors = flavors_of(scen)
     if events is None:
         events = synthetic(mix, days=days, lifetime_days=lifetime_days,

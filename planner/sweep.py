@@ -45,7 +45,7 @@ def grid(power_prices=(), hot_ratios=(), demand_scales=()):
 
 def variant(scen, point):
     """The scenario with the point's price, hot ratio and demand."""
-    from nova_pmem_filters import extra_specs
+    from nova_pmem_filters.core import extra_specs
     from planner import scenario as scenario_mod
     changes = {}
     if point.power_price_per_kwh is not None:

@@ -39,10 +39,11 @@ import stat
 import subprocess
 import sys
 
-from nova_pmem_filters import conf as pmem_conf
+from nova_pmem_filters.conf import pmem as pmem_conf
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import placement
 from nova_pmem_filters.discover import outputs
 from nova_pmem_filters.doctor import novaconf
-from nova_pmem_filters import extra_specs
 from nova_pmem_filters import fileutil
 
 FILTERS = 'nova_pmem_filters.filters.all_filters'
@@ -213,7 +214,7 @@ def provider_config(output, nova_conf, from_dir, discover):
 
     The near memory of a dram or app_direct host carries the compute's RAM
     allocation ratio, that of a Memory-Mode host [pmem]
-    cache_overcommit_ratio: see profile.near_memory_inventory.
+    cache_overcommit_ratio: see placement.near_memory_inventory.
     """
     files = [f for f in nova_conf if os.path.exists(f)]
     try:
@@ -257,16 +258,15 @@ def flavor_properties(ram_mb, properties, placement_accounting,
             raise ToolError('flavor property %r is not KEY=VALUE' % item)
         specs[key] = value
     try:
-        request = extra_specs.parse(specs,
-                                    default_hot_ratio=default_hot_ratio)
+        request = extra_specs.parse(specs, extra_specs.Defaults(
+            hot_ratio=default_hot_ratio))
     except extra_specs.InvalidExtraSpec as exc:
         raise ToolError(str(exc))
     if request.conflict:
         raise ToolError(request.conflict)
-    if placement_accounting and extra_specs.requested_near_memory(
+    if placement_accounting and placement.requested_near_memory(
             specs) is None:
-        specs.update(extra_specs.near_memory_spec(ram_mb,
-                                                  request.hot_ratio))
+        specs.update(placement.near_memory_spec(ram_mb, request.hot_ratio))
     return ['%s=%s' % kv for kv in sorted(specs.items())]
 
 

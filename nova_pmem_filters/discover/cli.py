@@ -22,12 +22,12 @@ Every failure is one line on stderr.
 """
 
 import argparse
-import json
 import sys
 
 from cliff import app
 from cliff import commandmanager
 
+from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.discover import cxl
 from nova_pmem_filters.discover import derive
 from nova_pmem_filters.discover import errors
@@ -171,7 +171,7 @@ def _run(args, stdout):
     elif args.view == 'libvirt':
         lines = outputs.libvirt_lines(prof, args.plan)
     else:
-        lines = [json.dumps(prof, indent=2)]
+        lines = [hostfile.dumps(prof)]
     stdout.write('\n'.join(lines) + '\n')
     return 0
 

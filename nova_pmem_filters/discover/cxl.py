@@ -41,9 +41,9 @@ Host kind (doc/source/discovery.rst repeats the rules):
 import json
 import re
 
+from nova_pmem_filters.core import kinds
 from nova_pmem_filters.discover import derive
 from nova_pmem_filters.discover import errors
-from nova_pmem_filters import profile
 
 GIB = 2 ** 30
 KIB_PER_GIB = 2 ** 20
@@ -339,7 +339,7 @@ def classify(listing, dax_devices, nodes, sources):
     cell_near = {n['numa_node']: n['memory_kb'] / KIB_PER_GIB
                  for n in cpu_nodes}
     if ram_total and tier_nodes:
-        kind = profile.CXL_KMEM
+        kind = kinds.CXL_KMEM
         far_gb = sum(n['memory_kb'] for n in tier_nodes) / KIB_PER_GIB
         online = {n['numa_node'] for n in tier_nodes}
         for dev in cxl_dax:
@@ -355,11 +355,11 @@ def classify(listing, dax_devices, nodes, sources):
                                  dev['online_memblocks'],
                                  dev['total_memblocks']))
     elif ram_total and any(d['mode'] == DEVDAX for d in cxl_dax):
-        kind = profile.CXL_DEVDAX
+        kind = kinds.CXL_DEVDAX
         far_gb = sum(d['size'] for d in cxl_dax
                      if d['mode'] == DEVDAX) / GIB
     elif ram_total and decoded:
-        kind = profile.CXL_FLAT
+        kind = kinds.CXL_FLAT
         far_gb = decoded / GIB
         near_gb = near_kb / KIB_PER_GIB - far_gb
         if near_gb <= 0:
@@ -384,10 +384,10 @@ def classify(listing, dax_devices, nodes, sources):
                      'region, dax device or decoder maps it'
                      % ', '.join(m['memdev'] for m in listing['memdevs']))
     near = _gb(sum(cell_near.values()))
-    if kind == profile.CXL_FLAT:
+    if kind == kinds.CXL_FLAT:
         visible = near_kb / KIB_PER_GIB
     else:
-        visible = near + (far_gb if kind == profile.CXL_KMEM else 0.0)
+        visible = near + (far_gb if kind == kinds.CXL_KMEM else 0.0)
     # Per node in hundredths of a GB, adding up to the host's exactly.
     cell_near = derive.split_exact(near, cell_near)
     tier_ids = {n['numa_node'] for n in tier_nodes}
@@ -453,7 +453,7 @@ def apply(prof, runner):
         {'cxl': cxl_out.source, 'daxctl': dax_out.source,
          'nodes': node_source})
     kind = section['kind']
-    if kind is not None and prof['mode'] != profile.DRAM:
+    if kind is not None and prof['mode'] != kinds.DRAM:
         raise errors.DiscoveryError(
             'this host has Optane PMem in %s (ipmctl) and CXL memory in '
             'use as %s (%s): one pmem_mode cannot describe both; use one '
@@ -465,13 +465,13 @@ def apply(prof, runner):
         prof['dram_gb'] = section['near_memory_gb']
         prof['visible_memory_gb'] = section['visible_memory_gb']
         prof['dram_cache_gb'] = (section['near_memory_gb']
-                                 if kind in profile.TIERED else 0.0)
+                                 if kind in kinds.TIERED else 0.0)
         # The DRAM is no longer /proc/meminfo's MemTotal (it counts the
         # CPU-less nodes too).
         prof['notes'] = [n for n in prof['notes']
                          if not n.startswith('DRAM size ')]
         notes.insert(0, 'DRAM size is MemTotal of the NUMA nodes with CPUs'
-                     + (' less the CXL RAM' if kind == profile.CXL_FLAT
+                     + (' less the CXL RAM' if kind == kinds.CXL_FLAT
                         else ''))
     prof['notes'].extend(notes)
     prof['cxl'] = section

@@ -30,14 +30,12 @@ Rules (doc/source/discovery.rst repeats them for operators):
 
 import re
 
+from nova_pmem_filters.core import hostfile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 from nova_pmem_filters.discover import errors
 from nova_pmem_filters.discover import ipmctl
 from nova_pmem_filters.discover import ndctl
-from nova_pmem_filters import profile
-
-SCHEMA = 'nova-pmem-host-profile/1'
-MIXED = 'mixed'
-MODES = profile.MODES + (MIXED,)
 
 GIB = 2 ** 30
 
@@ -91,16 +89,16 @@ def discover(runner, hostname=None):
     if mm_gb + ad_gb <= 0:
         notes.append('PMem modules are installed but not provisioned '
                      '(no Memory Mode or App Direct capacity)')
-        mode = profile.DRAM
+        mode = kinds.DRAM
         percent = 0
     else:
         percent = int(round(100.0 * mm_gb / (mm_gb + ad_gb)))
         if mm_gb <= 0:
-            mode = profile.APP_DIRECT
+            mode = kinds.APP_DIRECT
         elif ad_gb <= 0:
-            mode = profile.MEMORY_MODE
+            mode = kinds.MEMORY_MODE
         else:
-            mode = MIXED
+            mode = kinds.MIXED
             # A tiny share still rounds to a partial mode, never to 0/100.
             percent = min(max(percent, 1), 99)
             notes.append('partial Memory Mode: %d%% of the PMem capacity '
@@ -140,10 +138,10 @@ def discover(runner, hostname=None):
         notes.append('ipmctl reports App Direct capacity but ndctl lists '
                      'no region (is the nvdimm driver loaded?)')
     return {
-        'schema': SCHEMA,
+        'schema': hostfile.SCHEMA,
         'hostname': hostname,
         'mode': mode,
-        'scheduler_mode': scheduler_mode(mode),
+        'scheduler_mode': kinds.scheduler_kind(mode),
         'memory_mode_percent': percent,
         'dram_gb': _gb(dram_gb),
         'pmem_gb': _gb(pmem_gb),
@@ -159,11 +157,6 @@ def discover(runner, hostname=None):
     }
 
 
-def scheduler_mode(mode):
-    """What goes into the pmem_mode aggregate key for ``mode``."""
-    return profile.MEMORY_MODE if mode == MIXED else mode
-
-
 def _dram_profile(runner, hostname, notes, namespaces):
     dram_gb = _meminfo_gib(runner.meminfo())
     if dram_gb is None:
@@ -174,10 +167,10 @@ def _dram_profile(runner, hostname, notes, namespaces):
     if namespaces:
         notes.append('ndctl lists namespaces but no PMem module was found')
     return {
-        'schema': SCHEMA,
+        'schema': hostfile.SCHEMA,
         'hostname': hostname,
-        'mode': profile.DRAM,
-        'scheduler_mode': profile.DRAM,
+        'mode': kinds.DRAM,
+        'scheduler_mode': kinds.DRAM,
         'memory_mode_percent': 0,
         'dram_gb': _gb(dram_gb),
         'pmem_gb': 0.0,
@@ -371,7 +364,7 @@ def cxl_cell_near(prof):
     lands on those, and only the nodes with CPUs bound hot RAM.
     """
     section = prof.get('cxl')
-    if not section or section['kind'] not in profile.TIERED:
+    if not section or section['kind'] not in kinds.TIERED:
         return {}
     return {n['numa_node']: n['near_memory_gb']
             for n in section['numa_nodes']

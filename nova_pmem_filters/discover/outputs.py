@@ -20,15 +20,12 @@ import shlex
 import jsonschema
 import yaml
 
-from nova_pmem_filters.discover import derive
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
+from nova_pmem_filters.core import profile
 from nova_pmem_filters.discover import errors
 from nova_pmem_filters import fileutil
-from nova_pmem_filters import profile
 
-TRAIT_PREFIX = 'CUSTOM_PMEM_MODE_'
-# DRAM in front of Memory-Mode PMem, in MB; Placement accounting of the
-# DRAM cache is built on this resource class name.
-NEAR_MEMORY_RC = profile.NEAR_MEMORY_RC
 # Every compute node root provider of the nova-compute reading the file.
 COMPUTE_NODE = '$COMPUTE_NODE'
 
@@ -104,35 +101,31 @@ PROVIDER_CONFIG_SCHEMA = {
 }
 
 
-def _number(value):
-    """192.0 -> '192', 190.5 -> '190.5' (what goes into metadata)."""
-    value = float(value)
-    return str(int(value)) if value.is_integer() else repr(value)
-
-
 # --- aggregates -----------------------------------------------------------
 
-def aggregate_metadata(prof):
-    """The aggregate metadata of the host, as ordered (key, value) pairs."""
-    mode = prof['scheduler_mode']
-    pairs = [(profile.MODE_KEY, mode)]
-    # Memory Mode and the tiered CXL kinds: the near memory bounds hot RAM.
-    if mode in profile.TIERED:
-        pairs.append((profile.DRAM_CACHE_KEY,
-                      _number(prof['dram_cache_gb'])))
-        # Only in a profile with the NUMA listing (--numa).
-        if prof.get('dram_cache_gb_per_cell'):
-            pairs.append((profile.DRAM_CACHE_PER_CELL_KEY,
-                          prof['dram_cache_gb_per_cell']))
-    return pairs
-
-
-def _uneven_cells(prof):
-    """The per-cell cache if it is not the scheduler's even split."""
+def _cell_near(prof):
+    """{cell: GB} of the per-cell key (--numa), or None."""
     raw = prof.get('dram_cache_gb_per_cell')
     if not raw:
         return None
     cells, _problem = profile.parse_cell_cache(raw)
+    return cells
+
+
+def aggregate_metadata(prof):
+    """The aggregate metadata of the host, as ordered (key, value) pairs.
+
+    The core's :func:`profile.metadata`: the kind and, on tiered kinds, the
+    near memory (per NUMA node too in a profile with the NUMA listing).
+    """
+    return list(profile.metadata(prof['scheduler_mode'],
+                                 prof['dram_cache_gb'],
+                                 _cell_near(prof)).items())
+
+
+def _uneven_cells(prof):
+    """The per-cell cache if it is not the scheduler's even split."""
+    cells = _cell_near(prof)
     if cells and len(set(cells.values())) > 1:
         return cells
     return None
@@ -145,13 +138,13 @@ def aggregate_name(prof):
     group too: hosts that differ in it must not share an aggregate.
     """
     mode = prof['scheduler_mode']
-    if mode in profile.TIERED:
-        name = 'pmem-%s-%sgb' % (mode.replace('_', '-'), _number(
+    if mode in kinds.TIERED:
+        name = 'pmem-%s-%sgb' % (mode.replace('_', '-'), profile.gb_text(
             prof['dram_cache_gb']).replace('.', '_'))
         cells = _uneven_cells(prof)
         if cells:
             name += '-cells-' + '-'.join(
-                '%d_%s' % (cell, _number(gb).replace('.', '_'))
+                '%d_%s' % (cell, profile.gb_text(gb).replace('.', '_'))
                 for cell, gb in sorted(cells.items()))
         return name
     return 'pmem-%s' % mode.replace('_', '-')
@@ -173,15 +166,11 @@ def aggregate_lines(prof, name=None):
 # --- provider config ------------------------------------------------------
 
 def traits(prof):
-    """CUSTOM_PMEM_MODE_<MODE>; a mixed host also gets its scheduler mode's.
+    """CUSTOM_PMEM_MODE_<MODE>; a mixed host also gets its kind's.
 
-    A flavor that requires CUSTOM_PMEM_MODE_MEMORY_MODE then lands on mixed
-    hosts too, as the pmem_mode aggregate key sends it there.
+    See :func:`nova_pmem_filters.core.kinds.traits`.
     """
-    names = [TRAIT_PREFIX + prof['mode'].upper()]
-    if prof['scheduler_mode'] != prof['mode']:
-        names.append(TRAIT_PREFIX + prof['scheduler_mode'].upper())
-    return names
+    return kinds.traits(prof['mode'])
 
 
 def provider_config(prof, ram_allocation_ratio=1.0,
@@ -189,26 +178,23 @@ def provider_config(prof, ram_allocation_ratio=1.0,
     """The Nova provider config of a host: traits and near memory.
 
     Every host reports ``CUSTOM_NEAR_MEMORY_MB`` (see
-    :func:`nova_pmem_filters.profile.near_memory_inventory`): the DRAM cache
-    of a Memory-Mode host, the DRAM in front of the CXL memory of a tiered
-    CXL host (``cxl_flat``, ``cxl_kmem``), the DRAM of any other, so that
-    flavors which request near memory can land on every mode.
+    :func:`nova_pmem_filters.core.placement.near_memory_inventory`): its
+    near memory (:func:`nova_pmem_filters.core.profile.near_memory_gb`),
+    so that flavors which request near memory can land on every kind.
     """
     provider = {
         'identification': {'uuid': COMPUTE_NODE},
         'traits': {'additional': traits(prof)},
     }
-    if prof['scheduler_mode'] in profile.TIERED:
-        near_gb = prof['dram_cache_gb']
-    else:
-        near_gb = prof['dram_gb']
-    inventory = profile.near_memory_inventory(
+    near_gb = profile.near_memory_gb(prof['scheduler_mode'], prof['dram_gb'],
+                                     prof['dram_cache_gb'])
+    inventory = placement.near_memory_inventory(
         prof['scheduler_mode'], near_gb,
         cache_overcommit_ratio=cache_overcommit_ratio,
         ram_allocation_ratio=ram_allocation_ratio)
     if inventory['total'] > 0:
         provider['inventories'] = {'additional': [
-            {profile.NEAR_MEMORY_RC: inventory}]}
+            {placement.NEAR_MEMORY_RC: inventory}]}
     return {'meta': {'schema_version': '1.0'}, 'providers': [provider]}
 
 
@@ -355,7 +341,7 @@ def plan(prof, spec):
 
 def libvirt_lines(prof, spec=None):
     """Lines for --libvirt: commands (with --plan), then the option."""
-    if prof['mode'] not in (profile.APP_DIRECT, derive.MIXED):
+    if prof['mode'] not in (kinds.APP_DIRECT, kinds.MIXED):
         raise errors.DiscoveryError(
             'vPMEM needs App Direct namespaces; this host is %s'
             % prof['mode'])

@@ -13,9 +13,9 @@
 
 Each check reads the same values the scheduler reads, through the same code:
 host profiles from aggregate metadata (``profile.from_metadata``), flavor
-requests from extra specs (``extra_specs.parse``), the cache bound
-(``profile.fits_cache``) and Placement's near memory
-(``profile.near_memory_mb``, ``discover.outputs``). What the doctor reports
+requests from extra specs (``extra_specs.request_of``), the cache bound
+(``cache.fits_cache``) and Placement's near memory
+(``placement.near_memory_mb``, ``discover.outputs``). What the doctor reports
 is therefore what PmemModeFilter and PmemCacheFilter would do.
 
 Every finding has a severity, a code, the object it is about, what is wrong
@@ -26,29 +26,40 @@ import dataclasses
 import difflib
 import re
 
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import classes
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
+from nova_pmem_filters.core import profile
 from nova_pmem_filters.discover import outputs
 from nova_pmem_filters.doctor import novaconf
 from nova_pmem_filters.doctor import snapshot
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import profile
 
 ERROR = 'error'
 WARNING = 'warning'
 INFO = 'info'
 SEVERITIES = (ERROR, WARNING, INFO)
 
-OUR_FILTERS = ('PmemModeFilter', 'PmemCacheFilter')
-OUR_WEIGHERS = ('PmemTierWeigher', 'PmemCacheHeadroomWeigher')
-FILTERS_PATH = 'nova_pmem_filters.filters'
-WEIGHERS_PATH = 'nova_pmem_filters.weighers'
-ALL_FILTERS = FILTERS_PATH + '.all_filters'
-ALL_WEIGHERS = WEIGHERS_PATH + '.all_weighers'
+OUR_FILTERS = classes.FILTERS
+OUR_WEIGHERS = classes.WEIGHERS
+FILTERS_PATH = classes.FILTERS_MODULE
+WEIGHERS_PATH = classes.WEIGHERS_MODULE
+ALL_FILTERS = classes.ALL_FILTERS
+ALL_WEIGHERS = classes.ALL_WEIGHERS
 NOVA_WEIGHERS_PREFIX = 'nova.scheduler.weights'
+# What goes missing without each of our weighers.
+WEIGHER_ROLES = {
+    classes.TIER_WEIGHER: 'pmem:priority does not steer flavors between '
+                          'DRAM and Memory-Mode hosts',
+    classes.HEADROOM_WEIGHER: 'Memory-Mode hosts are not chosen by free '
+                              'DRAM cache',
+    classes.NUMA_CELL_WEIGHER: 'pmem:priority=high flavors are not given '
+                               'the least loaded NUMA cells',
+}
 
-AGGREGATE_KEYS = (profile.MODE_KEY, profile.DRAM_CACHE_KEY,
-                  profile.TIER_WEIGHT_MULTIPLIER_KEY,
-                  profile.DRAM_CACHE_PER_CELL_KEY)
-CACHE_KEYS = (profile.DRAM_CACHE_KEY, profile.DRAM_CACHE_PER_CELL_KEY)
+AGGREGATE_KEYS = profile.AGGREGATE_KEYS
+CACHE_KEYS = profile.CACHE_KEYS
 PMEM_SPEC_KEYS = tuple(sorted(extra_specs.RULES))
 
 # What the integration suite measured with filter-only accounting and two
@@ -146,7 +157,8 @@ def _view(snap):
         host: profile.from_metadata([a.metadata for a in aggs],
                                     default_mode=config.default_host_mode)
         for host, aggs in aggregates_of.items()}
-    requests = {f.name: _request(f.extra_specs, config) for f in snap.flavors}
+    requests = {f.name: extra_specs.request_of(f.extra_specs, config.defaults)
+                for f in snap.flavors}
     discovered = {}
     if snap.fleet is not None:
         nodes = {n: c.host for c in snap.computes for n in c.nodes}
@@ -158,40 +170,29 @@ def _view(snap):
                  discovered=discovered)
 
 
-def _request(specs, config):
-    try:
-        return extra_specs.parse(
-            specs, default_modes=config.default_flavor_modes,
-            default_hot_ratio=config.default_hot_ratio), None
-    except extra_specs.InvalidExtraSpec as exc:
-        return None, str(exc)
-
-
 def _hot_mb(server, config):
     """Hot MB of a placed instance, as PmemCacheFilter's ledger counts it."""
-    request, _error = _request(server.extra_specs, config)
-    if request is None:
-        # The scheduler counts all RAM of a flavor with invalid specs.
-        return float(server.ram_mb)
-    return request.hot_mb(server.ram_mb)
+    request, _error = extra_specs.request_of(server.extra_specs,
+                                             config.defaults)
+    return extra_specs.counted_hot_mb(server.ram_mb, request)
 
 
 def _memory_mode_hosts(view):
     return sorted(h for h, p in view.profiles.items()
-                  if p.mode in profile.TIERED)
+                  if p.mode in kinds.TIERED)
 
 
 def _memory_mode_flavors(snap, view):
     """(flavor, request) of valid flavors that may land in Memory Mode."""
     return [(f, view.requests[f.name][0]) for f in snap.flavors
             if view.requests[f.name][0] is not None
-            and profile.TIERED & view.requests[f.name][0].modes]
+            and kinds.TIERED & view.requests[f.name][0].modes]
 
 
 def _unaccounted(snap, view):
     """Memory-Mode-eligible flavors that do not request near memory."""
     return [f for f, _r in _memory_mode_flavors(snap, view)
-            if extra_specs.requested_near_memory(f.extra_specs) is None]
+            if placement.requested_near_memory(f.extra_specs) is None]
 
 
 def _rejected(what):
@@ -281,10 +282,7 @@ def check_config(snap, view):
                 '%s %s not in weight_classes: %s'
                 % (' and '.join(missing),
                    'is' if len(missing) == 1 else 'are',
-                   'pmem:priority does not steer flavors between DRAM and '
-                   'Memory-Mode hosts' if 'PmemTierWeigher' in missing
-                   else 'Memory-Mode hosts are not chosen by free DRAM '
-                   'cache'),
+                   '; '.join(WEIGHER_ROLES[w] for w in missing)),
                 'set [filter_scheduler] weight_classes = '
                 'nova.scheduler.weights.all_weighers,%s' % ALL_WEIGHERS))
     if (any(w.startswith(WEIGHERS_PATH) for w in weighers)
@@ -353,20 +351,20 @@ def check_aggregates(snap, view):
                     'openstack aggregate unset --property %s %s'
                     % (suggestion, meta[key], agg.name, key, agg.name)))
         mode = meta.get(profile.MODE_KEY)
-        if mode is not None and mode not in profile.ALL_MODES:
+        if mode is not None and mode not in kinds.ALL_MODES:
             hint = _suggest(str(mode).strip().lower().replace('-', '_'),
-                            profile.ALL_MODES, 0.6)
+                            kinds.ALL_MODES, 0.6)
             found.append(Finding(
                 ERROR, 'invalid-pmem-mode', obj,
                 '%s=%r is not one of %s: %s' % (
-                    profile.MODE_KEY, mode, ', '.join(profile.ALL_MODES),
+                    profile.MODE_KEY, mode, ', '.join(kinds.ALL_MODES),
                     _rejected_in(agg)),
                 'openstack aggregate set --property %s=%s %s'
                 % (profile.MODE_KEY, hint or '<mode>', agg.name)))
         if profile.DRAM_CACHE_KEY in meta:
             cache = meta[profile.DRAM_CACHE_KEY]
             parsed = profile.from_metadata([{
-                profile.MODE_KEY: profile.MEMORY_MODE,
+                profile.MODE_KEY: kinds.MEMORY_MODE,
                 profile.DRAM_CACHE_KEY: cache}])
             if not parsed.known:
                 found.append(Finding(
@@ -379,7 +377,7 @@ def check_aggregates(snap, view):
                     'prints it)' % (profile.DRAM_CACHE_KEY, agg.name)))
             elif agg.hosts and all(
                     view.profiles[h].known
-                    and view.profiles[h].mode not in profile.TIERED
+                    and view.profiles[h].mode not in kinds.TIERED
                     for h in agg.hosts):
                 found.append(Finding(
                     WARNING, 'dram-cache-without-memory-mode', obj,
@@ -390,11 +388,11 @@ def check_aggregates(snap, view):
                             for h in agg.hosts))),
                     'set %s=%s on the aggregate if these hosts run in '
                     'Memory Mode, or unset %s'
-                    % (profile.MODE_KEY, profile.MEMORY_MODE,
+                    % (profile.MODE_KEY, kinds.MEMORY_MODE,
                        profile.DRAM_CACHE_KEY)))
         if profile.DRAM_CACHE_PER_CELL_KEY in meta:
             cells = meta[profile.DRAM_CACHE_PER_CELL_KEY]
-            checked = {profile.MODE_KEY: profile.MEMORY_MODE,
+            checked = {profile.MODE_KEY: kinds.MEMORY_MODE,
                        profile.DRAM_CACHE_PER_CELL_KEY: cells}
             if profile.DRAM_CACHE_KEY in meta:
                 checked[profile.DRAM_CACHE_KEY] = meta[profile.DRAM_CACHE_KEY]
@@ -410,7 +408,7 @@ def check_aggregates(snap, view):
                     % (profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
                        profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
                        profile.DRAM_CACHE_KEY)))
-        if (mode in profile.TIERED
+        if (mode in kinds.TIERED
                 and not any(key in meta for key in CACHE_KEYS)):
             uncached = [h for h in agg.hosts
                         if not any(key in a.metadata for key in CACHE_KEYS
@@ -450,20 +448,15 @@ def _expected_mode_traits(host, view):
     """(mode traits expected, how strictly): from discovery, else labels."""
     prof = view.discovered.get(host)
     if prof is not None:
-        return set(outputs.traits(prof.as_output_profile())), True
+        return set(prof.traits), True
     label = view.profiles[host]
     if not label.known:
         return None, False
-    return {outputs.TRAIT_PREFIX + label.mode.upper()}, False
+    return {kinds.trait(label.mode)}, False
 
 
 def _mode_traits(provider):
-    return {t for t in provider.traits if t.startswith(outputs.TRAIT_PREFIX)}
-
-
-def _near_capacity(inventory):
-    return ((inventory.get('total', 0) - inventory.get('reserved', 0))
-            * float(inventory.get('allocation_ratio', 1.0)))
+    return {t for t in provider.traits if t.startswith(kinds.TRAIT_PREFIX)}
 
 
 def check_hosts(snap, view):
@@ -473,12 +466,12 @@ def check_hosts(snap, view):
     traits_in_use = any(_mode_traits(p) for p in snap.providers.values())
     near_requested = sorted(
         f.name for f in snap.flavors
-        if extra_specs.requested_near_memory(f.extra_specs) is not None)
+        if placement.requested_near_memory(f.extra_specs) is not None)
     hosts = sorted(set(nodes) | set(view.profiles))
     for host in hosts:
         obj = 'host %s' % host
         label = view.profiles[host]
-        if not label.known and label.problem.startswith('aggregates disagree'):
+        if label.problem_code == profile.DISAGREE:
             found.append(Finding(
                 ERROR, 'aggregates-disagree', obj,
                 '%s (%s): %s' % (label.problem, ', '.join(
@@ -496,7 +489,7 @@ def check_hosts(snap, view):
             where = obj if node == host else '%s (node %s)' % (obj, node)
             found.extend(_check_provider(where, host, provider, view,
                                          traits_in_use, near_requested))
-        if label.mode in profile.TIERED:
+        if label.mode in kinds.TIERED:
             finding = _check_cache_use(obj, host, label, snap, config)
             if finding:
                 found.append(finding)
@@ -522,7 +515,7 @@ def _compare_discovered(obj, label, prof):
             % (label.mode, prof.source, prof.mode),
             'move the host to the aggregate of its profile '
             '(nova-pmem-discover --aggregate prints it)')]
-    if label.mode not in profile.TIERED:
+    if label.mode not in kinds.TIERED:
         return []
     if abs(label.dram_cache_gb - prof.dram_cache_gb) < 0.01:
         return []
@@ -548,8 +541,7 @@ def _check_provider(obj, host, provider, view, traits_in_use,
         else:
             # Without a discovered profile only the labelled mode is known:
             # it must be there, and no trait of another scheduler mode.
-            others = {outputs.TRAIT_PREFIX + m.upper()
-                      for m in profile.ALL_MODES}
+            others = {kinds.trait(m) for m in kinds.ALL_MODES}
             wrong = not expected <= actual or bool(
                 (actual & others) - expected)
         if wrong:
@@ -562,14 +554,14 @@ def _check_provider(obj, host, provider, view, traits_in_use,
                           'discovery' if strict else 'its aggregates'),
                 'regenerate the provider config with nova-pmem-discover '
                 '--provider-config and restart nova-compute'))
-    inventory = provider.inventories.get(profile.NEAR_MEMORY_RC)
+    inventory = provider.inventories.get(placement.NEAR_MEMORY_RC)
     if inventory is None:
         if near_requested:
             found.append(Finding(
                 ERROR, 'near-memory-inventory-missing', obj,
                 'no %s inventory in Placement, but flavors %s request it: '
                 'they never land on this host' % (
-                    profile.NEAR_MEMORY_RC, _names(near_requested)),
+                    placement.NEAR_MEMORY_RC, _names(near_requested)),
                 'give the host the provider config of nova-pmem-discover '
                 '--provider-config and restart nova-compute'))
         return found
@@ -583,11 +575,11 @@ def _check_near_inventory(obj, host, inventory, view):
     config = view.config
     prof = view.discovered.get(host)
     label = view.profiles[host]
-    actual = _near_capacity(inventory)
-    if label.mode in profile.TIERED:
-        cache_gb = prof.dram_cache_gb if prof is not None and (
+    actual = placement.capacity_mb(inventory)
+    if label.mode in kinds.TIERED:
+        cache_gb = prof.near_memory_gb if prof is not None and (
             prof.mode == label.mode) else label.dram_cache_gb
-        expected = (profile.near_memory_inventory(
+        expected = (placement.near_memory_inventory(
             label.mode, cache_gb)['total']
             * config.cache_overcommit_ratio)
         if abs(actual - expected) <= _MB_TOLERANCE * max(
@@ -599,7 +591,7 @@ def _check_near_inventory(obj, host, inventory, view):
             obj, 'Placement offers %g MB of %s, but the DRAM cache of %g GB '
             'at cache_overcommit_ratio %g bounds hot RAM to %g MB: Placement '
             'admits %s than PmemCacheFilter'
-            % (actual, profile.NEAR_MEMORY_RC, cache_gb,
+            % (actual, placement.NEAR_MEMORY_RC, cache_gb,
                config.cache_overcommit_ratio, expected,
                'more' if larger else 'less'),
             'regenerate the provider config with nova-pmem-discover '
@@ -609,14 +601,15 @@ def _check_near_inventory(obj, host, inventory, view):
         # Without discovery the DRAM of a dram or app_direct host is not
         # known here; the host's ram_allocation_ratio never is.
         return None
-    expected_total = profile.near_memory_inventory(label.mode,
-                                                   prof.dram_gb)['total']
+    expected_total = placement.near_memory_inventory(
+        label.mode, profile.near_memory_gb(label.mode, prof.dram_gb,
+                                           prof.dram_cache_gb))['total']
     if abs(inventory.get('total', 0) - expected_total) <= _MB_TOLERANCE:
         return None
     return Finding(
         WARNING, 'near-memory-inventory-mismatch', obj,
         'Placement has %s MB of %s, but discovery (%s) found %g GB of DRAM '
-        '(%d MB)' % (inventory.get('total'), profile.NEAR_MEMORY_RC,
+        '(%d MB)' % (inventory.get('total'), placement.NEAR_MEMORY_RC,
                      prof.source, prof.dram_gb, expected_total),
         'regenerate the provider config with nova-pmem-discover '
         '--provider-config and restart nova-compute')
@@ -627,7 +620,7 @@ def _check_cache_use(obj, host, label, snap, config):
               if s.host == host]
     used = sum(hot for _s, hot in placed)
     capacity = label.cache_capacity_mb(config.cache_overcommit_ratio)
-    if profile.fits_cache(used, 0.0, capacity):
+    if cache.fits_cache(used, 0.0, capacity):
         return None
     placed.sort(key=lambda item: (-item[1], item[0].name, item[0].id))
     return Finding(
@@ -679,7 +672,7 @@ def check_flavors(snap, view):
     found = []
     mm_hosts = _memory_mode_hosts(view)
     any_accounted = any(
-        extra_specs.requested_near_memory(f.extra_specs) is not None
+        placement.requested_near_memory(f.extra_specs) is not None
         for f, _r in _memory_mode_flavors(snap, view))
     for flavor in snap.flavors:
         obj = 'flavor %s' % flavor.name
@@ -718,31 +711,31 @@ def check_flavors(snap, view):
                 'add app_direct to %s, or remove %s'
                 % (extra_specs.MODES_KEY, extra_specs.VPMEM_KEY)))
             continue
-        requested = extra_specs.requested_near_memory(specs)
+        requested = placement.requested_near_memory(specs)
         if requested is not None:
-            expected = profile.near_memory_mb(flavor.ram_mb,
-                                              request.hot_ratio)
+            expected = placement.near_memory_mb(flavor.ram_mb,
+                                                request.hot_ratio)
             if requested != expected:
                 less = requested < expected
                 found.append(Finding(
                     ERROR if less else WARNING, 'near-memory-mismatch', obj,
                     'requests %d MB of %s, but %d MB RAM x hot ratio %g is '
                     '%d MB: Placement admits %s instances than the DRAM '
-                    'cache holds' % (requested, profile.NEAR_MEMORY_RC,
+                    'cache holds' % (requested, placement.NEAR_MEMORY_RC,
                                      flavor.ram_mb, request.hot_ratio,
                                      expected, 'more' if less else 'fewer'),
                     'openstack flavor set --property %s=%d %s'
-                    % (extra_specs.NEAR_MEMORY_KEY, expected, flavor.name)))
+                    % (placement.NEAR_MEMORY_KEY, expected, flavor.name)))
         elif (mm_hosts and any_accounted
-              and profile.TIERED & request.modes):
+              and kinds.TIERED & request.modes):
             found.append(Finding(
                 WARNING, 'placement-accounting-partial', obj,
                 'it may land on Memory-Mode hosts but does not request %s, '
                 'while other flavors do: Placement does not see the DRAM '
                 'cache its instances use, and admits the other flavors '
-                'into it' % profile.NEAR_MEMORY_RC,
+                'into it' % placement.NEAR_MEMORY_RC,
                 'openstack flavor set --property %s=%d %s'
-                % (extra_specs.NEAR_MEMORY_KEY, profile.near_memory_mb(
+                % (placement.NEAR_MEMORY_KEY, placement.near_memory_mb(
                     flavor.ram_mb, request.hot_ratio), flavor.name)))
     return found
 

@@ -30,7 +30,7 @@ from openstack import connection
 from openstack import exceptions as sdk_exceptions
 import pbr.version
 
-from nova_pmem_filters.discover import profiles
+from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.doctor import checks
 from nova_pmem_filters.doctor import novaconf
 from nova_pmem_filters.doctor import snapshot
@@ -118,8 +118,8 @@ class Check(lister.Lister):
         fleet = None
         if parsed_args.fleet:
             try:
-                fleet = profiles.load(parsed_args.fleet)
-            except profiles.ProfileError as exc:
+                fleet = hostfile.load(parsed_args.fleet)
+            except hostfile.ProfileError as exc:
                 raise DoctorError(str(exc))
         try:
             conn = connection.from_config(options=self.app.options,

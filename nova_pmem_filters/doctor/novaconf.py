@@ -22,7 +22,8 @@ import dataclasses
 
 from oslo_config import cfg
 
-from nova_pmem_filters import conf as pmem_conf
+from nova_pmem_filters.conf import pmem as pmem_conf
+from nova_pmem_filters.core import extra_specs
 
 FILTER_SCHEDULER = 'filter_scheduler'
 SCHEDULER = 'scheduler'
@@ -73,6 +74,12 @@ class NovaConfig:
     default_flavor_modes: tuple
     default_hot_ratio: float
     cache_overcommit_ratio: float
+
+    @property
+    def defaults(self):
+        """What flavors get for the pmem: keys they leave out."""
+        return extra_specs.Defaults(modes=self.default_flavor_modes,
+                                    hot_ratio=self.default_hot_ratio)
 
 
 def _conf(files):

@@ -22,7 +22,7 @@ import urllib.parse
 
 from openstack import exceptions as sdk_exceptions
 
-from nova_pmem_filters import extra_specs
+from nova_pmem_filters.core import extra_specs
 
 # Microversions the doctor reads at: flavors with their extra specs (2.61),
 # servers with their embedded flavor (2.47), hypervisors with their service

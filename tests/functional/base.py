@@ -40,8 +40,10 @@ from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import integrated_helpers
 from nova.virt import fake
 
-from nova_pmem_filters import hostinfo
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
+from nova_pmem_filters.scheduler import ledger
+from nova_pmem_filters.scheduler import logonce
 
 # The image the Glance fixture always has.
 IMAGE = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
@@ -83,12 +85,12 @@ MEMORY_MODE = Host(MM_HOST, vcpus=80, memory_gb=512, local_gb=2000)
 APP_DIRECT = Host(AD_HOST, vcpus=80, memory_gb=192, local_gb=2000)
 
 DRAM_AGGREGATE = Aggregate(
-    'dram', [DRAM_HOST], {profile.MODE_KEY: profile.DRAM})
+    'dram', [DRAM_HOST], {profile.MODE_KEY: kinds.DRAM})
 MEMORY_MODE_AGGREGATE = Aggregate(
-    'pmem-mm', [MM_HOST], {profile.MODE_KEY: profile.MEMORY_MODE,
+    'pmem-mm', [MM_HOST], {profile.MODE_KEY: kinds.MEMORY_MODE,
                            profile.DRAM_CACHE_KEY: str(MM_CACHE_GB)})
 APP_DIRECT_AGGREGATE = Aggregate(
-    'pmem-ad', [AD_HOST], {profile.MODE_KEY: profile.APP_DIRECT})
+    'pmem-ad', [AD_HOST], {profile.MODE_KEY: kinds.APP_DIRECT})
 
 
 def wait_for_status(test, server, states, max_retries):
@@ -116,13 +118,13 @@ def fresh_process_state(test):
     before the services start.
     """
     test.useFixture(fixtures.MonkeyPatch(
-        'nova_pmem_filters.hostinfo.LEDGER', hostinfo.HotRamLedger()))
-    hostinfo._WARNED.clear()
-    test.addCleanup(hostinfo._WARNED.clear)
+        'nova_pmem_filters.scheduler.ledger.LEDGER', ledger.HotRamLedger()))
+    logonce._WARNED.clear()
+    test.addCleanup(logonce._WARNED.clear)
     test.useFixture(fixtures.MonkeyPatch(
-        'nova_pmem_filters.hostinfo._VIEW_CHECKED_PID', None))
+        'nova_pmem_filters.scheduler.aggregate_view._VIEW_CHECKED_PID', None))
     test.useFixture(fixtures.MonkeyPatch(
-        'nova_pmem_filters.hostinfo._VIEW_REPAIR', None))
+        'nova_pmem_filters.scheduler.aggregate_view._VIEW_REPAIR', None))
 
 
 def capture_pmem_logs(test):

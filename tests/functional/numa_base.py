@@ -26,7 +26,8 @@ from nova import objects
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base as libvirt_base
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import profile
 from tests.functional import base
 
 LibvirtMigrationMixin = libvirt_base.LibvirtMigrationMixin
@@ -177,12 +178,12 @@ class NumaTestBase(libvirt_base.ServersTestBase):
                 continue
             for cell, mb in cells.items():
                 bound[cell] = bound.get(cell, 0.0) + mb * hot_ratio
-        return profile.cell_usage_mb(floating, bound, capacities)
+        return cache.cell_usage_mb(floating, bound, capacities)
 
     def assert_within_cells(self, servers, capacities, hot_ratio):
         used = self.hot_per_cell(servers, capacities, hot_ratio)
         for cell, mb in used.items():
-            self.assertTrue(profile.fits_cache(mb, 0, capacities[cell]),
+            self.assertTrue(cache.fits_cache(mb, 0, capacities[cell]),
                             'cell %d holds %s MB of hot RAM, more than its '
                             'cache of %s MB' % (cell, mb, capacities[cell]))
         return used

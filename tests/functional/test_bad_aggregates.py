@@ -17,7 +17,8 @@ while the other hosts keep serving. The three bad hosts are the largest, so
 Nova's RAMWeigher would pick them first.
 """
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 from tests.functional import base
 
 CONFLICT_HOST = 'conflict1'
@@ -42,7 +43,7 @@ class BadAggregateMetadataTest(base.PmemTestBase):
         base.Aggregate('fruit', [BANANA_HOST],
                        {profile.MODE_KEY: 'banana'}),
         base.Aggregate('mm-typo', [NEGATIVE_CACHE_HOST],
-                       {profile.MODE_KEY: profile.MEMORY_MODE,
+                       {profile.MODE_KEY: kinds.MEMORY_MODE,
                         profile.DRAM_CACHE_KEY: '-3'}),
     )
 

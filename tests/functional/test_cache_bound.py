@@ -22,7 +22,7 @@ import fixtures
 
 from nova import utils
 
-from nova_pmem_filters import hostinfo
+from nova_pmem_filters.scheduler import ledger
 from tests.functional import base
 
 FLAVOR_GB = 32
@@ -58,9 +58,9 @@ class CacheBoundTest(base.PmemTestBase):
         """
         servers = []
         while len(servers) <= self.ram_bound:
-            queries = hostinfo.LEDGER.queries
+            queries = ledger.LEDGER.queries
             server = self._boot(self.flavor, expected_state=None)
-            self.assertLessEqual(hostinfo.LEDGER.queries - queries, 1)
+            self.assertLessEqual(ledger.LEDGER.queries - queries, 1)
             if server['status'] == 'ERROR':
                 self._assert_no_valid_host(server)
                 return servers
@@ -93,11 +93,11 @@ class CacheBoundTest(base.PmemTestBase):
         # A restarted scheduler starts with an empty ledger: its first
         # request reads the flavors of the 8 instances on mm1 (at most one
         # query) and still refuses a ninth.
-        ledger = hostinfo.HotRamLedger()
+        fresh = ledger.HotRamLedger()
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_pmem_filters.hostinfo.LEDGER', ledger))
+            'nova_pmem_filters.scheduler.ledger.LEDGER', fresh))
         self._assert_no_valid_host(self._boot(self.flavor, 'ERROR'))
-        self._assert_ledger_reads_after_restart(ledger.queries)
+        self._assert_ledger_reads_after_restart(fresh.queries)
 
         # Accept some cache misses: 1.5 x the cache.
         self.flags(cache_overcommit_ratio=1.5, group='pmem')
@@ -208,7 +208,8 @@ class LegacyFlavorTest(base.PmemTestBase):
             self._boot(flavor)
         self._assert_no_valid_host(self._boot(flavor, 'ERROR'))
         self.assertIn(
-            "WARNING [nova_pmem_filters.hostinfo] Instance %s has a flavor "
+            "WARNING [nova_pmem_filters.scheduler.ledger] Instance %s has a "
+            "flavor "
             "with invalid pmem extra specs (extra spec 'pmem:hot_ratio' has "
             "value '50%%', expected a decimal number greater than 0 and at "
             "most 1); counting all its RAM as hot." % server['id'],

@@ -24,7 +24,9 @@ host (flat, kmem) passes as ``memory_mode`` and its near memory (its DRAM,
 does; a devdax host passes as ``dram``.
 """
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 from tests.functional import base
 
 NEAR_GB = 256
@@ -43,10 +45,10 @@ class CxlRoutingTest(base.PmemTestBase):
 
     HOSTS = (base.DRAM, FLAT, KMEM, DEVDAX)
     AGGREGATES = (base.DRAM_AGGREGATE,
-                  _tiered('cxl-flat', profile.CXL_FLAT, [FLAT.name]),
-                  _tiered('cxl-kmem', profile.CXL_KMEM, [KMEM.name]),
+                  _tiered('cxl-flat', kinds.CXL_FLAT, [FLAT.name]),
+                  _tiered('cxl-kmem', kinds.CXL_KMEM, [KMEM.name]),
                   base.Aggregate('cxl-devdax', [DEVDAX.name],
-                                 {profile.MODE_KEY: profile.CXL_DEVDAX}))
+                                 {profile.MODE_KEY: kinds.CXL_DEVDAX}))
 
     def test_tiered_kinds_pass_as_memory_mode(self):
         flavor = self._create_pmem_flavor(
@@ -84,7 +86,7 @@ class CxlNearMemoryBoundTest(base.PmemTestBase):
     """The near memory of a tiered CXL host bounds hot RAM exactly."""
 
     HOSTS = (KMEM,)
-    AGGREGATES = (_tiered('cxl-kmem', profile.CXL_KMEM, [KMEM.name]),)
+    AGGREGATES = (_tiered('cxl-kmem', kinds.CXL_KMEM, [KMEM.name]),)
 
     def test_near_memory_not_ram_bounds_the_host(self):
         # 48 GB at hot ratio 0.75: 36 GB hot each. The 256 GB of DRAM hold
@@ -92,8 +94,8 @@ class CxlNearMemoryBoundTest(base.PmemTestBase):
         flavor = self._create_pmem_flavor(
             'capacity', memory_gb=48, extra_specs={
                 'pmem:modes': 'memory_mode', 'pmem:hot_ratio': '0.75'})
-        expected = profile.instances_in_cache(NEAR_GB * base.GB,
-                                              0.75 * 48 * base.GB)
+        expected = cache.instances_in_cache(NEAR_GB * base.GB,
+                                            0.75 * 48 * base.GB)
         by_ram = self._capacity(KMEM.name, 'MEMORY_MB', 48 * base.GB)
         self.assertLess(expected, by_ram)
         admitted = 0
@@ -113,7 +115,7 @@ class CxlBadLabelTest(base.PmemTestBase):
     HOSTS = (base.DRAM, KMEM)
     AGGREGATES = (base.DRAM_AGGREGATE,
                   base.Aggregate('cxl-kmem', [KMEM.name],
-                                 {profile.MODE_KEY: profile.CXL_KMEM}))
+                                 {profile.MODE_KEY: kinds.CXL_KMEM}))
 
     def test_missing_near_memory(self):
         flavor = self._create_pmem_flavor(

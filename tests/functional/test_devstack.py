@@ -33,8 +33,8 @@ from oslo_config import cfg
 import testtools
 import yaml
 
-from nova_pmem_filters import conf as pmem_conf
-from nova_pmem_filters import profile
+from nova_pmem_filters.conf import pmem as pmem_conf
+from nova_pmem_filters.core import placement
 from tests import devstack_plugin
 from tests.functional import base
 
@@ -180,7 +180,7 @@ class PlacementAccountingTestCase(testtools.TestCase):
         # ratio of [pmem], as PmemCacheFilter's bound does.
         parsed = provider_config._parse_provider_yaml(path)
         inventory = parsed['providers'][0]['inventories']['additional'][0]
-        near = inventory[profile.NEAR_MEMORY_RC]
+        near = inventory[placement.NEAR_MEMORY_RC]
         self.assertEqual(1.25, near['allocation_ratio'])
         self.assertEqual(['CUSTOM_PMEM_MODE_MEMORY_MODE'],
                          parsed['providers'][0]['traits']['additional'])
@@ -210,7 +210,7 @@ class PlacementAccountingTestCase(testtools.TestCase):
         with open(path) as f:
             provider = yaml.safe_load(f)['providers'][0]
         near = provider['inventories']['additional'][0][
-            profile.NEAR_MEMORY_RC]
+            placement.NEAR_MEMORY_RC]
         # nova-cpu.conf's ram_allocation_ratio, so near memory never binds
         # before MEMORY_MB.
         self.assertEqual(1.5, near['allocation_ratio'])

@@ -22,11 +22,13 @@ from unittest import mock
 
 from nova.tests.functional.api import client
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 from tests.functional import numa_base
 
 CACHE_GB = 4
-MM = {profile.MODE_KEY: profile.MEMORY_MODE,
+MM = {profile.MODE_KEY: kinds.MEMORY_MODE,
       profile.DRAM_CACHE_KEY: str(CACHE_GB)}
 HOT = 0.5
 EVEN = {0: CACHE_GB * profile.MB_PER_GB / 2.0,
@@ -48,7 +50,7 @@ class NumaCacheTest(numa_base.NumaTestBase):
         # Nova's default spreads: each boot goes to the cell with the fewer
         # CPUs in use, so both cells fill, each to its own cache.
         servers, used = self._fill_bound(MM, EVEN, pack=False)
-        per_cell = profile.instances_in_cache(EVEN[0], 1024 * HOT)
+        per_cell = cache.instances_in_cache(EVEN[0], 1024 * HOT)
         self.assertEqual(4, per_cell)
         self.assertEqual(2 * per_cell, len(servers))
         self.assertEqual({0: EVEN[0], 1: EVEN[1]}, used)
@@ -60,7 +62,7 @@ class NumaCacheTest(numa_base.NumaTestBase):
         # once that cell's cache is full, although the other cell's cache
         # is empty: the instance would land on the full one.
         servers, used = self._fill_bound(MM, EVEN, pack=True)
-        per_cell = profile.instances_in_cache(EVEN[0], 1024 * HOT)
+        per_cell = cache.instances_in_cache(EVEN[0], 1024 * HOT)
         self.assertEqual(per_cell, len(servers))
         self.assertEqual({0}, {cell for s in servers
                                for cell in self.cells_of(s)})
@@ -75,7 +77,7 @@ class NumaCacheTest(numa_base.NumaTestBase):
         capacities = {0: 1024.0, 1: 3072.0}
         servers, used = self._fill_bound(metadata, capacities, pack=False)
         self.assertEqual(
-            2 * profile.instances_in_cache(capacities[0], 1024 * HOT),
+            2 * cache.instances_in_cache(capacities[0], 1024 * HOT),
             len(servers))
         self.assertEqual({0: 1024.0, 1: 1024.0}, used)
 
@@ -100,8 +102,8 @@ class NumaCacheTest(numa_base.NumaTestBase):
         self.assertEqual([None, None], [self.cells_of(s) for s in servers])
         used = self.assert_within_cells(servers, EVEN, HOT)
         self.assertEqual({0: 1024.0, 1: 1024.0}, used)
-        expected = sum(profile.instances_in_cache(EVEN[cell] - used[cell],
-                                                  1024 * HOT)
+        expected = sum(cache.instances_in_cache(EVEN[cell] - used[cell],
+                                                1024 * HOT)
                        for cell in EVEN)
         self.assertEqual(2, expected // 2)
         servers += self.fill(bound)
@@ -118,7 +120,7 @@ class NumaCacheTest(numa_base.NumaTestBase):
         self.start_numa_compute('mm1', MM)
         floating = self.create_flavor(1024)
         servers = self.fill(floating)
-        self.assertEqual(profile.instances_in_cache(
+        self.assertEqual(cache.instances_in_cache(
             CACHE_GB * profile.MB_PER_GB, 1024 * HOT), len(servers))
         self.assertEqual(EVEN, self.assert_within_cells(servers, EVEN, HOT))
 
@@ -241,7 +243,7 @@ class NumaWeigherTest(numa_base.NumaTestBase):
 
     def test_high_priority_gets_the_least_loaded_cells(self):
         self.flags(numa_cell_weight_multiplier=4.0, group='pmem')
-        dram = {profile.MODE_KEY: profile.DRAM}
+        dram = {profile.MODE_KEY: kinds.DRAM}
         self.start_numa_compute('dram1', dram)
         self.start_numa_compute('dram2', dram)
         specs = {'pmem:modes': 'dram'}

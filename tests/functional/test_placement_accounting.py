@@ -28,11 +28,12 @@ import os
 import fixtures
 import yaml
 
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
+from nova_pmem_filters.core import profile
 from tests.functional import base
 
-RC = profile.NEAR_MEMORY_RC
+RC = placement.NEAR_MEMORY_RC
 
 MM_A = base.Host('mm-a', vcpus=8, memory_gb=64, local_gb=200)
 MM_B = base.Host('mm-b', vcpus=8, memory_gb=64, local_gb=200)
@@ -43,7 +44,7 @@ FLAVOR_VCPUS = 1
 HOT_RATIO = 0.3
 
 
-def _aggregate(host, mode=profile.MEMORY_MODE):
+def _aggregate(host, mode=kinds.MEMORY_MODE):
     return base.Aggregate('pmem-mm-%s' % host.name, [host.name], {
         profile.MODE_KEY: mode,
         profile.DRAM_CACHE_KEY: str(DRAM_GB[host.name])})
@@ -56,7 +57,7 @@ class PlacementAccountingTest(base.PmemTestBase):
     AGGREGATES = (_aggregate(MM_A), _aggregate(MM_B))
     CACHE_FILTER = False
     # The hosts' kind: the near memory they report to Placement.
-    MODE = profile.MEMORY_MODE
+    MODE = kinds.MEMORY_MODE
 
     def setUp(self):
         # Both are read while PmemTestBase.setUp() starts the scheduler and
@@ -67,21 +68,21 @@ class PlacementAccountingTest(base.PmemTestBase):
             'tests.functional.base.ENABLED_FILTERS', filters))
         conf_dir = self.useFixture(fixtures.TempDir()).path
         self.inventories = {
-            host: profile.near_memory_inventory(self.MODE, gb)
+            host: placement.near_memory_inventory(self.MODE, gb)
             for host, gb in DRAM_GB.items()}
         for host, inventory in self.inventories.items():
             with open(os.path.join(conf_dir, '%s.yaml' % host), 'w') as f:
-                yaml.safe_dump(profile.near_memory_provider_config(
+                yaml.safe_dump(placement.near_memory_provider_config(
                     inventory, name=host), f)
         self.flags(provider_config_location=conf_dir, group='compute')
         super(PlacementAccountingTest, self).setUp()
 
-        self.request_mb = profile.near_memory_mb(FLAVOR_GB * base.GB,
-                                                 HOT_RATIO)
-        specs = {'pmem:modes': profile.MEMORY_MODE,
+        self.request_mb = placement.near_memory_mb(FLAVOR_GB * base.GB,
+                                                   HOT_RATIO)
+        specs = {'pmem:modes': kinds.MEMORY_MODE,
                  'pmem:hot_ratio': str(HOT_RATIO)}
-        specs.update(extra_specs.near_memory_spec(FLAVOR_GB * base.GB,
-                                                  HOT_RATIO))
+        specs.update(placement.near_memory_spec(FLAVOR_GB * base.GB,
+                                                HOT_RATIO))
         self.flavor = self._create_pmem_flavor(
             'redis-accounted', memory_gb=FLAVOR_GB, vcpus=FLAVOR_VCPUS,
             extra_specs=specs)
@@ -176,6 +177,6 @@ class CxlKmemPlacementAccountingTest(PlacementAccountingWithFilterTest):
     on them, and PmemCacheFilter leaves the bound to Placement.
     """
 
-    AGGREGATES = (_aggregate(MM_A, profile.CXL_KMEM),
-                  _aggregate(MM_B, profile.CXL_KMEM))
-    MODE = profile.CXL_KMEM
+    AGGREGATES = (_aggregate(MM_A, kinds.CXL_KMEM),
+                  _aggregate(MM_B, kinds.CXL_KMEM))
+    MODE = kinds.CXL_KMEM

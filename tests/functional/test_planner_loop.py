@@ -23,12 +23,13 @@ planner's ``vms_per_node``.
 import dataclasses
 import shlex
 
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import extra_specs
 from planner import model
 from planner import novaconfig
 from planner import scenario
 from tests.functional import base
+from tests.unit import test_agreement
 
 # nova.conf keys of nova-config's output -> (option, group) for self.flags.
 COMPUTE_OPTIONS = {
@@ -171,7 +172,7 @@ class PlannerLoopTest(PlannerLoopBase):
         planned, binding = self._check('mm-192-512', 'redis')
         self.assertEqual('dram_cache', binding)
         self.assertEqual(
-            profile.instances_in_cache(192 * base.GB, 0.45 * 32 * base.GB),
+            cache.instances_in_cache(192 * base.GB, 0.45 * 32 * base.GB),
             planned)
 
 
@@ -206,3 +207,27 @@ class CxlPlannerLoopTest(PlannerLoopBase):
                     request=extra_specs.parse(specs))))
         planned, binding = self._check('kmem-1536-1536', 'analytics')
         self.assertEqual('dram_cache', binding)
+
+
+class HotRatioLoopTest(PlannerLoopBase):
+    """Planner, simulator and Nova agree with and without ``hot_ratio``.
+
+    A workload that gives no hot ratio is planned with the core's default;
+    nova-config writes it on the flavor, so Nova admits the planned count
+    even where ``[pmem] default_hot_ratio`` says otherwise.
+    """
+
+    def _agree(self, hot_ratio, expected):
+        self.scenario = test_agreement.hot_ratio_scenario(hot_ratio)
+        planned, binding = self._check('mm-192-512', 'cache64')
+        self.assertEqual((expected, 'dram_cache'), (planned, binding))
+        self.assertEqual(planned, test_agreement.simulated_density(
+            self.scenario, 'mm-192-512', 'cache64'))
+
+    def test_without_hot_ratio(self):
+        # The cloud's own default differs from the one the plan used.
+        self.flags(default_hot_ratio=0.25, group='pmem')
+        self._agree(None, 6)
+
+    def test_with_hot_ratio(self):
+        self._agree(0.25, 12)

@@ -26,7 +26,7 @@ import fixtures
 
 from nova.tests.fixtures import libvirt as fakelibvirt
 
-from nova_pmem_filters import extra_specs
+from nova_pmem_filters.core import extra_specs
 from planner import model
 from planner import novaconfig
 from planner import scenario

@@ -34,8 +34,9 @@ import os
 import fixtures
 import yaml
 
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
+from nova_pmem_filters.core import profile
 from planner import simulate
 from tests.functional import base
 
@@ -49,12 +50,12 @@ HOSTS = (SizedHost('dram1', 8, 24 * 1024 + 112),
          SizedHost('ad2', 8, 18 * 1024 + 240))
 AGGREGATES = (
     base.Aggregate('dram', ['dram1', 'dram2'],
-                   {profile.MODE_KEY: profile.DRAM}),
+                   {profile.MODE_KEY: kinds.DRAM}),
     base.Aggregate('pmem-mm', ['mm1', 'mm2'],
-                   {profile.MODE_KEY: profile.MEMORY_MODE,
+                   {profile.MODE_KEY: kinds.MEMORY_MODE,
                     profile.DRAM_CACHE_KEY: '6'}),
     base.Aggregate('pmem-ad', ['ad1', 'ad2'],
-                   {profile.MODE_KEY: profile.APP_DIRECT}))
+                   {profile.MODE_KEY: kinds.APP_DIRECT}))
 FLAVORS = {
     'lat': (2, 2, {'pmem:modes': 'dram,app_direct',
                    'pmem:priority': 'high'}),
@@ -89,7 +90,7 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
     def _near_gb(self, host):
         """DRAM the host reports as near memory, GB."""
         md = next(a.metadata for a in AGGREGATES if host.name in a.hosts)
-        if md[profile.MODE_KEY] == profile.MEMORY_MODE:
+        if md[profile.MODE_KEY] == kinds.MEMORY_MODE:
             return float(md[profile.DRAM_CACHE_KEY])
         return host.memory_mb / profile.MB_PER_GB
 
@@ -99,7 +100,7 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
             specs = dict(specs)
             if self.NEAR_MEMORY:
                 ratio = float(specs.get('pmem:hot_ratio', '0.5'))
-                specs.update(extra_specs.near_memory_spec(
+                specs.update(placement.near_memory_spec(
                     gb * profile.MB_PER_GB, ratio))
             flavors[name] = (vcpus, gb, specs)
         return flavors
@@ -108,12 +109,12 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
         if self.NEAR_MEMORY:
             conf_dir = self.useFixture(fixtures.TempDir()).path
             for host in HOSTS:
-                inventory = profile.near_memory_inventory(
+                inventory = placement.near_memory_inventory(
                     'memory_mode' if host.name.startswith('mm') else 'dram',
                     self._near_gb(host))
                 with open(os.path.join(conf_dir, '%s.yaml' % host.name),
                           'w') as f:
-                    yaml.safe_dump(profile.near_memory_provider_config(
+                    yaml.safe_dump(placement.near_memory_provider_config(
                         inventory, name=host.name), f)
             self.flags(provider_config_location=conf_dir, group='compute')
         super().setUp()
@@ -137,7 +138,7 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
         for host in HOSTS:
             inv = self._get_provider_inventory(
                 self._get_provider_uuid_by_host(host.name))
-            near = inv.get(profile.NEAR_MEMORY_RC)
+            near = inv.get(placement.NEAR_MEMORY_RC)
             self.assertEqual(self.NEAR_MEMORY, near is not None)
             kinds.append(simulate.HostKind(
                 name=host.name,

@@ -19,7 +19,7 @@ scheduler is given that copy (no aggregates: the parent started before they
 were made) and the filters' first request must repair it.
 """
 
-from nova_pmem_filters import hostinfo
+from nova_pmem_filters.scheduler import aggregate_view
 from tests.functional import base
 
 CAPACITY_SPECS = {'pmem:modes': 'memory_mode', 'pmem:hot_ratio': '0.5'}
@@ -34,7 +34,7 @@ class StaleAggregateViewTest(base.PmemTestBase):
         host_manager = self.scheduler_service.manager.host_manager
         host_manager.aggs_by_id.clear()
         host_manager.host_aggregates_map.clear()
-        hostinfo._VIEW_CHECKED_PID = None
+        aggregate_view._VIEW_CHECKED_PID = None
         return host_manager
 
     def test_first_request_repairs_the_view(self):
@@ -73,7 +73,7 @@ class StaleAggregateViewTest(base.PmemTestBase):
         self.admin_api.delete_aggregate(stale['id'])
         host_manager.aggs_by_id[stale['id']] = kept
         host_manager.host_aggregates_map[base.DRAM_HOST].add(stale['id'])
-        hostinfo._VIEW_CHECKED_PID = None
+        aggregate_view._VIEW_CHECKED_PID = None
 
         flavor = self._create_pmem_flavor(
             'dram-only', 8, extra_specs={'pmem:modes': 'dram'})

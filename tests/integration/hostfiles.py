@@ -27,8 +27,8 @@ the package costs seconds on a small machine.
 import os
 import sys
 
+from nova_pmem_filters.core import kinds
 from nova_pmem_filters.discover import outputs
-from nova_pmem_filters import profile
 
 from tests.integration import compute
 
@@ -40,7 +40,7 @@ def host_profile(name, mode, dram_gb):
         'mode': mode,
         'scheduler_mode': mode,
         'dram_gb': float(dram_gb),
-        'dram_cache_gb': float(dram_gb) if mode == profile.MEMORY_MODE
+        'dram_cache_gb': float(dram_gb) if mode == kinds.MEMORY_MODE
         else 0.0,
     }
 

@@ -33,9 +33,11 @@ import sys
 
 import yaml
 
-from nova_pmem_filters.discover import profiles
-from nova_pmem_filters import extra_specs as pmem_specs
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import extra_specs as pmem_specs
+from nova_pmem_filters.core import hostfile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement as pmem_placement
+from nova_pmem_filters.core import profile
 
 from tests import devstack_plugin
 from tests.integration import client as api
@@ -112,8 +114,8 @@ PLANTED_BARE = PLANTED_IN_THE_CLOUD | {
 
 # Hosts of the deployment as nova-pmem-discover would describe them
 # (deploy.sh COMPUTES): mode, DRAM GB.
-HOSTS = {'dram1': (profile.DRAM, 384), 'mm1': (profile.MEMORY_MODE, 192),
-         'mm2': (profile.MEMORY_MODE, 192), 'ad1': (profile.APP_DIRECT, 192)}
+HOSTS = {'dram1': (kinds.DRAM, 384), 'mm1': (kinds.MEMORY_MODE, 192),
+         'mm2': (kinds.MEMORY_MODE, 192), 'ad1': (kinds.APP_DIRECT, 192)}
 
 
 def write_clouds_yaml(path):
@@ -135,10 +137,10 @@ def write_clouds_yaml(path):
 def write_fleet(directory, overrides):
     os.makedirs(directory, exist_ok=True)
     for host, (mode, dram) in dict(HOSTS, **overrides).items():
-        cache = float(dram) if mode == profile.MEMORY_MODE else 0.0
-        data = {'schema': profiles.SCHEMA, 'hostname': host, 'mode': mode,
+        cache = float(dram) if mode == kinds.MEMORY_MODE else 0.0
+        data = {'schema': hostfile.SCHEMA, 'hostname': host, 'mode': mode,
                 'scheduler_mode': mode, 'dram_gb': float(dram),
-                'visible_memory_gb': 512.0 if mode == profile.MEMORY_MODE
+                'visible_memory_gb': 512.0 if mode == kinds.MEMORY_MODE
                 else float(dram), 'dram_cache_gb': cache}
         with open(os.path.join(directory, '%s.json' % host), 'w') as f:
             json.dump(data, f)
@@ -264,13 +266,13 @@ def scenario_doctor(cloud, results, work):
     try:
         plants.aggregate('doc-bad-mode', {profile.MODE_KEY: 'tiered'})
         plants.aggregate('doc-bad-cache', {
-            profile.MODE_KEY: profile.MEMORY_MODE,
+            profile.MODE_KEY: kinds.MEMORY_MODE,
             profile.DRAM_CACHE_KEY: 'banana'})
         plants.aggregate('doc-typo', {
             'pmem_dram_cache': '192',
             profile.TIER_WEIGHT_MULTIPLIER_KEY: 'heavy'})
         plants.aggregate('doc-mm-nocache',
-                         {profile.MODE_KEY: profile.MEMORY_MODE})
+                         {profile.MODE_KEY: kinds.MEMORY_MODE})
         plants.aggregate('doc-dram-cache', {profile.DRAM_CACHE_KEY: '384'},
                          hosts=['dram1'])
         plants.add_host(cloud.aggregates['dram'], 'ad1')
@@ -279,8 +281,8 @@ def scenario_doctor(cloud, results, work):
         plants.flavor('doc.vpmem', 4096, {'hw:pmem': 'SMALL',
                                           'pmem:modes': 'dram'})
         plants.flavor('doc.near', 32 * scenarios.GB, {
-            'pmem:modes': profile.MEMORY_MODE, 'pmem:hot_ratio': '0.5',
-            pmem_specs.NEAR_MEMORY_KEY: '4096'})
+            'pmem:modes': kinds.MEMORY_MODE, 'pmem:hot_ratio': '0.5',
+            pmem_placement.NEAR_MEMORY_KEY: '4096'})
         # Two instances with 16 GB hot each on mm1, then the cache of
         # pmem-mm lowered to 16 GB under them.
         records, errors = scenarios.probe(cloud, 'doctor', 'it.cap',
@@ -290,14 +292,14 @@ def scenario_doctor(cloud, results, work):
         results.check('doctor: two capacity servers ACTIVE on mm1',
                       len(placed) == 2, scenarios.describe(records, errors))
         cloud.set_metadata(cloud.aggregates['pmem-mm'], {
-            profile.MODE_KEY: profile.MEMORY_MODE,
+            profile.MODE_KEY: kinds.MEMORY_MODE,
             profile.DRAM_CACHE_KEY: '16'})
         conf = os.path.join(work, 'doctor-nova.conf')
         with open(conf, 'w') as f:
             f.write(DOCTOR_NOVA_CONF)
         fleet = os.path.join(work, 'fleet')
-        write_fleet(fleet, {'mm2': (profile.DRAM, 192),
-                            'mm9': (profile.DRAM, 384)})
+        write_fleet(fleet, {'mm2': (kinds.DRAM, 192),
+                            'mm9': (kinds.DRAM, 384)})
         rows = check_doctor(results, 'with every finding planted',
                             operator.doctor('--config-file', conf,
                                             '--fleet', fleet), PLANTED)
@@ -312,7 +314,7 @@ def scenario_doctor(cloud, results, work):
             over[0]['problem'][:300] if over else 'no such finding')
     finally:
         cloud.set_metadata(cloud.aggregates['pmem-mm'], {
-            profile.MODE_KEY: profile.MEMORY_MODE,
+            profile.MODE_KEY: kinds.MEMORY_MODE,
             profile.DRAM_CACHE_KEY: str(scenarios.CACHE_GB)})
         cloud.delete_all()
         plants.remove()
@@ -374,7 +376,7 @@ def _devstack_phases(cloud, results, devstack):
         'devstack stack extra: its aggregate, as described, host once',
         created == {'dev-mm'} and dev_mm.get('hosts') == ['mm2']
         and dev_mm.get('metadata', {}).get(profile.MODE_KEY) ==
-        profile.MEMORY_MODE
+        kinds.MEMORY_MODE
         and dev_mm['metadata'].get(profile.DRAM_CACHE_KEY) == '192',
         'created %s; dev-mm %s' % (sorted(created), dev_mm))
     results.check(
@@ -391,10 +393,10 @@ def _devstack_phases(cloud, results, devstack):
         specs = cloud.admin.get('/flavors/%s/os-extra_specs'
                                 % flavors[name]['id'])['extra_specs']
         # The cloud's [pmem] default_hot_ratio, as the plugin applies it.
-        request = pmem_specs.parse(
-            specs, default_hot_ratio=scenarios.DEFAULT_HOT_RATIO)
-        wanted = pmem_specs.near_memory_spec(flavors[name]['ram'],
-                                             request.hot_ratio)
+        request = pmem_specs.parse(specs, pmem_specs.Defaults(
+            hot_ratio=scenarios.DEFAULT_HOT_RATIO))
+        wanted = pmem_placement.near_memory_spec(flavors[name]['ram'],
+                                                 request.hot_ratio)
         specs_ok &= all(specs.get(k) == v for k, v in wanted.items())
         details.append('%s %s' % (name, specs))
     results.check(

@@ -44,9 +44,11 @@ import time
 import traceback
 import uuid
 
-from nova_pmem_filters import extra_specs as pmem_specs
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement as pmem_placement
+from nova_pmem_filters.core import profile
 from nova_pmem_filters import fileutil
-from nova_pmem_filters import profile
 
 from tests.integration import client as api
 from tests.integration import operator
@@ -68,7 +70,7 @@ FLAVORS = {
     # 16 GB hot: 12 fit in a 192 GB cache, RAM (512 GB) binds at 16.
     'it.cap': (32, 2, dict(CAP_SPECS)),
     'it.cap.placement': (32, 2, dict(
-        CAP_SPECS, **pmem_specs.near_memory_spec(32 * GB, 0.5))),
+        CAP_SPECS, **pmem_placement.near_memory_spec(32 * GB, 0.5))),
     'it.small': (2, 1, {'pmem:priority': 'normal'}),
 }
 
@@ -106,11 +108,11 @@ class Cloud(object):
 
     def setup(self):
         for name, hosts, meta in (
-                ('dram', ['dram1'], {profile.MODE_KEY: profile.DRAM}),
+                ('dram', ['dram1'], {profile.MODE_KEY: kinds.DRAM}),
                 ('pmem-mm', list(MM_HOSTS),
-                 {profile.MODE_KEY: profile.MEMORY_MODE,
+                 {profile.MODE_KEY: kinds.MEMORY_MODE,
                   profile.DRAM_CACHE_KEY: str(CACHE_GB)}),
-                ('pmem-ad', ['ad1'], {profile.MODE_KEY: profile.APP_DIRECT})):
+                ('pmem-ad', ['ad1'], {profile.MODE_KEY: kinds.APP_DIRECT})):
             agg = self.admin.create_aggregate(name)['aggregate']
             self.set_metadata(agg['id'], meta)
             for host in hosts:
@@ -256,7 +258,7 @@ class Cloud(object):
             flavor = server['flavor']
             ratio = float(flavor.get('extra_specs', {}).get(
                 'pmem:hot_ratio', DEFAULT_HOT_RATIO))
-            mb = profile.hot_mb(flavor['ram'], ratio)
+            mb = cache.hot_mb(flavor['ram'], ratio)
             hot[host] += mb
             count[host] += 1
             unit[host] = mb
@@ -600,11 +602,11 @@ def scenario_bad_specs(cloud, results):
 # Each phase sets the whole pmem metadata of the Memory-Mode aggregate, so
 # that exactly one value is garbage; the scheduler must log that value.
 GARBAGE = [
-    ({profile.MODE_KEY: profile.MEMORY_MODE,
+    ({profile.MODE_KEY: kinds.MEMORY_MODE,
       profile.DRAM_CACHE_KEY: 'banana'}, 'banana'),
     ({profile.MODE_KEY: 'tiered-ish',
       profile.DRAM_CACHE_KEY: str(CACHE_GB)}, 'tiered-ish'),
-    ({profile.MODE_KEY: profile.MEMORY_MODE,
+    ({profile.MODE_KEY: kinds.MEMORY_MODE,
       profile.DRAM_CACHE_KEY: '-5'}, '-5'),
 ]
 
@@ -619,7 +621,7 @@ def scenario_bad_aggregate(cloud, results, count, logs):
     ACTIVE: the scheduler kept working.
     """
     agg = cloud.aggregates['pmem-mm']
-    good = {profile.MODE_KEY: profile.MEMORY_MODE,
+    good = {profile.MODE_KEY: kinds.MEMORY_MODE,
             profile.DRAM_CACHE_KEY: str(CACHE_GB)}
     load = {}
     phase_s = 10

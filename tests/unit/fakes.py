@@ -22,7 +22,10 @@ from nova import objects
 from nova import test
 from nova.tests.unit.scheduler import fakes as nova_fakes
 
-from nova_pmem_filters import hostinfo
+from nova_pmem_filters.scheduler import host_profiles
+from nova_pmem_filters.scheduler import ledger
+from nova_pmem_filters.scheduler import logonce
+from nova_pmem_filters.scheduler import request_memo
 
 DRAM = {'pmem_mode': 'dram'}
 APP_DIRECT = {'pmem_mode': 'app_direct'}
@@ -68,18 +71,15 @@ class PmemTestCase(test.NoDBTestCase):
     def setUp(self):
         super(PmemTestCase, self).setUp()
         self.now = 1000.0
-        self.ledger = hostinfo.HotRamLedger(clock=lambda: self.now)
-        self.useFixture(fixtures.MockPatchObject(hostinfo, 'LEDGER',
+        self.ledger = ledger.HotRamLedger(clock=lambda: self.now)
+        self.useFixture(fixtures.MockPatchObject(ledger, 'LEDGER',
                                                  self.ledger))
         self.useFixture(fixtures.MockPatchObject(
-            hostinfo, '_REQUEST_BASELINES', weakref.WeakKeyDictionary()))
-        hostinfo._WARNED.clear()
-        self.addCleanup(hostinfo._WARNED.clear)
-        # A cache of profiles by aggregate content, where there is one.
-        profiles = getattr(hostinfo, '_PROFILES', None)
-        if profiles is not None:
-            profiles.clear()
-            self.addCleanup(profiles.clear)
+            request_memo, '_MEMOS', weakref.WeakKeyDictionary()))
+        logonce._WARNED.clear()
+        self.addCleanup(logonce._WARNED.clear)
+        host_profiles._PROFILES.clear()
+        self.addCleanup(host_profiles._PROFILES.clear)
         self.log = self.useFixture(fixtures.FakeLogger(
             name='nova_pmem_filters', level=logging.DEBUG,
             format='%(levelname)s %(name)s %(message)s'))

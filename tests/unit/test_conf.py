@@ -20,7 +20,8 @@ from oslo_config import cfg
 from oslo_config import generator
 import testtools
 
-from nova_pmem_filters import conf
+from nova_pmem_filters.conf import opts as conf_opts
+from nova_pmem_filters.conf import pmem
 
 _TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -34,7 +35,7 @@ _OPT_NAMES = ['default_host_mode', 'default_flavor_modes',
 class ListOptsTestCase(testtools.TestCase):
 
     def test_list_opts_is_a_list_of_group_and_opts(self):
-        opts = conf.list_opts()
+        opts = conf_opts.list_opts()
         self.assertIsInstance(opts, list)
         self.assertEqual(1, len(opts))
         group, group_opts = opts[0]
@@ -58,7 +59,7 @@ class ListOptsTestCase(testtools.TestCase):
 
     def test_register_opts_and_defaults(self):
         config = cfg.ConfigOpts()
-        conf.register_opts(config)
+        pmem.register_opts(config)
         config([])
         self.assertEqual('dram', config.pmem.default_host_mode)
         self.assertEqual(['dram', 'memory_mode', 'app_direct'],
@@ -72,7 +73,7 @@ class ListOptsTestCase(testtools.TestCase):
 
     def test_bounds(self):
         config = cfg.ConfigOpts()
-        conf.register_opts(config)
+        pmem.register_opts(config)
         config([])
         for name, value in (('default_hot_ratio', 0.0),
                             ('default_hot_ratio', 1.5),

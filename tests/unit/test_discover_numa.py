@@ -22,10 +22,11 @@ import os
 
 import testtools
 
+from nova_pmem_filters.core import hostfile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 from nova_pmem_filters.discover import derive
 from nova_pmem_filters.discover import outputs
-from nova_pmem_filters.discover import profiles
-from nova_pmem_filters import profile
 from tests.unit import test_discover as base
 
 NEW_KEYS = ('numa_nodes', 'dram_cache_gb_per_cell')
@@ -157,8 +158,8 @@ class TestCellCache(NumaCase):
                                  0.0100001)
             raw = profile.format_cell_cache(parts)
             read = profile.from_metadata([{
-                profile.MODE_KEY: profile.MEMORY_MODE,
-                profile.DRAM_CACHE_KEY: outputs._number(total),
+                profile.MODE_KEY: kinds.MEMORY_MODE,
+                profile.DRAM_CACHE_KEY: profile.gb_text(total),
                 profile.DRAM_CACHE_PER_CELL_KEY: raw}])
             self.assertTrue(read.known, read.problem)
 
@@ -185,23 +186,23 @@ class TestProfilesReadNamespaces(NumaCase):
     def test_namespaces_with_their_nodes(self):
         for numa in ((), ('--numa',)):
             data = json.loads(self.discover('ad_2s_pmem100_512', *numa))
-            host = profiles.parse(data, 'ad.json')
+            host = hostfile.parse(data, 'ad.json')
             self.assertEqual(
                 [(None, 'fsdax', 0), ('ns0', 'devdax', 1),
                  ('ns1', 'devdax', 1), ('ns2', 'devdax', 1),
                  ('ns3', 'devdax', 1)],
                 [(n.name, n.mode, n.numa_node) for n in host.namespaces])
-        mm = profiles.parse(self.profile('mm_2s_pmem100_256'), 'mm.json')
+        mm = hostfile.parse(self.profile('mm_2s_pmem100_256'), 'mm.json')
         self.assertEqual((), mm.namespaces)
 
     def test_bad_namespace_is_named(self):
         data = self.profile('ad_2s_pmem100_512')
         data['namespaces'][2]['numa_node'] = 'one'
-        exc = self.assertRaises(profiles.ProfileError, profiles.parse, data,
+        exc = self.assertRaises(hostfile.ProfileError, hostfile.parse, data,
                                 'ad.json')
         self.assertIn('ad.json: namespaces.2: numa_node', str(exc))
         data['namespaces'] = {}
-        exc = self.assertRaises(profiles.ProfileError, profiles.parse, data,
+        exc = self.assertRaises(hostfile.ProfileError, hostfile.parse, data,
                                 'ad.json')
         self.assertIn('namespaces: expected a list', str(exc))
 

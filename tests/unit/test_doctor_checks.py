@@ -30,16 +30,18 @@ import re
 
 import testtools
 
+from nova_pmem_filters.core import hostfile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
+from nova_pmem_filters.core import profile
 from nova_pmem_filters.discover import outputs
-from nova_pmem_filters.discover import profiles
 from nova_pmem_filters.doctor import checks
 from nova_pmem_filters.doctor import novaconf
 from nova_pmem_filters.doctor import snapshot as snap_mod
-from nova_pmem_filters import profile
 
 GB = 1024
-HOSTS = {'dram1': (profile.DRAM, 384), 'mm1': (profile.MEMORY_MODE, 192),
-         'mm2': (profile.MEMORY_MODE, 192), 'ad1': (profile.APP_DIRECT, 192)}
+HOSTS = {'dram1': (kinds.DRAM, 384), 'mm1': (kinds.MEMORY_MODE, 192),
+         'mm2': (kinds.MEMORY_MODE, 192), 'ad1': (kinds.APP_DIRECT, 192)}
 NEAR = 'resources:CUSTOM_NEAR_MEMORY_MB'
 
 
@@ -52,8 +54,8 @@ def config(**changes):
                          'PmemCacheFilter'),
         weight_classes=('nova.scheduler.weights.all_weighers',
                         'nova_pmem_filters.weighers.all_weighers'),
-        scheduler_workers=2, default_host_mode=profile.DRAM,
-        default_flavor_modes=profile.MODES, default_hot_ratio=0.5,
+        scheduler_workers=2, default_host_mode=kinds.DRAM,
+        default_flavor_modes=kinds.MODES, default_hot_ratio=0.5,
         cache_overcommit_ratio=1.0)
     values.update(changes)
     return novaconf.NovaConfig(**values)
@@ -64,22 +66,29 @@ def discovered(host, mode=None, dram_gb=None, cache_gb=None):
     mode = mode or label
     dram = dram_gb if dram_gb is not None else dram
     cache = (cache_gb if cache_gb is not None else dram) \
-        if mode == profile.MEMORY_MODE else 0.0
-    return profiles.HostProfile(
+        if mode == kinds.MEMORY_MODE else 0.0
+    return hostfile.DiscoveredHost(
         source='fleet/%s.json' % host, hostname=host, hardware_mode=mode,
-        mode=mode, visible_memory_gb=512.0 if mode == profile.MEMORY_MODE
+        mode=mode, visible_memory_gb=512.0 if mode == kinds.MEMORY_MODE
         else float(dram), dram_cache_gb=float(cache), dram_gb=float(dram))
+
+
+def discovery_output(prof):
+    """The discovery output fields ``prof`` was read from."""
+    return {'hostname': prof.hostname, 'mode': prof.hardware_mode,
+            'scheduler_mode': prof.mode, 'dram_gb': prof.dram_gb,
+            'dram_cache_gb': prof.dram_cache_gb}
 
 
 def provider(host, prof=None):
     prof = prof or discovered(host)
-    conf = outputs.provider_config(prof.as_output_profile())['providers'][0]
-    inventory = conf['inventories']['additional'][0][profile.NEAR_MEMORY_RC]
+    conf = outputs.provider_config(discovery_output(prof))['providers'][0]
+    inventory = conf['inventories']['additional'][0][placement.NEAR_MEMORY_RC]
     return snap_mod.Provider(
         uuid='uuid-%s' % host, name=host,
         traits=frozenset(conf['traits']['additional']) | {'COMPUTE_NODE'},
         inventories={'VCPU': {'total': 80},
-                     profile.NEAR_MEMORY_RC: dict(inventory)})
+                     placement.NEAR_MEMORY_RC: dict(inventory)})
 
 
 def flavor(name, ram_gb, **specs):
@@ -97,13 +106,13 @@ def clean():
     return snap_mod.Snapshot(
         aggregates=(
             snap_mod.Aggregate('dram', '1', ('dram1',),
-                               {profile.MODE_KEY: profile.DRAM}),
+                               {profile.MODE_KEY: kinds.DRAM}),
             snap_mod.Aggregate('pmem-mm', '2', ('mm1', 'mm2'),
-                               {profile.MODE_KEY: profile.MEMORY_MODE,
+                               {profile.MODE_KEY: kinds.MEMORY_MODE,
                                 profile.DRAM_CACHE_KEY: '192',
                                 'availability_zone': 'az1'}),
             snap_mod.Aggregate('pmem-ad', '3', ('ad1',),
-                               {profile.MODE_KEY: profile.APP_DIRECT})),
+                               {profile.MODE_KEY: kinds.APP_DIRECT})),
         flavors=(
             # 2 GB at the default hot ratio 0.5: 1024 MB near memory.
             flavor('small', 2, **{NEAR: '1024'}),
@@ -259,9 +268,23 @@ class ConfigTestCase(DoctorTestCase):
         found = self.assertFindings(
             snap, (checks.WARNING, 'weighers-not-configured',
                    self.OPT % 'weight_classes'))
-        self.assertIn('PmemCacheHeadroomWeigher is not', found[(
-            'weighers-not-configured',
-            self.OPT % 'weight_classes')].problem)
+        self.assertIn('PmemCacheHeadroomWeigher and PmemNumaCellWeigher '
+                      'are not', found[(
+                          'weighers-not-configured',
+                          self.OPT % 'weight_classes')].problem)
+        # Only the NUMA cell weigher missing is a finding too.
+        snap = replace(clean(), config=config(weight_classes=(
+            'nova.scheduler.weights.all_weighers',
+            'nova_pmem_filters.weighers.PmemTierWeigher',
+            'nova_pmem_filters.weighers.PmemCacheHeadroomWeigher')))
+        found = self.assertFindings(
+            snap, (checks.WARNING, 'weighers-not-configured',
+                   self.OPT % 'weight_classes'))
+        self.assertEqual(
+            'PmemNumaCellWeigher is not in weight_classes: '
+            'pmem:priority=high flavors are not given the least loaded NUMA '
+            'cells', found[('weighers-not-configured',
+                            self.OPT % 'weight_classes')].problem)
 
     def test_nova_weighers_dropped(self):
         snap = replace(clean(), config=config(weight_classes=(
@@ -454,7 +477,7 @@ class FlavorTestCase(DoctorTestCase):
 class HostTestCase(DoctorTestCase):
 
     def test_discovered_mode_differs(self):
-        fleet = tuple(discovered(h, mode=profile.DRAM) if h == 'mm2'
+        fleet = tuple(discovered(h, mode=kinds.DRAM) if h == 'mm2'
                       else discovered(h) for h in sorted(HOSTS))
         # The host's provider config came from the same discovery: its
         # trait says dram, its near memory is its 192 GB of DRAM.
@@ -494,7 +517,7 @@ class HostTestCase(DoctorTestCase):
 
     def test_mixed_host_traits(self):
         mixed = dataclasses.replace(discovered('mm1'),
-                                    hardware_mode=profiles.MIXED)
+                                    hardware_mode=hostfile.MIXED)
         fleet = tuple(mixed if h == 'mm1' else discovered(h)
                       for h in sorted(HOSTS))
         snap = with_provider(replace(clean(), fleet=fleet), 'mm1',
@@ -516,16 +539,16 @@ class HostTestCase(DoctorTestCase):
 
     def test_near_memory_inventory_amount(self):
         inv = dict(clean().providers['mm1'].inventories)
-        inv[profile.NEAR_MEMORY_RC] = dict(inv[profile.NEAR_MEMORY_RC],
-                                           total=256 * GB)
+        inv[placement.NEAR_MEMORY_RC] = dict(inv[placement.NEAR_MEMORY_RC],
+                                             total=256 * GB)
         found = self.assertFindings(
             with_provider(clean(), 'mm1', inventories=inv),
             (checks.ERROR, 'near-memory-inventory-mismatch', 'host mm1'))
         self.assertIn('admits more', found[(
             'near-memory-inventory-mismatch', 'host mm1')].problem)
-        inv[profile.NEAR_MEMORY_RC] = dict(inv[profile.NEAR_MEMORY_RC],
-                                           total=192 * GB,
-                                           allocation_ratio=0.5)
+        inv[placement.NEAR_MEMORY_RC] = dict(inv[placement.NEAR_MEMORY_RC],
+                                             total=192 * GB,
+                                             allocation_ratio=0.5)
         self.assertFindings(with_provider(clean(), 'mm1', inventories=inv),
                             (checks.WARNING,
                              'near-memory-inventory-mismatch', 'host mm1'))
@@ -535,15 +558,15 @@ class HostTestCase(DoctorTestCase):
             snap, (checks.WARNING, 'near-memory-inventory-mismatch',
                    'host mm1'),
             (checks.WARNING, 'near-memory-inventory-mismatch', 'host mm2'))
-        inv[profile.NEAR_MEMORY_RC] = dict(inv[profile.NEAR_MEMORY_RC],
-                                           allocation_ratio=1.5)
+        inv[placement.NEAR_MEMORY_RC] = dict(inv[placement.NEAR_MEMORY_RC],
+                                             allocation_ratio=1.5)
         self.assertFindings(
             with_provider(snap, 'mm1', inventories=inv),
             (checks.WARNING, 'near-memory-inventory-mismatch', 'host mm2'))
         # The DRAM of a dram host, known from discovery only.
         inv = dict(clean().providers['dram1'].inventories)
-        inv[profile.NEAR_MEMORY_RC] = dict(inv[profile.NEAR_MEMORY_RC],
-                                           total=128 * GB)
+        inv[placement.NEAR_MEMORY_RC] = dict(inv[placement.NEAR_MEMORY_RC],
+                                             total=128 * GB)
         snap = with_provider(clean(), 'dram1', inventories=inv)
         self.assertFindings(snap, (checks.WARNING,
                                    'near-memory-inventory-mismatch',
@@ -587,7 +610,7 @@ class HostTestCase(DoctorTestCase):
                                           'host mm1')].problem)
 
     def test_fleet_host_not_in_the_cloud(self):
-        extra = profiles.HostProfile(
+        extra = hostfile.DiscoveredHost(
             source='fleet/mm9.json', hostname='mm9', hardware_mode='dram',
             mode='dram', visible_memory_gb=384.0, dram_cache_gb=0.0,
             dram_gb=384.0)
@@ -646,10 +669,10 @@ def ad_with_namespaces():
     of ``[libvirt] pmem_namespaces = 128GB:ns0|ns1,256GB:ns2``.
     """
     namespaces = (
-        profiles.Namespace('ns0', 'namespace0.0', 'devdax', 0, 126.0),
-        profiles.Namespace('ns1', 'namespace1.0', 'devdax', 1, 126.0),
-        profiles.Namespace('ns2', 'namespace1.1', 'devdax', 1, 252.0),
-        profiles.Namespace(None, 'namespace0.1', 'fsdax', 0, 500.0))
+        hostfile.Namespace('ns0', 'namespace0.0', 'devdax', 0, 126.0),
+        hostfile.Namespace('ns1', 'namespace1.0', 'devdax', 1, 126.0),
+        hostfile.Namespace('ns2', 'namespace1.1', 'devdax', 1, 252.0),
+        hostfile.Namespace(None, 'namespace0.1', 'fsdax', 0, 500.0))
     snap = clean()
     fleet = tuple(dataclasses.replace(p, namespaces=namespaces)
                   if p.hostname == 'ad1' else p for p in snap.fleet)
@@ -795,7 +818,7 @@ class CxlAggregateTestCase(DoctorTestCase):
             with_aggregate(clean(), 'pmem-mm', **metadata), fleet=None)
 
     def test_tiered_kinds_with_near_memory(self):
-        for kind in (profile.CXL_FLAT, profile.CXL_KMEM):
+        for kind in (kinds.CXL_FLAT, kinds.CXL_KMEM):
             found = self.findings(self._relabelled(pmem_mode=kind))
             # Only the hosts' Placement traits, still Memory Mode's, are
             # out of date: the label itself is valid.
@@ -806,7 +829,7 @@ class CxlAggregateTestCase(DoctorTestCase):
                           found[0].problem)
 
     def test_tiered_kind_without_near_memory(self):
-        snap = self._relabelled(pmem_mode=profile.CXL_KMEM,
+        snap = self._relabelled(pmem_mode=kinds.CXL_KMEM,
                                 pmem_dram_cache_gb=None)
         found = self.assertFindings(
             snap, (checks.ERROR, 'memory-mode-without-cache', self.MM))
@@ -814,7 +837,7 @@ class CxlAggregateTestCase(DoctorTestCase):
                       found[('memory-mode-without-cache', self.MM)].problem)
 
     def test_devdax_ignores_the_cache_key(self):
-        found = self.findings(self._relabelled(pmem_mode=profile.CXL_DEVDAX))
+        found = self.findings(self._relabelled(pmem_mode=kinds.CXL_DEVDAX))
         self.assertIn(('dram-cache-without-memory-mode', self.MM),
                       {(f.code, f.object) for f in found})
         self.assertNotIn('invalid-pmem-mode', {f.code for f in found})

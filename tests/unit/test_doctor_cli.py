@@ -320,7 +320,7 @@ class CliTestCase(testtools.TestCase):
         fleet = os.path.join(cloud.dir, 'fleet')
         os.mkdir(fleet)
         for prof in snap.fleet:
-            data = dict(prof.as_output_profile(),
+            data = dict(cases.discovery_output(prof),
                         schema='nova-pmem-host-profile/1',
                         visible_memory_gb=prof.visible_memory_gb)
             if prof.hostname == 'mm2':

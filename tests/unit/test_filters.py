@@ -337,8 +337,8 @@ class PmemCacheFilterTestCase(fakes.PmemTestCase):
         self.assertEqual(['host2', 'host3'],
                          self._passing(hosts, fakes.request_spec()))
         self.assertEqual(
-            ["WARNING nova_pmem_filters.hostinfo Could not read the flavors "
-             "of 1 instances (database is away); memory_mode hosts with "
+            ["WARNING nova_pmem_filters.scheduler.ledger Could not read the "
+             "flavors of 1 instances (database is away); tiered hosts with "
              "those instances are rejected by PmemCacheFilter for this "
              "request."],
             self.log_lines('WARNING'))

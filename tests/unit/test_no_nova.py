@@ -61,13 +61,18 @@ class NoNovaTestCase(testtools.TestCase):
 
     def test_shared_core_imports_no_nova(self):
         proc = self._run("""
-            from nova_pmem_filters import extra_specs
-            from nova_pmem_filters import profile
+            import pkgutil
+            import nova_pmem_filters.core as core
+            from nova_pmem_filters.core import cache
+            from nova_pmem_filters.core import extra_specs
+            from nova_pmem_filters.core import profile
+            for module in pkgutil.iter_modules(core.__path__):
+                __import__('nova_pmem_filters.core.' + module.name)
             prof = profile.from_metadata(
                 [{'pmem_mode': 'memory_mode', 'pmem_dram_cache_gb': '1'}])
             req = extra_specs.parse({'pmem:hot_ratio': '0.5'})
-            assert profile.fits_cache(0.0, req.hot_mb(2048),
-                                      prof.cache_capacity_mb())
+            assert cache.fits_cache(0.0, req.hot_mb(2048),
+                                    prof.cache_capacity_mb())
             """)
         self.assertEqual(0, proc.returncode, proc.stderr)
         self.assertEqual('OK\n', proc.stdout)
@@ -88,7 +93,7 @@ class NoNovaTestCase(testtools.TestCase):
         # optimize, simulate and sweep, and the shared rules the simulator
         # decides with.
         proc = self._run("""
-            from nova_pmem_filters import decide  # noqa
+            from nova_pmem_filters.core import decide  # noqa
             from planner import cli
             assert cli.main(['optimize', '--no-single', '-f', 'value',
                              '-c', 'nodes']) == 0

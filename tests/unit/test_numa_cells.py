@@ -18,7 +18,6 @@ real NUMA topology, fitted by Nova's own numa_fit_instance_to_host.
 """
 
 import math
-import os
 
 import fixtures
 import hypothesis
@@ -30,27 +29,24 @@ from nova.scheduler import weights
 from nova import test
 from nova.virt import hardware
 
-from nova_pmem_filters import decide
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import decide
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 from nova_pmem_filters import filters
-from nova_pmem_filters import hostinfo
-from nova_pmem_filters import profile
+from nova_pmem_filters.scheduler import host_profiles
+from nova_pmem_filters.scheduler import numa
+from nova_pmem_filters.scheduler import request_memo
 from nova_pmem_filters import weighers
 from tests.unit import fakes
+from tests.unit import hypo
 
-hypothesis.settings.register_profile(
-    'nova_pmem_filters_numa', derandomize=True, max_examples=150,
-    deadline=None, database=None, print_blob=False,
-    suppress_health_check=[hypothesis.HealthCheck.too_slow,
-                           hypothesis.HealthCheck.filter_too_much])
-hypothesis.settings.register_profile(
-    'thorough_numa',
-    parent=hypothesis.settings.get_profile('nova_pmem_filters_numa'),
-    derandomize=False, max_examples=5000)
-SETTINGS = hypothesis.settings.get_profile(
-    'thorough_numa' if os.environ.get('HYPOTHESIS_PROFILE') == 'thorough'
-    else 'nova_pmem_filters_numa')
+SETTINGS = hypo.settings(150)
 
 KEY = profile.DRAM_CACHE_PER_CELL_KEY
+# A request whose hot MB is its RAM: the cache rule on plain MB.
+ALL_HOT = extra_specs.parse({'pmem:hot_ratio': '1'})
 
 # fits_cache()'s tolerance.
 EPSILON_MB = 1e-6
@@ -150,7 +146,7 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
                       split=st.booleans())
     def test_agreeing_keys_sum_to_the_host_cache(self, cells, ratio, split):
         total_gb = math.fsum(cells.values())
-        mode = {profile.MODE_KEY: profile.MEMORY_MODE,
+        mode = {profile.MODE_KEY: kinds.MEMORY_MODE,
                 profile.DRAM_CACHE_KEY: repr(total_gb)}
         per_cell = {KEY: profile.format_cell_cache(cells)}
         metadata = [mode, per_cell] if split else [dict(mode, **per_cell)]
@@ -184,10 +180,10 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
     def test_floating_only_is_the_host_wide_check(self, case):
         caps, used, new = case
         total = math.fsum(caps.values())
-        per_cell = profile.full_cell(
-            profile.cell_usage_mb(used, {}, caps),
-            profile.spread_mb(new, caps), caps) is None
-        host_wide = profile.fits_cache(used, new, total)
+        per_cell = cache.full_cell(
+            cache.cell_usage_mb(used, {}, caps),
+            cache.spread_mb(new, caps), caps) is None
+        host_wide = cache.fits_cache(used, new, total)
         self.assertEqual(host_wide, per_cell,
                          'used %r + new %r vs %r' % (used, new, total))
 
@@ -202,10 +198,10 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
         used = (total - new) * share
         new = total - used
         hypothesis.assume(new > 0 and used + new <= total)
-        self.assertTrue(profile.fits_cache(used, new, total))
-        self.assertIsNone(profile.full_cell(
-            profile.cell_usage_mb(used, {}, caps),
-            profile.spread_mb(new, caps), caps))
+        self.assertTrue(cache.fits_cache(used, new, total))
+        self.assertIsNone(cache.full_cell(
+            cache.cell_usage_mb(used, {}, caps),
+            cache.spread_mb(new, caps), caps))
 
     @SETTINGS
     @hypothesis.given(run=admission_runs())
@@ -215,9 +211,9 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
         bound = {}
         admitted = []
         for cells, hot in instances:
-            used = profile.cell_usage_mb(floating, bound, caps)
-            new = profile.spread_mb(hot, caps) if cells is None else cells
-            if profile.full_cell(used, new, caps) is not None:
+            used = cache.cell_usage_mb(floating, bound, caps)
+            new = cache.spread_mb(hot, caps) if cells is None else cells
+            if cache.full_cell(used, new, caps) is not None:
                 continue
             if cells is None:
                 floating += hot
@@ -226,7 +222,7 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
                 for cell, mb in cells.items():
                     bound[cell] = bound.get(cell, 0.0) + mb
                 admitted.extend(cells.values())
-            usage = profile.cell_usage_mb(floating, bound, caps)
+            usage = cache.cell_usage_mb(floating, bound, caps)
             for cell, mb in usage.items():
                 self.assertLessEqual(
                     mb, caps[cell] + EPSILON_MB + 4 * math.ulp(caps[cell]),
@@ -240,16 +236,18 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
                       bound_new=st.booleans())
     def test_cell_headroom_score_is_a_share(self, usage, new_hot, bound_new):
         caps, floating, bound = usage
-        used = profile.cell_usage_mb(floating, bound, caps)
+        used = cache.cell_usage_mb(floating, bound, caps)
         if bound_new:
             new = {min(caps): new_hot}
         else:
-            new = profile.spread_mb(new_hot, caps)
-        score = decide.cell_headroom_score(caps, used, new)
+            new = cache.spread_mb(new_hot, caps)
+        score = decide.cell_headroom_score(decide.CellView(caps, used, new))
         self.assertGreaterEqual(score, 0.0)
         self.assertLessEqual(score, 1.0)
-        self.assertEqual(0.0, decide.cell_headroom_score(caps, None, new))
-        self.assertEqual(0.0, decide.cell_headroom_score(None, used, new))
+        self.assertEqual(0.0, decide.cell_headroom_score(
+            decide.CellView(caps, None, new)))
+        self.assertEqual(0.0, decide.cell_headroom_score(
+            decide.CellView(None, used, new)))
 
     @SETTINGS
     @hypothesis.given(cells=cell_gb_maps, ratio=overcommit,
@@ -259,17 +257,18 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
             self, cells, ratio, used_share, new_share):
         total_gb = math.fsum(cells.values())
         prof = profile.from_metadata([
-            {profile.MODE_KEY: profile.MEMORY_MODE,
+            {profile.MODE_KEY: kinds.MEMORY_MODE,
              profile.DRAM_CACHE_KEY: repr(total_gb),
              KEY: profile.format_cell_cache(cells)}])
         caps, _problem = prof.cell_capacities_mb(list(cells), ratio)
         capacity = prof.cache_capacity_mb(ratio)
         hypothesis.assume(capacity > 0)
         used, new = used_share * capacity, new_share * capacity
-        per_cell = decide.cell_headroom_score(
-            caps, profile.cell_usage_mb(used, {}, caps),
-            profile.spread_mb(new, caps))
-        host_wide = decide.headroom_score(prof, used, new, ratio)
+        per_cell = decide.cell_headroom_score(decide.CellView(
+            caps, cache.cell_usage_mb(used, {}, caps),
+            cache.spread_mb(new, caps)))
+        host_wide = decide.headroom_score(prof, ratio, cache.HotRam(used),
+                                          ALL_HOT, new)
         self.assertAlmostEqual(host_wide, per_cell, delta=1e-9)
 
     @SETTINGS
@@ -281,7 +280,7 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
                                                      more):
         sizes, floating, bound = usage
         hypothesis.assume(any(cell in sizes for cell in cells))
-        used = profile.cell_usage_mb(floating, bound, sizes)
+        used = cache.cell_usage_mb(floating, bound, sizes)
         new = {cell: mb for cell in cells}
         bigger = {cell: mb + more for cell in cells}
         score = decide.cell_load_score(sizes, used, new)
@@ -308,7 +307,7 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
 class CellProfileTestCase(test.NoDBTestCase):
 
     def _problem(self, per_cell, cache='192'):
-        metadata = {profile.MODE_KEY: profile.MEMORY_MODE, KEY: per_cell}
+        metadata = {profile.MODE_KEY: kinds.MEMORY_MODE, KEY: per_cell}
         if cache is not None:
             metadata[profile.DRAM_CACHE_KEY] = cache
         prof = profile.from_metadata([metadata])
@@ -319,10 +318,10 @@ class CellProfileTestCase(test.NoDBTestCase):
 
     def test_valid(self):
         prof = profile.from_metadata([{
-            profile.MODE_KEY: profile.MEMORY_MODE,
+            profile.MODE_KEY: kinds.MEMORY_MODE,
             profile.DRAM_CACHE_KEY: '192', KEY: ' 1:64, 0:128 '}])
         self.assertEqual(profile.HostProfile(
-            mode=profile.MEMORY_MODE, dram_cache_gb=192.0,
+            mode=kinds.MEMORY_MODE, dram_cache_gb=192.0,
             cell_cache_gb=((0, 128.0), (1, 64.0))), prof)
         self.assertEqual(({0: 131072.0, 1: 65536.0}, None),
                          prof.cell_capacities_mb([1, 0]))
@@ -331,14 +330,14 @@ class CellProfileTestCase(test.NoDBTestCase):
 
     def test_per_cell_key_alone_gives_the_cache(self):
         prof = profile.from_metadata([{
-            profile.MODE_KEY: profile.MEMORY_MODE, KEY: '0:96,1:96'}])
+            profile.MODE_KEY: kinds.MEMORY_MODE, KEY: '0:96,1:96'}])
         self.assertEqual(192.0, prof.dram_cache_gb)
         self.assertEqual(((0, 96.0), (1, 96.0)), prof.cell_cache_gb)
 
     def test_sums_within_one_mb_agree(self):
         # 0.5 MB apart: the same cache written with rounding.
         prof = profile.from_metadata([{
-            profile.MODE_KEY: profile.MEMORY_MODE,
+            profile.MODE_KEY: kinds.MEMORY_MODE,
             profile.DRAM_CACHE_KEY: '192',
             KEY: '0:96,1:%r' % (96 + 0.5 / 1024)}])
         self.assertTrue(prof.known, prof.problem)
@@ -379,14 +378,14 @@ class CellProfileTestCase(test.NoDBTestCase):
             prof.problem)
 
     def test_ignored_off_memory_mode(self):
-        prof = profile.from_metadata([{profile.MODE_KEY: profile.DRAM,
+        prof = profile.from_metadata([{profile.MODE_KEY: kinds.DRAM,
                                        KEY: '0:96,1:96'}])
-        self.assertEqual(profile.HostProfile(mode=profile.DRAM), prof)
+        self.assertEqual(profile.HostProfile(mode=kinds.DRAM), prof)
         self.assertEqual((None, None), prof.cell_capacities_mb([0, 1]))
 
     def test_cell_capacities_mismatch(self):
         prof = profile.from_metadata([{
-            profile.MODE_KEY: profile.MEMORY_MODE,
+            profile.MODE_KEY: kinds.MEMORY_MODE,
             profile.DRAM_CACHE_KEY: '192', KEY: '0:96,2:96'}])
         self.assertTrue(prof.known)
         self.assertEqual(
@@ -404,21 +403,21 @@ class CellProfileTestCase(test.NoDBTestCase):
         # str.isdigit() accepts '\u00b2' (superscript two), which int()
         # refuses: from_metadata() must return an unknown profile.
         prof = profile.from_metadata([{
-            profile.MODE_KEY: profile.MEMORY_MODE,
+            profile.MODE_KEY: kinds.MEMORY_MODE,
             profile.DRAM_CACHE_KEY: '192', KEY: '\u00b2:192'}])
         self.assertFalse(prof.known)
 
     def test_spread_and_usage(self):
         caps = {0: 3072.0, 1: 1024.0}
-        self.assertEqual({0: 768.0, 1: 256.0}, profile.spread_mb(1024, caps))
+        self.assertEqual({0: 768.0, 1: 256.0}, cache.spread_mb(1024, caps))
         # Bound MB on a cell the host lacks are spread like floating MB.
         self.assertEqual({0: 1536.0 + 1024, 1: 512.0},
-                         profile.cell_usage_mb(1024, {0: 1024, 7: 1024},
-                                               caps))
-        self.assertIsNone(profile.full_cell({0: 3072.0}, {1: 1024.0}, caps))
-        self.assertEqual(0, profile.full_cell({0: 3072.0}, {0: 1.0}, caps))
-        self.assertEqual(1, profile.full_cell({1: 512.0},
-                                              {0: 1.0, 1: 513.0}, caps))
+                         cache.cell_usage_mb(1024, {0: 1024, 7: 1024},
+                                             caps))
+        self.assertIsNone(cache.full_cell({0: 3072.0}, {1: 1024.0}, caps))
+        self.assertEqual(0, cache.full_cell({0: 3072.0}, {0: 1.0}, caps))
+        self.assertEqual(1, cache.full_cell({1: 512.0},
+                                            {0: 1.0, 1: 513.0}, caps))
 
 
 def bound_topology(cells):
@@ -630,7 +629,8 @@ class NumaCacheFilterTestCase(_NumaHostTestCase):
         host1 = self.full_cell0_host()
         spec_obj = numa_spec({'pmem:hot_ratio': '1'})
         self.assertEqual(['host1'], self._passing([host1], spec_obj))
-        self.assertEqual({1: 1024}, hostinfo.fitted_cells(host1, spec_obj))
+        self.assertEqual({1: 1024}, numa.fitted_cells(
+            host1, spec_obj, request_memo.of(spec_obj).fits))
         self.assertEqual([], self.log_lines('DEBUG'))
         self.assertEqual([], self.log_lines('WARNING'))
 
@@ -640,10 +640,12 @@ class NumaCacheFilterTestCase(_NumaHostTestCase):
         host1 = self.full_cell0_host()
         spec_obj = numa_spec({'pmem:hot_ratio': '1'})
         # The host-wide cache has room: 2048 + 1024 <= 4096.
-        self.assertTrue(decide.cache_passes(
-            hostinfo.host_profile(host1), 2048, 1024, 1.0)[0])
+        self.assertTrue(decide.cache_check(
+            host_profiles.host_profile(host1), 1.0, cache.HotRam(2048),
+            ALL_HOT, 1024)[0])
         self.assertEqual([], self._passing([host1], spec_obj))
-        self.assertEqual({0: 1024}, hostinfo.fitted_cells(host1, spec_obj))
+        self.assertEqual({0: 1024}, numa.fitted_cells(
+            host1, spec_obj, request_memo.of(spec_obj).fits))
         self.assertEqual(
             ["DEBUG nova_pmem_filters.filters %s fails pmem cache check: hot "
              "RAM 2048 MB + 1024 MB requested on NUMA cell 0 exceeds the "
@@ -707,7 +709,7 @@ class NumaCacheFilterTestCase(_NumaHostTestCase):
             spec_obj = numa_spec({'pmem:hot_ratio': '0.5'})
             self.assertEqual(['host2'], self._passing(hosts, spec_obj))
         self.assertEqual(
-            ["WARNING nova_pmem_filters.hostinfo PmemCacheFilter rejects "
+            ["WARNING nova_pmem_filters.filters PmemCacheFilter rejects "
              "host host1 (node host1-node): %s=0:2,2:2 names cells 0,2 but "
              "the host has NUMA cells 0,1. Fix its aggregate metadata."
              % KEY],
@@ -749,7 +751,7 @@ class NumaCacheFilterTestCase(_NumaHostTestCase):
 
     def test_fitted_once_per_request_and_topology(self):
         fit = self.useFixture(fixtures.MockPatchObject(
-            hostinfo.hardware, 'numa_fit_instance_to_host',
+            numa.hardware, 'numa_fit_instance_to_host',
             wraps=hardware.numa_fit_instance_to_host)).mock
         host1 = self.full_cell0_host()
         spec_obj = numa_spec({'pmem:hot_ratio': '1',

@@ -18,7 +18,8 @@ import re
 import testtools
 import yaml
 
-from nova_pmem_filters import profile
+
+from nova_pmem_filters.core import kinds
 
 from planner import model
 from planner import population
@@ -91,7 +92,7 @@ class RuleTestCase(testtools.TestCase):
             self.assertEqual([], population.check(config), config.name)
 
     def test_flat_ratio_error(self):
-        config = self.config(profile.CXL_FLAT, ddr5_64=12,
+        config = self.config(kinds.CXL_FLAT, ddr5_64=12,
                              samsung_cmmd_256=4)
         self.assertIn('flat-ratio', self.codes(config, population.ERROR))
         finding = [f for f in population.check(config)
@@ -100,7 +101,7 @@ class RuleTestCase(testtools.TestCase):
         self.assertIn('intel.com', finding.source)
 
     def test_flat_needs_a_xeon_6(self):
-        config = self.config(profile.CXL_FLAT, platform='turin-2s',
+        config = self.config(kinds.CXL_FLAT, platform='turin-2s',
                              cpu='epyc-9755', ddr5_64=12,
                              micron_cz120_256=3)
         self.assertIn('flat-unsupported-cpu',
@@ -108,28 +109,28 @@ class RuleTestCase(testtools.TestCase):
 
     def test_lane_oversubscription_error(self):
         # 9 x8 devices = 72 lanes, the platform wires 64 per socket.
-        config = self.config(profile.CXL_KMEM, ddr5_64=12,
+        config = self.config(kinds.CXL_KMEM, ddr5_64=12,
                              micron_cz120_128=9)
         self.assertIn('cxl-lanes', self.codes(config, population.ERROR))
 
     def test_kmem_ratio_warning(self):
-        config = self.config(profile.CXL_KMEM, ddr5_32=12,
+        config = self.config(kinds.CXL_KMEM, ddr5_32=12,
                              micron_cz120_256=8)
         self.assertEqual(set(), self.codes(config, population.ERROR))
         self.assertIn('kmem-ratio', self.codes(config, population.WARNING))
-        inside = self.config(profile.CXL_KMEM, ddr5_64=12,
+        inside = self.config(kinds.CXL_KMEM, ddr5_64=12,
                              micron_cz120_256=3)
         self.assertNotIn('kmem-ratio',
                          self.codes(inside, population.WARNING))
 
     def test_ddr5_on_a_ddr4_platform(self):
-        config = self.config(profile.DRAM, platform='ice-lake-2s',
+        config = self.config(kinds.DRAM, platform='ice-lake-2s',
                              cpu='xeon-gold-6330', ddr5_64=8)
         self.assertIn('dimm-type-unsupported',
                       self.codes(config, population.ERROR))
 
     def test_cxl_on_a_cpu_without_lanes(self):
-        config = self.config(profile.CXL_KMEM, cpu='xeon-gold-6330',
+        config = self.config(kinds.CXL_KMEM, cpu='xeon-gold-6330',
                              ddr5_64=12, micron_cz120_256=3)
         self.assertIn('cxl-unsupported-cpu',
                       self.codes(config, population.ERROR))

@@ -19,10 +19,13 @@ import fixtures
 import testtools
 import yaml
 
+from nova_pmem_filters.core import hostfile
+from nova_pmem_filters.core import kinds
 from planner import fleet
 from planner import model
 from planner import scenario
 from tests.unit import clitools
+from tests.unit import test_agreement
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'etc',
                         'examples', 'fleet')
@@ -262,3 +265,55 @@ class NumaFleetTestCase(testtools.TestCase):
         host = fleet.parse_host(dict(DRAM, sockets=[{}, {}, {}]), 'x.json')
         self.assertEqual(3, host.sockets)
         self.assertIsNone(fleet.parse_host(DRAM, 'x.json').sockets)
+
+
+class DiscoveredKindsFleetTestCase(testtools.TestCase):
+    """Profiles that nova-pmem-discover wrote, of every kind, in a fleet.
+
+    CXL kinds once crashed ``fleet`` (``tuple.index``) and a discovered
+    ``cxl_flat`` host became a node with an unknown profile.
+    """
+
+    def setUp(self):
+        super(DiscoveredKindsFleetTestCase, self).setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        for hardware_mode in test_agreement.RECORDED:
+            data = test_agreement.discover(hardware_mode, numa=True)
+            data['hostname'] = 'host-%s' % hardware_mode
+            hostfile.write(os.path.join(self.dir, hardware_mode + '.json'),
+                           data)
+
+    def test_fleet(self):
+        status, out, err = clitools.run_cli(
+            self, ['fleet', '--fleet', self.dir, '-f', 'json'])
+        self.assertEqual(0, status, err)
+        rows = {r['kind']: r for r in json.loads(out)}
+        modes = [r['mode'] for r in json.loads(out) if r['kind'] != 'total']
+        # In the kinds table's order (mixed hosts are memory_mode).
+        self.assertEqual(sorted(modes, key=kinds.order), modes)
+        self.assertEqual(set(kinds.ALL_MODES), set(modes))
+        for row in rows.values():
+            if row['kind'] == 'total':
+                continue
+            # Every kind is known to the model: no binding is 'mode' for a
+            # flavor that allows every mode, and tiered kinds carry their
+            # near memory.
+            self.assertNotEqual('mode', row['redis_binding'], row)
+            self.assertNotEqual('mode', row['mysql_binding'], row)
+        for kind in fleet.load(self.dir):
+            self.assertTrue(kind.node().profile.known, kind.name)
+            self.assertEqual(kind.mode in kinds.TIERED,
+                             kind.node().profile.dram_cache_gb is not None)
+
+    def test_compare_and_simulate(self):
+        status, out, err = clitools.run_cli(
+            self, ['compare', '--fleet', self.dir, '-f', 'json'])
+        self.assertEqual(0, status, err)
+        self.assertTrue(json.loads(out))
+        status, out, err = clitools.run_cli(
+            self, ['simulate', '--fleet', self.dir, '--host-vcpus', '64',
+                   '--days', '10', '-f', 'json'])
+        self.assertEqual(0, status, err)
+        kinds_seen = {r['mode'] for r in json.loads(out)
+                      if r['kind'] != 'total'}
+        self.assertEqual(set(kinds.ALL_MODES), kinds_seen)

@@ -26,8 +26,10 @@ from nova.virt import hardware
 import testtools
 import yaml
 
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 from planner import model
 from planner import novaconfig
 from planner import population
@@ -216,7 +218,7 @@ class ConstraintTestCase(testtools.TestCase):
         super().setUp()
         self.policies = scenario.Policies()
         self.mm = model.node(node_config(
-            'cascade-lake-2s', 'xeon-gold-6230n', profile.MEMORY_MODE,
+            'cascade-lake-2s', 'xeon-gold-6230n', kinds.MEMORY_MODE,
             {'ddr4-16': 6, 'pmem100-128': 2}), self.policies)
 
     def test_dram_cache_binds_a_hot_flavor(self):
@@ -237,7 +239,7 @@ class ConstraintTestCase(testtools.TestCase):
         # 4 x 128 GB PMem 200 per socket, 1/64 lost to metadata: 504 GB
         # per socket, 31 namespaces of 16 GB each.
         node = model.node(node_config(
-            'ice-lake-2s', 'xeon-gold-6330', profile.APP_DIRECT,
+            'ice-lake-2s', 'xeon-gold-6330', kinds.APP_DIRECT,
             {'ddr4-32': 8, 'pmem200-128': 4}), self.policies)
         self.assertEqual((504.0, 504.0), node.region_gb)
         work = workload(vcpus=1, ram_gb=2, vpmem={'label': 'S',
@@ -297,7 +299,7 @@ def _valid(config):
 
 
 @st.composite
-def grown_configs(draw, modes=profile.MODES):
+def grown_configs(draw, modes=kinds.MODES):
     """(config, a larger one): same platform, CPU, mode and DIMM kinds.
 
     The larger one has as many or more DIMMs, each as large or larger, and
@@ -305,17 +307,17 @@ def grown_configs(draw, modes=profile.MODES):
     """
     mode = draw(st.sampled_from(modes))
     platform, cpu, pmems = draw(st.sampled_from(
-        [f for f in FAMILIES if f[2] or mode == profile.DRAM]))
+        [f for f in FAMILIES if f[2] or mode == kinds.DRAM]))
     plat = CATALOG.platforms[platform]
     channels, slots = plat.channels_per_socket, plat.slots_per_socket
     controllers = plat.controllers_per_socket
-    if mode == profile.DRAM:
+    if mode == kinds.DRAM:
         pmem = pmem2 = 0
     else:
-        low = controllers if mode == profile.MEMORY_MODE else 1
+        low = controllers if mode == kinds.MEMORY_MODE else 1
         pmem = draw(st.integers(low, channels))
         pmem2 = draw(st.integers(pmem, channels))
-    low = max(pmem, 1, controllers if mode == profile.MEMORY_MODE else 1)
+    low = max(pmem, 1, controllers if mode == kinds.MEMORY_MODE else 1)
     dram = draw(st.integers(low, slots - pmem2))
     dram2 = draw(st.integers(max(dram, pmem2), slots - pmem2))
     size = draw(st.integers(0, len(DRAM_DIMMS) - 1))
@@ -355,10 +357,10 @@ def workloads(draw):
     if draw(st.booleans()):
         raw['priority'] = draw(st.sampled_from(extra_specs.PRIORITIES))
     if draw(st.booleans()):
-        raw['modes'] = draw(st.lists(st.sampled_from(profile.MODES),
+        raw['modes'] = draw(st.lists(st.sampled_from(kinds.MODES),
                                      min_size=1, max_size=3, unique=True))
     # vPMEM flavors run on App Direct nodes only: one in five.
-    if (profile.APP_DIRECT in raw.get('modes', profile.MODES)
+    if (kinds.APP_DIRECT in raw.get('modes', kinds.MODES)
             and draw(st.sampled_from([False, False, False, False, True]))):
         raw['vpmem'] = {'label': 'L', 'size_gb': draw(
             st.sampled_from([1, 4, 16, 64, 100, 128]))}
@@ -429,7 +431,7 @@ class PropertyTestCase(testtools.TestCase):
 
     @PROPERTY
     @hypothesis.given(
-        grown_configs(modes=[profile.MEMORY_MODE]).map(lambda p: p[0]),
+        grown_configs(modes=[kinds.MEMORY_MODE]).map(lambda p: p[0]),
         workloads(), policies_strategy,
         st.floats(min_value=0.5, max_value=300.0))
     def test_memory_mode_density_within_the_cache(self, config, work,
@@ -444,7 +446,7 @@ class PropertyTestCase(testtools.TestCase):
         vms, _ = model.density(node, work, policies)
         capacity = config.dram_gb * profile.MB_PER_GB * \
             policies.cache_overcommit
-        self.assertLessEqual(vms, profile.instances_in_cache(
+        self.assertLessEqual(vms, cache.instances_in_cache(
             capacity, work.request.hot_mb(work.ram_mb)))
 
     @hypothesis.settings(PROPERTY, max_examples=200)
@@ -454,17 +456,17 @@ class PropertyTestCase(testtools.TestCase):
         st.one_of(st.floats(min_value=1e-3, max_value=1e6),
                   st.integers(1, 10 ** 6).map(float)))
     def test_instances_in_cache_agrees_with_fits_cache(self, capacity, hot):
-        n = profile.instances_in_cache(capacity, hot)
+        n = cache.instances_in_cache(capacity, hot)
         self.assertGreaterEqual(n, 0)
         if n:
-            self.assertTrue(profile.fits_cache((n - 1) * hot, hot,
-                                               capacity))
-        self.assertFalse(profile.fits_cache(n * hot, hot, capacity))
+            self.assertTrue(cache.fits_cache((n - 1) * hot, hot,
+                                             capacity))
+        self.assertFalse(cache.fits_cache(n * hot, hot, capacity))
 
 
 # --- numa_nodes: per-socket density -----------------------------------------
 
-def sized_config(sockets, threads, dram_gb, pmem_gb=0, mode=profile.DRAM):
+def sized_config(sockets, threads, dram_gb, pmem_gb=0, mode=kinds.DRAM):
     """A node of ``sockets`` alike sockets, each one DIMM of each kind."""
     plat = dataclasses.replace(CATALOG.platforms['cascade-lake-2s'],
                                name='p%d' % sockets, sockets=sockets)
@@ -566,10 +568,10 @@ class NumaTestCase(testtools.TestCase):
 
     def test_discovered_node(self):
         w = workload(vcpus=4, ram_gb=32, used_gb=24, numa_nodes=2)
-        unknown = model.discovered_node('h', profile.DRAM, 384, 0, vcpus=80)
+        unknown = model.discovered_node('h', kinds.DRAM, 384, 0, vcpus=80)
         self.assertEqual((0, 'numa_nodes'),
                          model.density(unknown, w, self.policies))
-        known = model.discovered_node('h', profile.DRAM, 384, 0, vcpus=80,
+        known = model.discovered_node('h', kinds.DRAM, 384, 0, vcpus=80,
                                       sockets=2)
         self.assertEqual((14, 'memory+socket_memory'),
                          model.density(known, w, self.policies))
@@ -578,12 +580,12 @@ class NumaTestCase(testtools.TestCase):
 # Sockets of 1 to 4 with their memory, vCPUs and cache.
 numa_configs = st.builds(
     lambda sockets, threads, dram, pmem, mode: sized_config(
-        sockets, threads, dram, pmem if mode == profile.MEMORY_MODE else 0,
+        sockets, threads, dram, pmem if mode == kinds.MEMORY_MODE else 0,
         mode),
     st.integers(1, 4), st.integers(2, 48),
     st.sampled_from([8, 16, 24, 48, 96, 192]),
     st.sampled_from([64, 128, 256, 512]),
-    st.sampled_from([profile.DRAM, profile.MEMORY_MODE]))
+    st.sampled_from([kinds.DRAM, kinds.MEMORY_MODE]))
 
 
 @st.composite
@@ -616,7 +618,7 @@ def _fits_one_socket(config, work, policies, slices):
     sockets = config.platform.sockets
     vcpus, mb = work.vcpus // n, work.ram_mb // n
     threads = config.cpu.threads
-    visible_gb = (config.pmem_gb if config.mode == profile.MEMORY_MODE
+    visible_gb = (config.pmem_gb if config.mode == kinds.MEMORY_MODE
                   else config.dram_gb) / sockets
     if vcpus > threads or mb > visible_gb * 1024:
         return False
@@ -625,11 +627,11 @@ def _fits_one_socket(config, work, policies, slices):
     if (slices * work.used_gb / n
             > visible_gb * policies.memory_cap * (1 + 1e-12)):
         return False
-    if config.mode == profile.MEMORY_MODE:
-        cache = (config.dram_gb * 1024 * policies.cache_overcommit
-                 / sockets)
+    if config.mode == kinds.MEMORY_MODE:
+        capacity = (config.dram_gb * 1024 * policies.cache_overcommit
+                    / sockets)
         hot = mb * work.hot_ratio
-        return profile.fits_cache((slices - 1) * hot, hot, cache)
+        return cache.fits_cache((slices - 1) * hot, hot, capacity)
     return True
 
 
@@ -719,7 +721,7 @@ def nova_admits(config, work, policies, limit=1000):
     image = objects.ImageMeta.from_dict({})
     limits = objects.NUMATopologyLimits(cpu_allocation_ratio=cpu_ratio,
                                         ram_allocation_ratio=ram_ratio)
-    cache = node.profile.cache_capacity_mb(policies.cache_overcommit)
+    capacity = node.profile.cache_capacity_mb(policies.cache_overcommit)
     hot_used = [0.0] * sizing.cells
     booted = 0
     while booted < limit:
@@ -732,11 +734,11 @@ def nova_admits(config, work, policies, limit=1000):
             limits=limits)
         if fitted is None:
             break
-        if config.mode == profile.MEMORY_MODE:
-            each = cache / sizing.cells
+        if config.mode == kinds.MEMORY_MODE:
+            each = capacity / sizing.cells
             charged = [(c.id, c.memory * work.hot_ratio)
                        for c in fitted.cells]
-            if not all(profile.fits_cache(hot_used[i], mb, each)
+            if not all(cache.fits_cache(hot_used[i], mb, each)
                        for i, mb in charged):
                 break
             for i, mb in charged:

@@ -21,8 +21,9 @@ import yaml
 
 from nova.compute import provider_config
 
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
+
 from planner import model
 from planner import novaconfig
 from planner import scenario
@@ -59,8 +60,8 @@ class PlacementAccountingTestCase(testtools.TestCase):
                  if row['key'] == KEY}
         self.assertEqual(sorted(self.scen.workloads), sorted(specs))
         for name, workload in self.scen.workloads.items():
-            expected = extra_specs.near_memory_spec(workload.ram_mb,
-                                                    workload.hot_ratio)
+            expected = placement.near_memory_spec(workload.ram_mb,
+                                                  workload.hot_ratio)
             self.assertEqual(expected[KEY], specs[name]['value'])
             self.assertEqual(
                 'openstack flavor set --property %s=%s %s'
@@ -78,14 +79,14 @@ class PlacementAccountingTestCase(testtools.TestCase):
         for (name, config), row in zip(self.scen.configs.items(), rows):
             agg = novaconfig.aggregate_name(name)
             self.assertIn(agg, row['target'])
-            self.assertEqual(profile.NEAR_MEMORY_RC, row['key'])
+            self.assertEqual(placement.NEAR_MEMORY_RC, row['key'])
             inventory = yaml.safe_load(row['command'])['providers'][0][
-                'inventories']['additional'][0][profile.NEAR_MEMORY_RC]
-            if config.mode == profile.MEMORY_MODE:
+                'inventories']['additional'][0][placement.NEAR_MEMORY_RC]
+            if config.mode == kinds.MEMORY_MODE:
                 ratio = float(self.scen.policies.cache_overcommit)
             else:
                 ratio = ratios['nova.conf of the hosts in %s' % agg]
-            self.assertEqual(profile.near_memory_inventory(
+            self.assertEqual(placement.near_memory_inventory(
                 config.mode, config.dram_gb,
                 cache_overcommit_ratio=ratio,
                 ram_allocation_ratio=ratio), inventory)
@@ -102,11 +103,11 @@ class PlacementAccountingTestCase(testtools.TestCase):
                                                          1.0)
             usable = inventory['total'] * inventory['allocation_ratio']
             for workload in self.scen.workloads.values():
-                request = profile.near_memory_mb(workload.ram_mb,
-                                                 workload.hot_ratio)
+                request = placement.near_memory_mb(workload.ram_mb,
+                                                   workload.hot_ratio)
                 admitted = int(usable // request)
                 limits = model.limits(node, workload, policies)
-                if config.mode == profile.MEMORY_MODE:
+                if config.mode == kinds.MEMORY_MODE:
                     # Hot MB are whole here: Placement and the filter agree.
                     self.assertEqual(limits['dram_cache'], admitted)
                 else:

@@ -21,7 +21,8 @@ import re
 import testscenarios
 import testtools
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import kinds
+
 from planner import population
 from planner import scenario
 
@@ -72,7 +73,7 @@ class FieldNotesNodeTestCase(PopulationTestCase):
 
     def test_memory_mode_node(self):
         # 6 x 16 GB DDR4 + 2 x 128 GB PMem per socket, Memory Mode.
-        config = cascade(profile.MEMORY_MODE, ddr4_16=6, pmem100_128=2)
+        config = cascade(kinds.MEMORY_MODE, ddr4_16=6, pmem100_128=2)
         findings = self.assertFindings(config, warnings=['mm-ratio'])
         self.assertEqual(1, len(findings))
         warning = findings[0]
@@ -83,7 +84,7 @@ class FieldNotesNodeTestCase(PopulationTestCase):
 
     def test_dram_node(self):
         # 24 x 16 GB DDR4-2666 behind two Gold 6148.
-        config = node_config('purley-2s', 'xeon-gold-6148', profile.DRAM,
+        config = node_config('purley-2s', 'xeon-gold-6148', kinds.DRAM,
                              {'ddr4-16': 12})
         self.assertEqual([], self.assertFindings(config))
         self.assertEqual(384, config.dram_gb)
@@ -91,7 +92,7 @@ class FieldNotesNodeTestCase(PopulationTestCase):
     def test_the_6148_cannot_drive_pmem(self):
         # The field notes' own caveat: the 6148 is 1st generation.
         config = node_config('cascade-lake-2s', 'xeon-gold-6148',
-                             profile.MEMORY_MODE,
+                             kinds.MEMORY_MODE,
                              {'ddr4-16': 6, 'pmem100-128': 2})
         findings = self.assertFindings(
             config, errors=['pmem-unsupported-cpu'], warnings=['mm-ratio'])
@@ -103,73 +104,73 @@ class ErrorRuleTestCase(PopulationTestCase):
 
     def test_pmem_on_first_generation_platform(self):
         config = node_config('purley-2s', 'xeon-gold-6148',
-                             profile.APP_DIRECT,
+                             kinds.APP_DIRECT,
                              {'ddr4-16': 6, 'pmem100-128': 2})
         self.assertFindings(config, errors=['pmem-unsupported-cpu',
                                             'pmem-unsupported-platform'])
 
     def test_pmem_200_on_cascade_lake(self):
         self.assertFindings(
-            cascade(profile.APP_DIRECT, ddr4_16=6, pmem200_128=2),
+            cascade(kinds.APP_DIRECT, ddr4_16=6, pmem200_128=2),
             errors=['pmem-unsupported-cpu', 'pmem-unsupported-platform'],
             # 2 + 6 is an OEM mix of PMem 100, not of PMem 200.
             warnings=['not-oem-mix'])
 
     def test_more_modules_than_slots(self):
         # 6 channels x 2 slots per socket on Cascade Lake.
-        self.assertFindings(cascade(profile.DRAM, ddr4_16=12))
-        self.assertFindings(cascade(profile.DRAM, ddr4_16=13),
+        self.assertFindings(cascade(kinds.DRAM, ddr4_16=12))
+        self.assertFindings(cascade(kinds.DRAM, ddr4_16=13),
                             errors=['too-many-modules'],
                             warnings=['unbalanced-channels'])
 
     def test_more_pmem_than_channels(self):
         findings = self.assertFindings(
-            cascade(profile.APP_DIRECT, ddr4_16=5, pmem100_128=7),
+            cascade(kinds.APP_DIRECT, ddr4_16=5, pmem100_128=7),
             errors=['pmem-per-channel'], warnings=['not-oem-mix'])
         self.assertIn('at most one per channel', findings[0].message)
 
     def test_pmem_without_dram(self):
         self.assertFindings(
-            cascade(profile.APP_DIRECT, ddr4_16=1, pmem100_128=2),
+            cascade(kinds.APP_DIRECT, ddr4_16=1, pmem100_128=2),
             errors=['pmem-without-dram'], warnings=['not-oem-mix'])
         self.assertFindings(
-            cascade(profile.APP_DIRECT, pmem100_128=2),
+            cascade(kinds.APP_DIRECT, pmem100_128=2),
             errors=['pmem-without-dram'], warnings=['not-oem-mix'])
 
     def test_asymmetric_sockets(self):
         config = node_config('cascade-lake-2s', 'xeon-gold-6230n',
-                             profile.MEMORY_MODE,
+                             kinds.MEMORY_MODE,
                              sockets=[{'ddr4-16': 6, 'pmem100-128': 2},
                                       {'ddr4-32': 6, 'pmem100-128': 2}])
         self.assertFindings(config, errors=['asymmetric-sockets'],
                             warnings=['mm-ratio'])
         alike = node_config('cascade-lake-2s', 'xeon-gold-6230n',
-                            profile.MEMORY_MODE,
+                            kinds.MEMORY_MODE,
                             sockets=[{'ddr4-16': 6, 'pmem100-128': 2}] * 2)
         self.assertFindings(alike, warnings=['mm-ratio'])
 
     def test_over_cpu_memory_limit(self):
         # Gold 6230N: about 1 TB per socket, and PMem counts.
         findings = self.assertFindings(
-            cascade(profile.APP_DIRECT, ddr4_64=6, pmem100_128=6),
+            cascade(kinds.APP_DIRECT, ddr4_64=6, pmem100_128=6),
             errors=['memory-limit'])
         self.assertIn('1152 GB against the 1024 GB limit',
                       findings[0].message)
         self.assertFindings(
-            cascade(profile.APP_DIRECT, ddr4_32=6, pmem100_128=6))
+            cascade(kinds.APP_DIRECT, ddr4_32=6, pmem100_128=6))
 
     def test_memory_limit_counts_only_pmem_in_memory_mode_on_200(self):
         # 8 x 128 GB DDR4 + 8 x 512 GB PMem 200 per socket is 5 TB; in
         # Memory Mode only the 4 TB of PMem counts toward the limit.
-        config = ice(profile.MEMORY_MODE, ddr4_128=8, pmem200_512=8)
+        config = ice(kinds.MEMORY_MODE, ddr4_128=8, pmem200_512=8)
         cpu = dataclasses.replace(config.cpu, memory_limit_gb=4608)
         self.assertFindings(dataclasses.replace(config, cpu=cpu))
         self.assertFindings(
-            dataclasses.replace(config, cpu=cpu, mode=profile.APP_DIRECT),
+            dataclasses.replace(config, cpu=cpu, mode=kinds.APP_DIRECT),
             errors=['memory-limit'])
 
     def test_memory_limit_counts_dram_in_memory_mode_on_100(self):
-        config = cascade(profile.MEMORY_MODE, cpu='xeon-gold-6238l',
+        config = cascade(kinds.MEMORY_MODE, cpu='xeon-gold-6238l',
                          ddr4_64=6, pmem100_512=6)
         self.assertFindings(config)
         cpu = dataclasses.replace(config.cpu, memory_limit_gb=3072)
@@ -178,47 +179,47 @@ class ErrorRuleTestCase(PopulationTestCase):
 
     def test_mixed_pmem_sizes(self):
         self.assertFindings(
-            cascade(profile.APP_DIRECT, cpu='xeon-gold-6238l', ddr4_16=6,
+            cascade(kinds.APP_DIRECT, cpu='xeon-gold-6238l', ddr4_16=6,
                     pmem100_128=1, pmem100_256=1),
             errors=['mixed-pmem-sizes'])
 
     def test_pmem_module_too_large_for_base_cpu(self):
         # Base parts take 128 GB PMem only; the L part takes 256 GB.
         self.assertFindings(
-            cascade(profile.APP_DIRECT, ddr4_16=6, pmem100_256=2),
+            cascade(kinds.APP_DIRECT, ddr4_16=6, pmem100_256=2),
             errors=['pmem-module-too-large'])
         self.assertFindings(
-            cascade(profile.APP_DIRECT, cpu='xeon-gold-6238l', ddr4_16=6,
+            cascade(kinds.APP_DIRECT, cpu='xeon-gold-6238l', ddr4_16=6,
                     pmem100_256=2))
 
     def test_pmem_mode_without_pmem(self):
-        for mode in (profile.MEMORY_MODE, profile.APP_DIRECT):
+        for mode in (kinds.MEMORY_MODE, kinds.APP_DIRECT):
             self.assertFindings(cascade(mode, ddr4_16=6),
                                 errors=['mode-without-pmem'])
 
     def test_memory_mode_without_dram(self):
         self.assertFindings(
-            cascade(profile.MEMORY_MODE, pmem100_128=2),
+            cascade(kinds.MEMORY_MODE, pmem100_128=2),
             errors=['mode-without-dram', 'pmem-without-dram'],
             warnings=['not-oem-mix'])
 
     def test_memory_mode_needs_pmem_on_every_controller(self):
         # Cascade Lake has two memory controllers per socket.
         findings = self.assertFindings(
-            cascade(profile.MEMORY_MODE, ddr4_16=6, pmem100_128=1),
+            cascade(kinds.MEMORY_MODE, ddr4_16=6, pmem100_128=1),
             errors=['mm-controller'], warnings=['mm-ratio', 'not-oem-mix'])
         self.assertIn('1 PMem modules for 2 memory controllers',
                       findings[0].message)
         # Ice Lake has four; 8 DRAM + 1 PMem is an App-Direct-only mix.
-        self.assertFindings(ice(profile.MEMORY_MODE, ddr4_16=8,
+        self.assertFindings(ice(kinds.MEMORY_MODE, ddr4_16=8,
                                 pmem200_128=1),
                             errors=['mm-controller'], warnings=['mm-ratio'])
-        self.assertFindings(ice(profile.APP_DIRECT, ddr4_16=8,
+        self.assertFindings(ice(kinds.APP_DIRECT, ddr4_16=8,
                                 pmem200_128=1))
 
     def test_errors_come_first(self):
         findings = population.check(
-            cascade(profile.MEMORY_MODE, ddr4_16=6, pmem100_128=1))
+            cascade(kinds.MEMORY_MODE, ddr4_16=6, pmem100_128=1))
         severities = [f.severity for f in findings]
         self.assertEqual(sorted(severities, key=lambda s: s != 'error'),
                          severities)
@@ -228,38 +229,38 @@ class WarningRuleTestCase(PopulationTestCase):
 
     def test_mm_ratio_inside_guidance(self):
         # 1:8 (recommended), and both ends of 1:4 to 1:16.
-        self.assertFindings(ice(profile.MEMORY_MODE, ddr4_16=8,
+        self.assertFindings(ice(kinds.MEMORY_MODE, ddr4_16=8,
                                 pmem200_128=8))
-        self.assertFindings(cascade(profile.MEMORY_MODE,
+        self.assertFindings(cascade(kinds.MEMORY_MODE,
                                     cpu='xeon-gold-6238l', ddr4_32=4,
                                     pmem100_256=2))
-        self.assertFindings(cascade(profile.MEMORY_MODE,
+        self.assertFindings(cascade(kinds.MEMORY_MODE,
                                     cpu='xeon-gold-6238l', ddr4_16=4,
                                     pmem100_512=2))
 
     def test_mm_ratio_outside_guidance(self):
         # 1:2 (too much DRAM) and 1:32 (too little).
         findings = self.assertFindings(
-            cascade(profile.MEMORY_MODE, ddr4_32=4, pmem100_128=2),
+            cascade(kinds.MEMORY_MODE, ddr4_32=4, pmem100_128=2),
             warnings=['mm-ratio'])
         self.assertIn('1:2.0', findings[0].message)
         findings = self.assertFindings(
-            ice(profile.MEMORY_MODE, ddr4_16=4, pmem200_512=4),
+            ice(kinds.MEMORY_MODE, ddr4_16=4, pmem200_512=4),
             warnings=['mm-ratio'])
         self.assertIn('1:32.0', findings[0].message)
 
     def test_mm_ratio_only_in_memory_mode(self):
-        self.assertFindings(cascade(profile.APP_DIRECT, ddr4_16=6,
+        self.assertFindings(cascade(kinds.APP_DIRECT, ddr4_16=6,
                                     pmem100_128=2))
 
     def test_oem_mixes_pmem_100(self):
         # Field notes 7: 2 PMem + 4 DRAM, 2+6, 4+6, 6+6 per socket.
         for pmem, dram in ((2, 4), (2, 6), (4, 6), (6, 6)):
-            self.assertFindings(cascade(profile.APP_DIRECT, ddr4_16=dram,
+            self.assertFindings(cascade(kinds.APP_DIRECT, ddr4_16=dram,
                                         pmem100_128=pmem))
         for pmem, dram in ((4, 4), (2, 8), (1, 6), (3, 3), (4, 8)):
             findings = self.assertFindings(
-                cascade(profile.APP_DIRECT, ddr4_16=dram, pmem100_128=pmem),
+                cascade(kinds.APP_DIRECT, ddr4_16=dram, pmem100_128=pmem),
                 warnings=['not-oem-mix'])
             self.assertIn('%d PMem + %d DRAM per socket' % (pmem, dram),
                           findings[0].message)
@@ -267,25 +268,25 @@ class WarningRuleTestCase(PopulationTestCase):
     def test_oem_mixes_pmem_200(self):
         # Field notes 7: DRAM + PMem 4+4, 8+4, 8+8 and 8+1.
         for dram, pmem in ((4, 4), (8, 4), (8, 8), (8, 1)):
-            self.assertFindings(ice(profile.APP_DIRECT, ddr4_16=dram,
+            self.assertFindings(ice(kinds.APP_DIRECT, ddr4_16=dram,
                                     pmem200_128=pmem))
         for dram, pmem in ((2, 2), (6, 2), (8, 2), (8, 6)):
-            self.assertFindings(ice(profile.APP_DIRECT, ddr4_16=dram,
+            self.assertFindings(ice(kinds.APP_DIRECT, ddr4_16=dram,
                                     pmem200_128=pmem),
                                 warnings=['not-oem-mix'])
 
     def test_no_oem_warning_without_pmem(self):
-        self.assertFindings(cascade(profile.DRAM, ddr4_16=6))
-        self.assertFindings(ice(profile.DRAM, ddr4_32=8))
+        self.assertFindings(cascade(kinds.DRAM, ddr4_16=6))
+        self.assertFindings(ice(kinds.DRAM, ddr4_32=8))
 
     def test_pmem_unused_in_dram_mode(self):
-        self.assertFindings(cascade(profile.DRAM, ddr4_16=6, pmem100_128=2),
+        self.assertFindings(cascade(kinds.DRAM, ddr4_16=6, pmem100_128=2),
                             warnings=['pmem-unused'])
 
     def test_unbalanced_channels(self):
-        self.assertFindings(cascade(profile.DRAM, ddr4_16=8),
+        self.assertFindings(cascade(kinds.DRAM, ddr4_16=8),
                             warnings=['unbalanced-channels'])
-        self.assertFindings(ice(profile.DRAM, ddr4_16=16))
+        self.assertFindings(ice(kinds.DRAM, ddr4_16=16))
 
 
 def named(config, name='cfg-under-test'):
@@ -306,44 +307,44 @@ def asym(platform, cpu, mode, first, second):
 # that applies differs.
 MESSAGE_CASES = [
     ('PMem 100 on an Ice Lake CPU',
-     lambda: node_config('ice-lake-2s', 'xeon-gold-6330', profile.APP_DIRECT,
+     lambda: node_config('ice-lake-2s', 'xeon-gold-6330', kinds.APP_DIRECT,
                          {'ddr4-16': 8, 'pmem100-128': 4}),
      'pmem-unsupported-cpu',
      ['xeon-gold-6330', '3rd-gen', 'PMem 100', 'pmem100-128',
       'drives PMem 200'],
      ['field notes 2', 'PMem 200 on 3rd-gen'], ['field notes 1', '1st-gen']),
     ('PMem 200 on a Cascade Lake CPU',
-     lambda: cascade(profile.APP_DIRECT, ddr4_16=6, pmem200_128=2),
+     lambda: cascade(kinds.APP_DIRECT, ddr4_16=6, pmem200_128=2),
      'pmem-unsupported-cpu',
      ['xeon-gold-6230n', '2nd-gen', 'PMem 200', 'pmem200-128',
       'drives PMem 100'],
      ['field notes 2'], ['field notes 1']),
     ('PMem on the 1st-gen Gold 6148',
      lambda: node_config('cascade-lake-2s', 'xeon-gold-6148',
-                         profile.MEMORY_MODE,
+                         kinds.MEMORY_MODE,
                          {'ddr4-16': 6, 'pmem100-128': 2}),
      'pmem-unsupported-cpu', ['xeon-gold-6148', '1st-gen', 'pmem100-128'],
      ['field notes 1', '1st-gen'], ['field notes 2']),
     ('PMem on a catalog CPU of no known generation without PMem',
-     lambda: with_cpu(cascade(profile.APP_DIRECT, ddr4_16=6, pmem100_128=2),
+     lambda: with_cpu(cascade(kinds.APP_DIRECT, ddr4_16=6, pmem100_128=2),
                       name='acme-1', generation='', pmem_generations=(),
                       source='the vendor datasheet'),
      'pmem-unsupported-cpu', ['acme-1', 'pmem100-128'],
      ['CPU catalog (acme-1', 'the vendor datasheet'],
      ['field notes', '1st-gen']),
     ('PMem 100 on an Ice Lake platform',
-     lambda: node_config('ice-lake-2s', 'xeon-gold-6330', profile.APP_DIRECT,
+     lambda: node_config('ice-lake-2s', 'xeon-gold-6330', kinds.APP_DIRECT,
                          {'ddr4-16': 8, 'pmem100-128': 4}),
      'pmem-unsupported-platform', ['ice-lake-2s', 'PMem 100', 'pmem100-128',
                                    'takes PMem 200'],
      ['field notes 2'], ['field notes 1']),
     ('PMem on a platform without PMem',
-     lambda: node_config('purley-2s', 'xeon-gold-6148', profile.APP_DIRECT,
+     lambda: node_config('purley-2s', 'xeon-gold-6148', kinds.APP_DIRECT,
                          {'ddr4-16': 6, 'pmem100-128': 2}),
      'pmem-unsupported-platform', ['purley-2s', 'pmem100-128'],
      ['platform catalog (purley-2s'], ['field notes 2']),
     ('sockets differ, PMem 100',
-     lambda: asym('cascade-lake-2s', 'xeon-gold-6230n', profile.MEMORY_MODE,
+     lambda: asym('cascade-lake-2s', 'xeon-gold-6230n', kinds.MEMORY_MODE,
                   {'ddr4-16': 6, 'pmem100-128': 2},
                   {'ddr4-32': 6, 'pmem100-128': 2}),
      'asymmetric-sockets',
@@ -351,7 +352,7 @@ MESSAGE_CASES = [
       '6 x ddr4-16 + 2 x pmem100-128'],
      ['assumption', 'applied to PMem 100'], []),
     ('sockets differ, PMem 200',
-     lambda: asym('ice-lake-2s', 'xeon-gold-6330', profile.APP_DIRECT,
+     lambda: asym('ice-lake-2s', 'xeon-gold-6330', kinds.APP_DIRECT,
                   {'ddr4-16': 8, 'pmem200-128': 4},
                   {'ddr4-16': 8, 'pmem200-128': 8}),
      'asymmetric-sockets', ['8 x ddr4-16 + 8 x pmem200-128',
@@ -359,98 +360,98 @@ MESSAGE_CASES = [
      ['field notes 7 (PMem 200: both sockets populated alike'],
      ['assumption']),
     ('sockets differ, DRAM only',
-     lambda: asym('purley-2s', 'xeon-gold-6148', profile.DRAM,
+     lambda: asym('purley-2s', 'xeon-gold-6148', kinds.DRAM,
                   {'ddr4-16': 6}, {'ddr4-16': 4}),
      'asymmetric-sockets', ['4 x ddr4-16', '6 x ddr4-16'],
      ['assumption', 'NUMA'], ['PMem']),
     ('PMem 100 of two sizes',
-     lambda: cascade(profile.APP_DIRECT, cpu='xeon-gold-6238l', ddr4_16=6,
+     lambda: cascade(kinds.APP_DIRECT, cpu='xeon-gold-6238l', ddr4_16=6,
                      pmem100_128=1, pmem100_256=1),
      'mixed-pmem-sizes', ['pmem100-128', 'pmem100-256'],
      ['assumption', 'applied to PMem 100'], []),
     ('PMem 200 of two sizes',
-     lambda: ice(profile.APP_DIRECT, ddr4_16=8, pmem200_128=2,
+     lambda: ice(kinds.APP_DIRECT, ddr4_16=8, pmem200_128=2,
                  pmem200_256=2),
      'mixed-pmem-sizes', ['pmem200-128', 'pmem200-256'],
      ['field notes 7 (PMem 200: all PMem one size)'], ['assumption']),
     ('PMem 100 module too large for a base CPU',
-     lambda: cascade(profile.APP_DIRECT, ddr4_16=6, pmem100_256=2),
+     lambda: cascade(kinds.APP_DIRECT, ddr4_16=6, pmem100_256=2),
      'pmem-module-too-large', ['xeon-gold-6230n', '128 GB', 'pmem100-256'],
      ['field notes 7 (PMem 100: base CPUs'], []),
     ('PMem 200 module over a catalog CPU limit',
-     lambda: with_cpu(ice(profile.APP_DIRECT, ddr4_16=8, pmem200_512=4),
+     lambda: with_cpu(ice(kinds.APP_DIRECT, ddr4_16=8, pmem200_512=4),
                       pmem_max_module_gb=256),
      'pmem-module-too-large', ['xeon-gold-6330', '256 GB', 'pmem200-512'],
      ['CPU catalog (xeon-gold-6330: pmem_max_module_gb 256'],
      ['base CPUs']),
     ('more modules than slots',
-     lambda: cascade(profile.DRAM, ddr4_16=13),
+     lambda: cascade(kinds.DRAM, ddr4_16=13),
      'too-many-modules', ['socket 0', '13 x ddr4-16', '12 slots',
                           'cascade-lake-2s'],
      ['platform catalog (cascade-lake-2s: 6 channels x 2 slots'], []),
     ('more PMem than channels',
-     lambda: cascade(profile.APP_DIRECT, ddr4_16=5, pmem100_128=7),
+     lambda: cascade(kinds.APP_DIRECT, ddr4_16=5, pmem100_128=7),
      'pmem-per-channel', ['socket 0', '7 x pmem100-128', 'cascade-lake-2s'],
      ['field notes 7 (PMem 100: at most one PMem module per channel)'], []),
     ('more PMem than DRAM',
-     lambda: cascade(profile.APP_DIRECT, ddr4_16=1, pmem100_128=2),
+     lambda: cascade(kinds.APP_DIRECT, ddr4_16=1, pmem100_128=2),
      'pmem-without-dram', ['socket 0', '2 x pmem100-128', '1 x ddr4-16'],
      ['field notes 7'], []),
     ('PMem and no DRAM',
-     lambda: cascade(profile.APP_DIRECT, pmem100_128=2),
+     lambda: cascade(kinds.APP_DIRECT, pmem100_128=2),
      'pmem-without-dram', ['2 x pmem100-128', 'no DRAM'],
      ['field notes 7'], []),
     ('Memory Mode, a PMem 100 controller without PMem',
-     lambda: cascade(profile.MEMORY_MODE, ddr4_16=6, pmem100_128=1),
+     lambda: cascade(kinds.MEMORY_MODE, ddr4_16=6, pmem100_128=1),
      'mm-controller', ['socket 0', '2 memory controllers', 'cascade-lake-2s',
                        '6 x ddr4-16 + 1 x pmem100-128'],
      ['field notes 7 (PMem 100 in Memory Mode'], ['assumption']),
     ('Memory Mode, PMem 200 controllers without PMem',
-     lambda: ice(profile.MEMORY_MODE, ddr4_16=8, pmem200_128=1),
+     lambda: ice(kinds.MEMORY_MODE, ddr4_16=8, pmem200_128=1),
      'mm-controller', ['4 memory controllers', 'ice-lake-2s',
                        '8 x ddr4-16 + 1 x pmem200-128'],
      ['assumption', '8 DRAM + 1 PMem', 'App Direct only'], []),
     ('over the limit with PMem 100',
-     lambda: cascade(profile.APP_DIRECT, ddr4_64=6, pmem100_128=6),
+     lambda: cascade(kinds.APP_DIRECT, ddr4_64=6, pmem100_128=6),
      'memory-limit', ['socket 0', 'xeon-gold-6230n',
                       '6 x ddr4-64 + 6 x pmem100-128'],
      ['field notes 7', 'counts PMem as well as DRAM'], ['only the PMem']),
     ('over the limit with PMem 200 in Memory Mode',
-     lambda: with_cpu(ice(profile.MEMORY_MODE, ddr4_128=8, pmem200_512=8),
+     lambda: with_cpu(ice(kinds.MEMORY_MODE, ddr4_128=8, pmem200_512=8),
                       memory_limit_gb=3072),
      'memory-limit', ['xeon-gold-6330', 'the PMem only: 8 x pmem200-512'],
      ['field notes 7 (PMem 200 in Memory Mode: only the PMem'],
      ['ddr4-128']),
     ('over the limit with DRAM only',
-     lambda: with_cpu(cascade(profile.DRAM, ddr4_128=12),
+     lambda: with_cpu(cascade(kinds.DRAM, ddr4_128=12),
                       memory_limit_gb=1024),
      'memory-limit', ['xeon-gold-6230n', '12 x ddr4-128'],
      ['CPU catalog (xeon-gold-6230n: memory_limit_gb 1024'],
      ['counts PMem', 'only the PMem']),
     ('a PMem mode without PMem',
-     lambda: named(cascade(profile.APP_DIRECT, ddr4_16=6)),
+     lambda: named(cascade(kinds.APP_DIRECT, ddr4_16=6)),
      'mode-without-pmem', ['app_direct', 'cfg-under-test', '6 x ddr4-16'],
      ['field notes 2'], []),
     ('Memory Mode without DRAM',
-     lambda: named(cascade(profile.MEMORY_MODE, pmem100_128=2)),
+     lambda: named(cascade(kinds.MEMORY_MODE, pmem100_128=2)),
      'mode-without-dram', ['cfg-under-test', '2 x pmem100-128'],
      ['field notes 2'], []),
     ('PMem unused in dram mode',
-     lambda: named(cascade(profile.DRAM, ddr4_16=6, pmem100_128=2)),
+     lambda: named(cascade(kinds.DRAM, ddr4_16=6, pmem100_128=2)),
      'pmem-unused', ['cfg-under-test', '2 x pmem100-128'],
      ['field notes 2'], []),
     ('Memory-Mode ratio outside guidance',
-     lambda: cascade(profile.MEMORY_MODE, ddr4_16=6, pmem100_128=2),
+     lambda: cascade(kinds.MEMORY_MODE, ddr4_16=6, pmem100_128=2),
      'mm-ratio', ['1:2.7', '96 GB of 6 x ddr4-16',
                   '256 GB of 2 x pmem100-128'],
      ['field notes 1 and 7'], []),
     ('not an OEM mix of PMem 200',
-     lambda: ice(profile.APP_DIRECT, ddr4_16=6, pmem200_128=2),
+     lambda: ice(kinds.APP_DIRECT, ddr4_16=6, pmem200_128=2),
      'not-oem-mix', ['2 PMem + 6 DRAM', 'PMem 200',
                      '6 x ddr4-16 + 2 x pmem200-128'],
      ['field notes 7', 'PMem 200'], ['PMem 100']),
     ('uneven DRAM channels',
-     lambda: cascade(profile.DRAM, ddr4_16=8),
+     lambda: cascade(kinds.DRAM, ddr4_16=8),
      'unbalanced-channels', ['8 x ddr4-16', '6 channels', 'cascade-lake-2s'],
      ['assumption'], []),
 ]

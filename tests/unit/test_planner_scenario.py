@@ -22,8 +22,8 @@ import fixtures
 import testtools
 import yaml
 
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
 from planner import scenario
 from tests.unit import clitools
 from tests.unit import test_planner_cli
@@ -108,15 +108,19 @@ class BuiltinScenarioTestCase(ScenarioFileTestCase):
         mm = scen.configs['mm-192-512']
         self.assertEqual((384, 0), (dram.dram_gb, dram.pmem_gb))
         self.assertEqual((192, 512), (mm.dram_gb, mm.pmem_gb))
-        self.assertEqual(profile.MEMORY_MODE, mm.mode)
+        self.assertEqual(kinds.MEMORY_MODE, mm.mode)
         self.assertEqual(2, len(mm.sockets))
         self.assertEqual(mm.sockets[0], mm.sockets[1])
 
     def test_workloads_read_through_the_shared_parser(self):
         scen = scenario.load()
         redis = scen.workloads['redis']
+        # Every value the plan relies on: the modes it gives none of are
+        # the default's, written out.
         self.assertEqual({extra_specs.PRIORITY_KEY: 'low',
-                          extra_specs.HOT_RATIO_KEY: '0.25'},
+                          extra_specs.HOT_RATIO_KEY: '0.25',
+                          extra_specs.MODES_KEY:
+                              'dram,memory_mode,app_direct'},
                          redis.extra_specs)
         self.assertEqual(extra_specs.parse(redis.extra_specs),
                          redis.request)
@@ -179,7 +183,7 @@ class GoodScenarioTestCase(ScenarioFileTestCase):
             return real(specs, *args, **kwargs)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_pmem_filters.extra_specs.parse', recording))
+            'nova_pmem_filters.core.extra_specs.parse', recording))
         scenario.load(self.write(_base()))
         self.assertEqual([{'pmem:priority': 'low',
                            'pmem:hot_ratio': '0.25'}], calls)
@@ -194,7 +198,7 @@ class GoodScenarioTestCase(ScenarioFileTestCase):
                           'pmem:hot_ratio': '0.25', 'hw:pmem': 'SMALL'},
                          work.extra_specs)
         # hw:pmem narrows the flavor to App Direct hosts.
-        self.assertEqual(frozenset([profile.APP_DIRECT]), work.request.modes)
+        self.assertEqual(frozenset([kinds.APP_DIRECT]), work.request.modes)
         self.assertEqual(16.0, work.vpmem_gb)
 
     def test_catalog_override_and_addition(self):

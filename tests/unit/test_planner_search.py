@@ -23,7 +23,8 @@ import hypothesis
 from hypothesis import strategies as st
 import testtools
 
-from nova_pmem_filters import profile
+
+from nova_pmem_filters.core import kinds
 
 from planner import cli
 from planner import errors
@@ -145,7 +146,7 @@ class SearchTestCase(testtools.TestCase):
         row = result.frame[result.frame['config'] == 'mm-6x16+2x128']
         self.assertEqual(1, len(row))
         row = row.iloc[0]
-        self.assertEqual(profile.MEMORY_MODE, row['mode'])
+        self.assertEqual(kinds.MEMORY_MODE, row['mode'])
         self.assertEqual('12 x ddr4-16 + 4 x pmem100-128', row['population'])
         self.assertEqual(19, row['vms_per_node'])
         self.assertEqual(512.0, row['visible_memory_gb'])
@@ -173,35 +174,35 @@ class SearchTestCase(testtools.TestCase):
         result = search.run(self.scen, 'purley-2s', 'xeon-gold-6148',
                             budget=12000)
         self.assertFalse(any(d.is_pmem for d in result.dimms))
-        self.assertEqual((profile.DRAM,), result.modes)
-        self.assertEqual({profile.DRAM}, set(result.frame['mode']))
+        self.assertEqual((kinds.DRAM,), result.modes)
+        self.assertEqual({kinds.DRAM}, set(result.frame['mode']))
 
     def test_modes(self):
         result = self._run(modes=['memory_mode'])
-        self.assertEqual({profile.MEMORY_MODE}, set(result.frame['mode']))
+        self.assertEqual({kinds.MEMORY_MODE}, set(result.frame['mode']))
         result = self._run(modes=['dram,app_direct'])
-        self.assertEqual({profile.DRAM, profile.APP_DIRECT},
+        self.assertEqual({kinds.DRAM, kinds.APP_DIRECT},
                          set(result.frame['mode']))
         for node_ in result.nodes.values():
             has_pmem = node_.config.pmem_gb > 0
-            self.assertEqual(node_.config.mode == profile.APP_DIRECT,
+            self.assertEqual(node_.config.mode == kinds.APP_DIRECT,
                              has_pmem)
 
     def test_config_names(self):
         dimms = self.catalog.dimms
         labels = search.dimm_labels([dimms['ddr4-16'], dimms['pmem100-128']])
         self.assertEqual('mm-6x16+2x128', search.config_name(
-            profile.MEMORY_MODE, {dimms['pmem100-128']: 2,
-                                  dimms['ddr4-16']: 6}, labels))
+            kinds.MEMORY_MODE, {dimms['pmem100-128']: 2,
+                                dimms['ddr4-16']: 6}, labels))
         self.assertEqual('ad-4x16+4x128', search.config_name(
-            profile.APP_DIRECT, {dimms['ddr4-16']: 4,
-                                 dimms['pmem200-128']: 4}))
+            kinds.APP_DIRECT, {dimms['ddr4-16']: 4,
+                               dimms['pmem200-128']: 4}))
         # Two DRAM types of one size would read alike: names instead.
         other = dataclasses.replace(dimms['ddr4-16'], name='ddr5-16',
                                     type='ddr5')
         labels = search.dimm_labels([dimms['ddr4-16'], other])
         self.assertEqual('dram-1xddr4-16+2xddr5-16', search.config_name(
-            profile.DRAM, {other: 2, dimms['ddr4-16']: 1}, labels))
+            kinds.DRAM, {other: 2, dimms['ddr4-16']: 1}, labels))
 
     def test_rejected_options(self):
         cases = [
@@ -266,8 +267,8 @@ def small_searches(draw):
                 plat.pmem_generations or ('100', '200'))),
             capacity_gb=draw(st.sampled_from([128, 256, 512])),
             price=float(draw(st.integers(0, 3000))), watts=15.0))
-    modes = tuple(m for m in profile.MODES
-                  if m in draw(st.sets(st.sampled_from(profile.MODES),
+    modes = tuple(m for m in kinds.MODES
+                  if m in draw(st.sets(st.sampled_from(kinds.MODES),
                                        min_size=1)))
     handful = draw(st.lists(st.sampled_from(dimms), min_size=1,
                             max_size=plat.slots_per_socket))
@@ -312,9 +313,9 @@ class FastEqualsNaiveTestCase(testtools.TestCase):
                                                  'pmem200-128',
                                                  'pmem200-256')]
         low, high = search.band_limits(12000, 0.25)
-        fast = search.find(plat, cpu, dimms, profile.MODES, low, high,
+        fast = search.find(plat, cpu, dimms, kinds.MODES, low, high,
                            scen.policies)
-        naive = search.NaiveSearch(plat, cpu, dimms, profile.MODES, low,
+        naive = search.NaiveSearch(plat, cpu, dimms, kinds.MODES, low,
                                    high, scen.policies).run()
         self.assertGreater(len(fast), 20)
         self.assertEqual(

@@ -24,7 +24,7 @@ import numpy as np
 import testtools
 import yaml
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import profile
 from planner import errors
 from planner import scenario
 from planner import simulate

@@ -16,7 +16,6 @@ deterministic and fast; ``HYPOTHESIS_PROFILE=thorough`` explores more.
 """
 
 import math
-import os
 import types
 import uuid
 
@@ -29,25 +28,17 @@ from nova import exception
 from nova.scheduler import weights
 from nova.tests.unit.scheduler import fakes as nova_fakes
 
-from nova_pmem_filters import extra_specs
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 from nova_pmem_filters import filters
-from nova_pmem_filters import hostinfo
-from nova_pmem_filters import profile
+from nova_pmem_filters.scheduler import ledger
+from nova_pmem_filters.scheduler import logonce
 from nova_pmem_filters import weighers
 from tests.unit import fakes
+from tests.unit import hypo
 
-hypothesis.settings.register_profile(
-    'nova_pmem_filters', derandomize=True, max_examples=200, deadline=None,
-    database=None, print_blob=False,
-    suppress_health_check=[hypothesis.HealthCheck.too_slow])
-hypothesis.settings.register_profile(
-    'thorough', parent=hypothesis.settings.get_profile('nova_pmem_filters'),
-    derandomize=False, max_examples=5000)
-# Applied to each test rather than loaded, so that other test modules in the
-# same process keep their own settings.
-SETTINGS = hypothesis.settings.get_profile(
-    'thorough' if os.environ.get('HYPOTHESIS_PROFILE') == 'thorough'
-    else 'nova_pmem_filters')
+SETTINGS = hypo.settings(200)
 
 # Nova refuses extra-spec values longer than this.
 MAX_VALUE_LEN = 255
@@ -79,8 +70,8 @@ non_str_values = st.one_of(
 )
 
 mode_values = st.one_of(
-    st.sampled_from(profile.MODES + (' dram ', 'DRAM', 'memory-mode',
-                                     'dram,memory_mode', '')),
+    st.sampled_from(kinds.MODES + (' dram ', 'DRAM', 'memory-mode',
+                                   'dram,memory_mode', '')),
     garbage_text, non_str_values)
 
 metadata = st.dictionaries(
@@ -102,7 +93,7 @@ aggregate_metadata = st.lists(
                 garbage_text, non_str_values)}),
         # Memory Mode with every kind of cache size, sane and not.
         st.fixed_dictionaries(
-            {profile.MODE_KEY: st.just(profile.MEMORY_MODE),
+            {profile.MODE_KEY: st.just(kinds.MEMORY_MODE),
              profile.DRAM_CACHE_KEY: st.one_of(
                  st.sampled_from(_NUMBER_WORDS),
                  st.floats(min_value=0.0, max_value=4.0).map(repr))}),
@@ -129,8 +120,8 @@ hot_ratio_near_misses = st.one_of(
                  max_size=6)),
 )
 
-_MODE_TOKENS = list(profile.MODES) + ['DRAM', 'dram_', 'memory', 'mode',
-                                      'app-direct', 'optane', '']
+_MODE_TOKENS = list(kinds.MODES) + ['DRAM', 'dram_', 'memory', 'mode',
+                                    'app-direct', 'optane', '']
 modes_near_misses = st.one_of(
     st.sampled_from([' dram , memory_mode', 'dram,', ',dram', 'dram,,dram',
                      'dram;memory_mode', 'dram memory_mode', 'Dram',
@@ -212,8 +203,8 @@ class RobustnessTestCase(fakes.PmemTestCase):
     def _fresh(self):
         # One example must not see the ledger, database or warnings of
         # another: each example is a fresh scheduler process.
-        hostinfo.LEDGER = hostinfo.HotRamLedger(clock=lambda: self.now)
-        hostinfo._WARNED.clear()
+        ledger.LEDGER = ledger.HotRamLedger(clock=lambda: self.now)
+        logonce._WARNED.clear()
         self.db.clear()
         return len(self.log.output)
 
@@ -239,7 +230,7 @@ class RobustnessTestCase(fakes.PmemTestCase):
         passing = self._passing(filters.PmemModeFilter(), hosts, spec_obj)
         # The adapter decides as the shared core does.
         try:
-            request = extra_specs.parse(specs, default_hot_ratio=0.5)
+            request = extra_specs.parse(specs)
         except extra_specs.InvalidExtraSpec:
             request = None
         expected = []
@@ -276,7 +267,7 @@ class RobustnessTestCase(fakes.PmemTestCase):
                 self.assertTrue(passed)
             elif not valid or not prof.known:
                 self.assertFalse(passed)
-            elif prof.mode != profile.MEMORY_MODE:
+            elif prof.mode != kinds.MEMORY_MODE:
                 self.assertTrue(passed)
         self._assert_no_unexpected_error(log_start)
 
@@ -285,9 +276,9 @@ class RobustnessTestCase(fakes.PmemTestCase):
                       memory_mb=st.integers(min_value=0, max_value=10 ** 7))
     @hypothesis.example(
         # A cache so large that its size in MB overflows to infinity.
-        host_specs=[([{profile.MODE_KEY: profile.MEMORY_MODE,
+        host_specs=[([{profile.MODE_KEY: kinds.MEMORY_MODE,
                        profile.DRAM_CACHE_KEY: '1e308'}], []),
-                    ([{profile.MODE_KEY: profile.MEMORY_MODE,
+                    ([{profile.MODE_KEY: kinds.MEMORY_MODE,
                        profile.DRAM_CACHE_KEY: '5e-324'}], [])],
         specs={}, memory_mb=1)
     def test_weighers_never_raise(self, host_specs, specs, memory_mb):
@@ -349,7 +340,7 @@ class ValidatorAgreementTestCase(fakes.PmemTestCase):
         request = self._check(extra_specs.MODES_KEY, value)
         if request is not None:
             self.assertTrue(request.modes)
-            self.assertTrue(request.modes <= frozenset(profile.MODES),
+            self.assertTrue(request.modes <= frozenset(kinds.MODES),
                             request.modes)
 
     @SETTINGS

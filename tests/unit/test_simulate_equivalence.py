@@ -36,10 +36,11 @@ from nova.scheduler.weights import cpu as cpu_weigher
 from nova.scheduler.weights import ram as ram_weigher
 from nova.tests.unit.scheduler import fakes as nova_fakes
 
-from nova_pmem_filters import extra_specs
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
 from nova_pmem_filters import filters
-from nova_pmem_filters import hostinfo
-from nova_pmem_filters import profile
+from nova_pmem_filters.scheduler import ledger
 from nova_pmem_filters import weighers
 from planner import simulate
 from tests.unit import fakes
@@ -50,15 +51,15 @@ SETTINGS = hypothesis.settings(derandomize=True, deadline=None,
 RATIOS = ['1', '0.5', '0.25', '0.75', '0.125']
 
 host_metadata = st.one_of(
-    st.just({profile.MODE_KEY: profile.DRAM}),
-    st.just({profile.MODE_KEY: profile.APP_DIRECT}),
+    st.just({profile.MODE_KEY: kinds.DRAM}),
+    st.just({profile.MODE_KEY: kinds.APP_DIRECT}),
     st.integers(min_value=1, max_value=64).map(
-        lambda gb: {profile.MODE_KEY: profile.MEMORY_MODE,
+        lambda gb: {profile.MODE_KEY: kinds.MEMORY_MODE,
                     profile.DRAM_CACHE_KEY: str(gb)}),
     # Unknown profiles: no aggregate, a bad mode, a bad cache size.
     st.just(None),
     st.just({profile.MODE_KEY: 'optane'}),
-    st.just({profile.MODE_KEY: profile.MEMORY_MODE,
+    st.just({profile.MODE_KEY: kinds.MEMORY_MODE,
              profile.DRAM_CACHE_KEY: 'lots'}),
 )
 
@@ -142,7 +143,7 @@ class EquivalenceTestCase(fakes.PmemTestCase):
     def test_same_hosts_same_order(self, host_specs, flavor, ram, cpu,
                                    tier, headroom, reserved):
         self.db.clear()
-        hostinfo.LEDGER = hostinfo.HotRamLedger(clock=lambda: self.now)
+        ledger.LEDGER = ledger.HotRamLedger(clock=lambda: self.now)
         self.flags(ram_weight_multiplier=ram, cpu_weight_multiplier=cpu,
                    group='filter_scheduler')
         self.flags(tier_weight_multiplier=tier,

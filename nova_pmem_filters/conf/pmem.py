@@ -9,12 +9,18 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The ``[pmem]`` options of nova.conf."""
+"""The ``[pmem]`` options of nova.conf.
+
+Their defaults come from the core (the kinds table and the flavor defaults),
+so that what the planner and the simulator assume is what an unset option
+gives.
+"""
 
 from oslo_config import cfg
 from oslo_config import types
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
 
 pmem_group = cfg.OptGroup(
     name='pmem',
@@ -28,21 +34,8 @@ PmemNumaCellWeigher). Set them where nova-scheduler runs.
 pmem_opts = [
     cfg.StrOpt(
         'default_host_mode',
-        default=profile.DRAM,
-        choices=[
-            (profile.DRAM, 'All guest RAM is DRAM.'),
-            (profile.MEMORY_MODE, 'PMem is the system memory and DRAM is a '
-                                  'hardware cache in front of it.'),
-            (profile.APP_DIRECT, 'DRAM is the system memory; PMem is offered '
-                                 'as persistent namespaces (vPMEM).'),
-            (profile.CXL_FLAT, 'DRAM and CXL memory are one pool; the memory '
-                               'controller keeps hot lines in DRAM.'),
-            (profile.CXL_KMEM, 'CXL memory is onlined as CPU-less NUMA '
-                               'nodes; the kernel demotes cold pages to '
-                               'them.'),
-            (profile.CXL_DEVDAX, 'DRAM is the system memory; CXL memory is '
-                                 'kept out of it as devdax devices.'),
-        ],
+        default=kinds.DRAM,
+        choices=[(kind.name, kind.label) for kind in kinds.KINDS.values()],
         help="""
 Memory mode of a host that is in no aggregate with ``pmem_mode`` metadata.
 
@@ -56,8 +49,8 @@ Related options:
 """),
     cfg.ListOpt(
         'default_flavor_modes',
-        default=list(profile.MODES),
-        item_type=types.String(choices=profile.MODES),
+        default=list(kinds.MODES),
+        item_type=types.String(choices=kinds.MODES),
         help="""
 Host memory modes a flavor may use when it has no ``pmem:modes`` extra spec.
 
@@ -75,7 +68,7 @@ Related options:
 """),
     cfg.FloatOpt(
         'default_hot_ratio',
-        default=0.5,
+        default=extra_specs.DEFAULT_HOT_RATIO,
         min=0.0001,
         max=1.0,
         help="""

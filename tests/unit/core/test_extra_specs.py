@@ -13,10 +13,10 @@
 
 import testtools
 
-from nova_pmem_filters import extra_specs
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
 
-ALL_MODES = frozenset(profile.MODES)
+ALL_MODES = frozenset(kinds.MODES)
 
 
 class ParseDefaultsTestCase(testtools.TestCase):
@@ -26,14 +26,14 @@ class ParseDefaultsTestCase(testtools.TestCase):
             req = extra_specs.parse(specs)
             self.assertEqual(ALL_MODES, req.modes)
             self.assertEqual(extra_specs.PRIORITY_NORMAL, req.priority)
-            self.assertEqual(1.0, req.hot_ratio)
+            self.assertEqual(extra_specs.DEFAULT_HOT_RATIO, req.hot_ratio)
             self.assertEqual((), req.vpmem_labels)
             self.assertIsNone(req.conflict)
             self.assertFalse(req.constrains_modes)
 
     def test_configured_defaults(self):
-        req = extra_specs.parse({}, default_modes=['dram'],
-                                default_hot_ratio=0.5)
+        req = extra_specs.parse({}, extra_specs.Defaults(modes=['dram'],
+                                                         hot_ratio=0.5))
         self.assertEqual(frozenset(['dram']), req.modes)
         self.assertTrue(req.constrains_modes)
         self.assertEqual(0.5, req.hot_ratio)
@@ -42,7 +42,7 @@ class ParseDefaultsTestCase(testtools.TestCase):
     def test_specs_override_defaults(self):
         req = extra_specs.parse(
             {'pmem:modes': 'memory_mode', 'pmem:hot_ratio': '0.25'},
-            default_modes=['dram'], default_hot_ratio=0.5)
+            extra_specs.Defaults(modes=['dram'], hot_ratio=0.5))
         self.assertEqual(frozenset(['memory_mode']), req.modes)
         self.assertEqual(0.25, req.hot_ratio)
 
@@ -243,8 +243,8 @@ class VpmemTestCase(testtools.TestCase):
             'only dram,memory_mode', req.conflict)
 
     def test_contradiction_with_default_modes(self):
-        req = extra_specs.parse({'hw:pmem': 'SMALL'},
-                                default_modes=['memory_mode', 'dram'])
+        req = extra_specs.parse({'hw:pmem': 'SMALL'}, extra_specs.Defaults(
+            modes=['memory_mode', 'dram']))
         self.assertEqual(frozenset(), req.modes)
         self.assertEqual(
             'hw:pmem=SMALL needs an app_direct host but [pmem] '

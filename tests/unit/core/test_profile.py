@@ -11,9 +11,15 @@
 #    under the License.
 """Tests of the host memory profile, which imports nothing from Nova."""
 
+import math
+
+import hypothesis
+from hypothesis import strategies as st
 import testtools
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
+from tests.unit import hypo
 
 
 class FromMetadataTestCase(testtools.TestCase):
@@ -29,39 +35,39 @@ class FromMetadataTestCase(testtools.TestCase):
 
     def test_no_aggregates_is_default_mode(self):
         prof = profile.from_metadata([])
-        self.assertEqual(profile.HostProfile(mode=profile.DRAM), prof)
+        self.assertEqual(profile.HostProfile(mode=kinds.DRAM), prof)
         self.assertTrue(prof.known)
         self.assertIsNone(prof.problem)
 
     def test_aggregates_without_pmem_keys_are_default_mode(self):
         prof = profile.from_metadata(
             [{}, None, {'availability_zone': 'az1', 'ssd': 'true'}],
-            default_mode=profile.APP_DIRECT)
-        self.assertEqual(profile.APP_DIRECT, prof.mode)
+            default_mode=kinds.APP_DIRECT)
+        self.assertEqual(kinds.APP_DIRECT, prof.mode)
         self.assertIsNone(prof.dram_cache_gb)
 
     def test_default_memory_mode_needs_a_cache_size(self):
         self._unknown([], profile.DRAM_CACHE_KEY,
-                      default_mode=profile.MEMORY_MODE)
+                      default_mode=kinds.MEMORY_MODE)
         prof = profile.from_metadata([{profile.DRAM_CACHE_KEY: '64'}],
-                                     default_mode=profile.MEMORY_MODE)
-        self.assertEqual(profile.MEMORY_MODE, prof.mode)
+                                     default_mode=kinds.MEMORY_MODE)
+        self.assertEqual(kinds.MEMORY_MODE, prof.mode)
         self.assertEqual(64.0, prof.dram_cache_gb)
 
     def test_dram(self):
         prof = profile.from_metadata([{profile.MODE_KEY: 'dram'}],
-                                     default_mode=profile.APP_DIRECT)
-        self.assertEqual(profile.HostProfile(mode=profile.DRAM), prof)
+                                     default_mode=kinds.APP_DIRECT)
+        self.assertEqual(profile.HostProfile(mode=kinds.DRAM), prof)
 
     def test_app_direct(self):
         prof = profile.from_metadata([{profile.MODE_KEY: 'app_direct'}])
-        self.assertEqual(profile.HostProfile(mode=profile.APP_DIRECT), prof)
+        self.assertEqual(profile.HostProfile(mode=kinds.APP_DIRECT), prof)
 
     def test_memory_mode(self):
         prof = profile.from_metadata([{profile.MODE_KEY: 'memory_mode',
                                        profile.DRAM_CACHE_KEY: '192'}])
         self.assertEqual(
-            profile.HostProfile(mode=profile.MEMORY_MODE, dram_cache_gb=192.0),
+            profile.HostProfile(mode=kinds.MEMORY_MODE, dram_cache_gb=192.0),
             prof)
 
     def test_memory_mode_fractional_cache(self):
@@ -75,7 +81,7 @@ class FromMetadataTestCase(testtools.TestCase):
             {'availability_zone': 'az1'},
             {profile.DRAM_CACHE_KEY: '96'},
         ])
-        self.assertEqual(profile.MEMORY_MODE, prof.mode)
+        self.assertEqual(kinds.MEMORY_MODE, prof.mode)
         self.assertEqual(96.0, prof.dram_cache_gb)
 
     def test_memory_mode_without_cache_size(self):
@@ -83,7 +89,7 @@ class FromMetadataTestCase(testtools.TestCase):
                       profile.DRAM_CACHE_KEY, 'memory_mode')
 
     def test_cache_size_ignored_outside_memory_mode(self):
-        for mode in (profile.DRAM, profile.APP_DIRECT):
+        for mode in (kinds.DRAM, kinds.APP_DIRECT):
             prof = profile.from_metadata([{profile.MODE_KEY: mode,
                                            profile.DRAM_CACHE_KEY: '192'}])
             self.assertEqual(profile.HostProfile(mode=mode), prof)
@@ -104,13 +110,13 @@ class FromMetadataTestCase(testtools.TestCase):
         prof = profile.from_metadata([{profile.MODE_KEY: ' memory_mode\t',
                                        profile.DRAM_CACHE_KEY: ' 192 \n'}])
         self.assertEqual(
-            profile.HostProfile(mode=profile.MEMORY_MODE, dram_cache_gb=192.0),
+            profile.HostProfile(mode=kinds.MEMORY_MODE, dram_cache_gb=192.0),
             prof)
 
     def test_whitespace_differences_are_not_a_conflict(self):
         prof = profile.from_metadata([{profile.MODE_KEY: 'dram'},
                                       {profile.MODE_KEY: ' dram '}])
-        self.assertEqual(profile.DRAM, prof.mode)
+        self.assertEqual(kinds.DRAM, prof.mode)
 
     def test_agreeing_aggregates(self):
         prof = profile.from_metadata([
@@ -171,54 +177,98 @@ class FromMetadataTestCase(testtools.TestCase):
                       profile.DRAM_CACHE_KEY)
 
     def test_profile_is_hashable_and_frozen(self):
-        prof = profile.HostProfile(mode=profile.DRAM)
-        self.assertEqual({prof}, {profile.HostProfile(mode=profile.DRAM)})
+        prof = profile.HostProfile(mode=kinds.DRAM)
+        self.assertEqual({prof}, {profile.HostProfile(mode=kinds.DRAM)})
         self.assertRaises(AttributeError, setattr, prof, 'mode', 'x')
 
 
-class CacheArithmeticTestCase(testtools.TestCase):
+class BothWaysTestCase(testtools.TestCase):
+    """to_metadata and from_metadata are each other's inverse."""
 
-    def test_cache_capacity_mb(self):
-        prof = profile.HostProfile(mode=profile.MEMORY_MODE, dram_cache_gb=2)
-        self.assertEqual(2048.0, prof.cache_capacity_mb())
-        self.assertEqual(3072.0, prof.cache_capacity_mb(1.5))
-        self.assertEqual(0.0, prof.cache_capacity_mb(0.0))
+    def test_every_kind_round_trips(self):
+        for mode in kinds.ALL_MODES:
+            for cells in (None, {0: 95.5, 1: 96.5}):
+                prof = profile.build(mode, 192.0, cells)
+                self.assertTrue(prof.known, prof.problem)
+                metadata = profile.to_metadata(prof)
+                self.assertEqual(prof, profile.from_metadata([metadata]))
+                self.assertEqual(mode, metadata[profile.MODE_KEY])
+                if mode in kinds.TIERED:
+                    self.assertEqual(192.0, prof.dram_cache_gb)
+                    self.assertEqual(
+                        None if cells is None else ((0, 95.5), (1, 96.5)),
+                        prof.cell_cache_gb)
+                else:
+                    # Near memory means nothing where guest RAM is DRAM.
+                    self.assertEqual({profile.MODE_KEY: mode}, metadata)
+                    self.assertIsNone(prof.dram_cache_gb)
 
-    def test_cache_capacity_outside_memory_mode(self):
-        for prof in (profile.HostProfile(mode=profile.DRAM),
-                     profile.HostProfile(mode=profile.APP_DIRECT),
-                     profile.HostProfile(problem='unknown')):
-            self.assertIsNone(prof.cache_capacity_mb())
+    def test_keys_in_the_order_they_are_read(self):
+        metadata = profile.metadata(kinds.CXL_KMEM, 256, {0: 128, 1: 128})
+        self.assertEqual(list(profile.PROFILE_KEYS), list(metadata))
+        self.assertEqual(['cxl_kmem', '256', '0:128,1:128'],
+                         list(metadata.values()))
 
-    def test_hot_mb(self):
-        self.assertEqual(1024.0, profile.hot_mb(4096, 0.25))
-        self.assertEqual(4096.0, profile.hot_mb(4096, 1.0))
-        self.assertEqual(0.0, profile.hot_mb(0, 0.5))
+    def test_values_keep_every_digit(self):
+        prof = profile.build(kinds.MEMORY_MODE, 1234.5678)
+        self.assertEqual('1234.5678',
+                         profile.to_metadata(prof)[profile.DRAM_CACHE_KEY])
 
-    def test_fits_cache_exact_bound(self):
-        self.assertTrue(profile.fits_cache(1024.0, 1024.0, 2048.0))
-        self.assertTrue(profile.fits_cache(0.0, 2048.0, 2048.0))
-        self.assertFalse(profile.fits_cache(1024.0, 1025.0, 2048.0))
-        self.assertFalse(profile.fits_cache(0.0, 2048.01, 2048.0))
+    def test_unknown_profile_has_no_metadata(self):
+        self.assertRaises(ValueError, profile.to_metadata,
+                          profile.build(kinds.MEMORY_MODE))
 
-    def test_fits_cache_float_sums(self):
-        # Ten instances of 1024 MB at hot ratio 0.7 fill a 7 GB cache
-        # exactly, although the float sum is a hair above 7168.
-        used = 0.0
-        for _ in range(9):
-            used += profile.hot_mb(1024, 0.7)
-        new = profile.hot_mb(1024, 0.7)
-        self.assertGreater(used + new, 7168.0)
-        self.assertTrue(profile.fits_cache(used, new, 7168.0))
-        self.assertFalse(profile.fits_cache(used, new + 0.001, 7168.0))
+    @hypo.settings(200)
+    @hypothesis.given(
+        mode=st.sampled_from(kinds.ALL_MODES),
+        near=st.floats(0.001, 1e6, allow_nan=False),
+        cells=st.none() | st.dictionaries(st.integers(0, 15),
+                                          st.floats(0.001, 1e5),
+                                          min_size=1, max_size=4))
+    def test_round_trip_property(self, mode, near, cells):
+        if cells:
+            near = math.fsum(cells.values())
+        prof = profile.build(mode, near, cells)
+        self.assertTrue(prof.known, prof.problem)
+        self.assertEqual(prof, profile.from_metadata(
+            [profile.to_metadata(prof)]))
 
-    def test_nothing_fits_a_zero_cache(self):
-        self.assertTrue(profile.fits_cache(0.0, 0.0, 0.0))
-        self.assertFalse(profile.fits_cache(0.0, 1.0, 0.0))
 
-    def test_headroom(self):
-        self.assertEqual(1024.0, profile.cache_headroom_mb(1024.0, 2048.0))
-        self.assertEqual(2048.0, profile.cache_headroom_mb(0.0, 2048.0))
-        self.assertEqual(0.0, profile.cache_headroom_mb(2048.0, 2048.0))
-        # Overcommitted hosts have no headroom, never a negative one.
-        self.assertEqual(0.0, profile.cache_headroom_mb(4096.0, 2048.0))
+class ProblemCodeTestCase(testtools.TestCase):
+    """What is wrong with an unknown profile, without reading its text."""
+
+    def _code(self, *metadata):
+        prof = profile.from_metadata(metadata)
+        self.assertFalse(prof.known)
+        return prof.problem_code, prof.problem_key
+
+    def test_codes(self):
+        self.assertEqual((profile.DISAGREE, profile.MODE_KEY), self._code(
+            {'pmem_mode': 'dram'}, {'pmem_mode': 'app_direct'}))
+        self.assertEqual((profile.DISAGREE, profile.DRAM_CACHE_KEY),
+                         self._code({'pmem_dram_cache_gb': '1'},
+                                    {'pmem_dram_cache_gb': '2'}))
+        self.assertEqual((profile.INVALID, profile.MODE_KEY),
+                         self._code({'pmem_mode': 'memory-mode'}))
+        self.assertEqual((profile.INVALID, profile.DRAM_CACHE_KEY),
+                         self._code({'pmem_mode': 'memory_mode',
+                                     'pmem_dram_cache_gb': 'x'}))
+        self.assertEqual((profile.INVALID, profile.DRAM_CACHE_PER_CELL_KEY),
+                         self._code({'pmem_mode': 'memory_mode',
+                                     'pmem_dram_cache_gb_per_cell': '0'}))
+        self.assertEqual((profile.MISSING, profile.DRAM_CACHE_KEY),
+                         self._code({'pmem_mode': 'cxl_flat'}))
+
+    def test_known_profiles_have_none(self):
+        prof = profile.from_metadata([{'pmem_mode': 'dram'}])
+        self.assertIsNone(prof.problem_code)
+        self.assertIsNone(prof.problem_key)
+
+
+class NearMemoryTestCase(testtools.TestCase):
+
+    def test_near_memory_gb(self):
+        for mode in kinds.ALL_MODES:
+            expected = 64.0 if mode in kinds.TIERED else 384.0
+            self.assertEqual(expected,
+                             profile.near_memory_gb(mode, 384.0, 64.0))

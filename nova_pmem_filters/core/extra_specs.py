@@ -11,10 +11,12 @@
 #    under the License.
 """The ``pmem:`` flavor extra specs: one parser for every consumer.
 
-The scheduler filters and weighers, the nova-api validators and the offline
-planner all read flavor extra specs through :func:`parse`. The value grammar
-lives here as regular expressions, and both the parser and the API validators
-are built from them, so what the API accepts is exactly what the scheduler
+The scheduler filters and weighers, the nova-api validators, the doctor,
+the simulator and the planner all read flavor extra specs through
+:func:`parse` (or :func:`request_of`, which never raises), with the same
+:class:`Defaults` for what a flavor leaves out. The value grammar lives here
+as regular expressions, and both the parser and the API validators are built
+from them, so what the API accepts is exactly what the scheduler
 understands.
 
 This module imports nothing from Nova.
@@ -23,7 +25,8 @@ This module imports nothing from Nova.
 import dataclasses
 import re
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import kinds
 
 NAMESPACE = 'pmem'
 
@@ -34,19 +37,12 @@ HOT_RATIO_KEY = 'pmem:hot_ratio'
 # Nova's own vPMEM extra spec; a flavor with it needs an App Direct host.
 VPMEM_KEY = 'hw:pmem'
 
-# The Placement request of a flavor's hot RAM (see profile.near_memory_mb).
-NEAR_MEMORY_KEY = 'resources:%s' % profile.NEAR_MEMORY_RC
-# The same resource in any request group: resources, resources1,
-# resources_GROUP.
-_NEAR_MEMORY_KEY_RE = re.compile(
-    r'resources(?:[1-9][0-9]*|_[a-zA-Z0-9_-]+)?:%s' % profile.NEAR_MEMORY_RC)
-
 PRIORITY_HIGH = 'high'
 PRIORITY_NORMAL = 'normal'
 PRIORITY_LOW = 'low'
 PRIORITIES = (PRIORITY_HIGH, PRIORITY_NORMAL, PRIORITY_LOW)
 
-_MODE_ALTERNATION = '|'.join(profile.MODES)
+_MODE_ALTERNATION = '|'.join(kinds.MODES)
 
 # A comma list of modes; blanks around the commas are allowed.
 MODES_PATTERN = (r'\s*(?:%(m)s)\s*(?:,\s*(?:%(m)s)\s*)*'
@@ -65,7 +61,7 @@ MODES_DESCRIPTION = (
     '%s. A host in none of them is rejected by PmemModeFilter. CXL hosts '
     'pass as the mode they behave as: cxl_flat and cxl_kmem as memory_mode, '
     'cxl_devdax as dram. Defaults to [pmem] default_flavor_modes.'
-    % ', '.join(profile.MODES))
+    % ', '.join(kinds.MODES))
 PRIORITY_DESCRIPTION = (
     'Memory-tier priority of the flavor: high prefers DRAM-backed hosts '
     '(dram, app_direct, cxl_devdax), low prefers tiered hosts '
@@ -78,13 +74,39 @@ HOT_RATIO_DESCRIPTION = (
 
 # key -> (human description of the allowed values, regex the value matches)
 RULES = {
-    MODES_KEY: ('a comma-separated list of %s' % ', '.join(profile.MODES),
+    MODES_KEY: ('a comma-separated list of %s' % ', '.join(kinds.MODES),
                 MODES_PATTERN),
     PRIORITY_KEY: ('one of %s' % ', '.join(PRIORITIES),
                    '|'.join(PRIORITIES)),
     HOT_RATIO_KEY: ('a decimal number greater than 0 and at most 1',
                     HOT_RATIO_PATTERN),
 }
+
+
+# Share of a flavor's RAM counted as hot when it has no pmem:hot_ratio: the
+# default of [pmem] default_hot_ratio, and what the planner plans with (and
+# nova-config writes) for a workload that gives no hot ratio. About half of
+# cloud VMs never touch half of the memory they rent.
+DEFAULT_HOT_RATIO = 0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class Defaults:
+    """What a flavor gets for the ``pmem:`` keys it leaves out.
+
+    ``[pmem] default_flavor_modes`` and ``default_hot_ratio`` in the
+    scheduler; the same values everywhere else that must decide as it does.
+    """
+
+    modes: frozenset = frozenset(kinds.MODES)
+    hot_ratio: float = DEFAULT_HOT_RATIO
+
+    def __post_init__(self):
+        object.__setattr__(self, 'modes', frozenset(self.modes))
+        object.__setattr__(self, 'hot_ratio', float(self.hot_ratio))
+
+
+DEFAULTS = Defaults()
 
 
 class InvalidExtraSpec(ValueError):
@@ -97,6 +119,9 @@ class InvalidExtraSpec(ValueError):
         super().__init__(
             "extra spec '%s' has value '%s', expected %s"
             % (key, value, allowed))
+
+
+_ALL_MODES = frozenset(kinds.MODES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,17 +141,17 @@ class PmemRequest:
         """Whether a host of kind ``mode`` passes the flavor's modes.
 
         A CXL host passes as the mode it behaves as
-        (:func:`nova_pmem_filters.profile.scheduled_as`).
+        (:func:`nova_pmem_filters.core.kinds.scheduled_as`).
         """
-        return profile.scheduled_as(mode) in self.modes
+        return kinds.scheduled_as(mode) in self.modes
 
     @property
     def constrains_modes(self):
-        return self.modes != frozenset(profile.MODES)
+        return self.modes != _ALL_MODES
 
     def hot_mb(self, memory_mb):
         """Hot RAM in MB of an instance of ``memory_mb`` with this request."""
-        return profile.hot_mb(memory_mb, self.hot_ratio)
+        return cache.hot_mb(memory_mb, self.hot_ratio)
 
 
 def _match(key, value):
@@ -169,34 +194,6 @@ def validate(key, value):
     _match(key, value)
 
 
-def near_memory_spec(memory_mb, hot_ratio):
-    """The flavor extra spec that asks Placement for its hot RAM.
-
-    :returns: ``{'resources:CUSTOM_NEAR_MEMORY_MB': '<hot MB>'}``.
-    """
-    return {NEAR_MEMORY_KEY: str(profile.near_memory_mb(memory_mb,
-                                                        hot_ratio))}
-
-
-def requested_near_memory(extra_specs):
-    """MB of ``CUSTOM_NEAR_MEMORY_MB`` a flavor requests, or None.
-
-    Summed over the request groups that name it; values that are not a
-    positive integer (Nova drops a zero amount) count as no request.
-    """
-    total = 0
-    for key, value in (extra_specs or {}).items():
-        if not (isinstance(key, str) and _NEAR_MEMORY_KEY_RE.fullmatch(key)):
-            continue
-        try:
-            amount = int(str(value).strip())
-        except ValueError:
-            continue
-        if amount > 0:
-            total += amount
-    return total or None
-
-
 def _vpmem_labels(extra_specs):
     raw = extra_specs.get(VPMEM_KEY)
     if not isinstance(raw, str):
@@ -204,12 +201,11 @@ def _vpmem_labels(extra_specs):
     return tuple(label.strip() for label in raw.split(',') if label.strip())
 
 
-def parse(extra_specs, default_modes=profile.MODES, default_hot_ratio=1.0):
+def parse(extra_specs, defaults=DEFAULTS):
     """Parse the ``pmem:`` extra specs of one flavor.
 
     :param extra_specs: the flavor's extra specs, a mapping of str to str.
-    :param default_modes: modes allowed when ``pmem:modes`` is absent.
-    :param default_hot_ratio: hot ratio used when ``pmem:hot_ratio`` is absent.
+    :param defaults: the :class:`Defaults` of the keys it leaves out.
     :returns: a :class:`PmemRequest`.
     :raises InvalidExtraSpec: naming the first bad key, its value and what is
         allowed. Keys are checked in sorted order so the message is stable.
@@ -223,26 +219,51 @@ def parse(extra_specs, default_modes=profile.MODES, default_hot_ratio=1.0):
     if MODES_KEY in extra_specs:
         modes = parse_modes(extra_specs[MODES_KEY])
     else:
-        modes = frozenset(default_modes)
+        modes = defaults.modes
     priority = extra_specs.get(PRIORITY_KEY, PRIORITY_NORMAL)
     if HOT_RATIO_KEY in extra_specs:
         hot_ratio = parse_hot_ratio(extra_specs[HOT_RATIO_KEY])
     else:
-        hot_ratio = float(default_hot_ratio)
+        hot_ratio = defaults.hot_ratio
 
     labels = _vpmem_labels(extra_specs)
     conflict = None
     if labels:
         # vPMEM namespaces exist only on App Direct hosts.
-        if profile.APP_DIRECT in modes:
-            modes = frozenset([profile.APP_DIRECT])
+        if kinds.APP_DIRECT in modes:
+            modes = frozenset([kinds.APP_DIRECT])
         else:
             conflict = ("%s=%s needs an %s host but %s allows only %s"
                         % (VPMEM_KEY, extra_specs[VPMEM_KEY],
-                           profile.APP_DIRECT,
+                           kinds.APP_DIRECT,
                            MODES_KEY if MODES_KEY in extra_specs
                            else '[pmem] default_flavor_modes',
                            ','.join(sorted(modes))))
             modes = frozenset()
     return PmemRequest(modes=modes, priority=priority, hot_ratio=hot_ratio,
                        vpmem_labels=labels, conflict=conflict)
+
+
+def request_of(extra_specs, defaults=DEFAULTS):
+    """:func:`parse` without raising.
+
+    :returns: ``(PmemRequest, None)`` or ``(None, why the specs are
+        invalid)``.
+    """
+    try:
+        return parse(extra_specs, defaults), None
+    except InvalidExtraSpec as exc:
+        return None, str(exc)
+
+
+def counted_hot_mb(memory_mb, request):
+    """Hot MB an instance of ``memory_mb`` counts against near memory.
+
+    A flavor whose specs do not parse (an old flavor the API would now
+    refuse) counts all its RAM as hot: the bound must hold even then.
+
+    :param request: the flavor's PmemRequest, None when it does not parse.
+    """
+    if request is None:
+        return float(memory_mb)
+    return request.hot_mb(memory_mb)

@@ -9,20 +9,15 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Tests of the hot-RAM ledger and the HostState / RequestSpec adapters."""
+"""The hot-RAM ledger: one batched query per cell, entries kept and renewed."""
 
-import threading
-import time
 
-import fixtures
 from oslo_utils.fixture import uuidsentinel as uuids
 
 from nova import context as nova_context
 from nova import objects
 
 from nova_pmem_filters import filters
-from nova_pmem_filters import hostinfo
-from nova_pmem_filters import profile
 from tests.unit import fakes
 
 
@@ -33,7 +28,9 @@ class HotRamLedgerTestCase(fakes.PmemTestCase):
         self.flags(instance_cache_ttl=600, group='pmem')
 
     def _used(self, hosts, exclude_uuid=None):
-        return self.ledger.used_by_host(hosts, exclude_uuid=exclude_uuid)
+        return {key: None if usage is None else usage.total
+                for key, usage in self.ledger.usage_by_host(
+                    hosts, exclude_uuid=exclude_uuid).items()}
 
     def test_lazy_load_guard(self):
         # The guard of PmemTestCase notices a lazy-load, so the tests that
@@ -201,11 +198,13 @@ class HotRamLedgerTestCase(fakes.PmemTestCase):
                          self._used([host1]))
         warnings = sorted(self.log_lines('WARNING'))
         expected = sorted([
-            "WARNING nova_pmem_filters.hostinfo Instance %s has a flavor "
+            "WARNING nova_pmem_filters.scheduler.ledger Instance %s has a "
+            "flavor "
             "with invalid pmem extra specs (extra spec 'pmem:hot_ratio' has "
             "value '2', expected a decimal number greater than 0 and at "
             "most 1); counting all its RAM as hot." % uuids.a,
-            "WARNING nova_pmem_filters.hostinfo Instance %s has a flavor "
+            "WARNING nova_pmem_filters.scheduler.ledger Instance %s has a "
+            "flavor "
             "with invalid pmem extra specs (extra spec 'pmem:typo' has "
             "value 'x', expected one of the keys pmem:hot_ratio, "
             "pmem:modes, pmem:priority); counting all its RAM as hot."
@@ -298,194 +297,3 @@ class CacheFilterLedgerTestCase(fakes.PmemTestCase):
                             [self.instance(uuids.a)])]
         self.filt_cls.filter_all(hosts, fakes.request_spec())
         self.get_by_filters.assert_not_called()
-
-
-class AdapterTestCase(fakes.PmemTestCase):
-
-    def test_host_profile(self):
-        prof = hostinfo.host_profile(
-            fakes.host('host1', [fakes.memory_mode(64)]))
-        self.assertEqual(profile.HostProfile(mode='memory_mode',
-                                             dram_cache_gb=64.0), prof)
-        self.assertEqual([], self.log_lines('WARNING'))
-
-    def test_host_profile_warns_once(self):
-        bad = fakes.host('host1', [fakes.DRAM, fakes.APP_DIRECT])
-        for _ in range(3):
-            self.assertFalse(hostinfo.host_profile(bad).known)
-        self.assertEqual(1, len(self.log_lines('WARNING')))
-        # Another host with the same problem gets its own warning.
-        other = fakes.host('host2', [fakes.DRAM, fakes.APP_DIRECT])
-        hostinfo.host_profile(other)
-        self.assertEqual(2, len(self.log_lines('WARNING')))
-
-    def test_warned_set_is_bounded(self):
-        self.useFixture(fixtures.MockPatchObject(hostinfo, '_WARNED_MAX', 3))
-        for n in range(7):
-            hostinfo.warn_once(('k', n), 'problem %(n)s', {'n': n})
-        self.assertLessEqual(len(hostinfo._WARNED), 3)
-        self.assertEqual(7, len(self.log_lines('WARNING')))
-
-    def test_unreadable_aggregates(self):
-        host1 = fakes.host('host1')
-        host1.aggregates = [object()]
-        prof = hostinfo.host_profile(host1)
-        self.assertFalse(prof.known)
-        self.assertIn('unreadable aggregates', prof.problem)
-
-    def test_flavor_request_reads_no_unset_field(self):
-        flavor = objects.Flavor(name='bare', memory_mb=1024)
-        request, error = hostinfo.flavor_request(flavor)
-        self.assertIsNone(error)
-        self.assertFalse(request.constrains_modes)
-
-    def test_spec_request_without_flavor(self):
-        request, error = hostinfo.spec_request(objects.RequestSpec())
-        self.assertIsNone(request)
-        self.assertIn('request has no flavor', error)
-
-
-class AggregateViewCheckTestCase(fakes.PmemTestCase):
-    """check_aggregate_view, with Nova's database and RPC replaced.
-
-    tests/functional/test_stale_aggregates.py runs it in a real Nova.
-    """
-
-    def setUp(self):
-        super(AggregateViewCheckTestCase, self).setUp()
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_pmem_filters.hostinfo._VIEW_CHECKED_PID', None))
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_pmem_filters.hostinfo._VIEW_REPAIR', None))
-        self.fresh = []
-        self.get_all = self.useFixture(fixtures.MockPatch(
-            'nova.objects.AggregateList.get_all',
-            side_effect=lambda ctx: self.fresh)).mock
-        self.client = self.useFixture(fixtures.MockPatch(
-            'nova.scheduler.client.query.SchedulerQueryClient')).mock()
-        self.log = self.useFixture(fixtures.FakeLogger(
-            name='nova_pmem_filters'))
-        self.spec = fakes.request_spec()
-        self.spec._context = nova_context.get_admin_context()
-
-    def _agg(self, agg_id, hosts, metadata):
-        return objects.Aggregate(id=agg_id, name='agg%d' % agg_id,
-                                 hosts=hosts, metadata=metadata)
-
-    def test_repairs_stale_hosts_only(self):
-        mm = {profile.MODE_KEY: profile.MEMORY_MODE,
-              profile.DRAM_CACHE_KEY: '192'}
-        dram = {profile.MODE_KEY: profile.DRAM}
-        fresh_mm = self._agg(1, ['mm1'], mm)
-        fresh_dram = self._agg(2, ['dram1'], dram)
-        self.fresh = [fresh_mm, fresh_dram]
-        stale_host = fakes.host('mm1')      # held no aggregate at all
-        ok_host = fakes.host('dram1')
-        ok_host.aggregates = [self._agg(2, ['dram1'], dram)]
-        gone = self._agg(7, ['dram1'], {profile.MODE_KEY: 'memory_mode'})
-        other = fakes.host('ad1')
-        other.aggregates = [gone]
-
-        stale = hostinfo.check_aggregate_view(
-            self.spec, [stale_host, ok_host, other])
-
-        self.assertEqual(['mm1', 'ad1'], stale)
-        self.assertEqual([fresh_mm], stale_host.aggregates)
-        self.assertEqual([], other.aggregates)
-        self.assertEqual(profile.MEMORY_MODE,
-                         hostinfo.host_profile(stale_host).mode)
-        self.client.update_aggregates.assert_called_once_with(
-            self.spec._context, self.fresh)
-        self.client.delete_aggregate.assert_called_once_with(
-            self.spec._context, gone)
-        self.assertIn('differ from the database', self.log.output)
-        self.assertIn("ad1 held [7 {'pmem_mode': 'memory_mode'}], "
-                      "database []; mm1 held [], database [1 {",
-                      self.log.output)
-
-    def test_once_per_process_and_quiet_when_fresh(self):
-        self.fresh = [self._agg(1, ['mm1'], {profile.MODE_KEY: 'dram'})]
-        host = fakes.host('mm1')
-        host.aggregates = [self._agg(1, ['mm1'], {profile.MODE_KEY: 'dram'})]
-        self.assertEqual([], hostinfo.check_aggregate_view(self.spec, [host]))
-        self.assertEqual([], hostinfo.check_aggregate_view(
-            self.spec, [fakes.host('mm1')]))
-        self.assertEqual(1, self.get_all.call_count)
-        self.assertFalse(self.client.update_aggregates.called)
-        self.assertEqual('', self.log.output)
-
-    def test_no_context_or_disabled_means_no_check(self):
-        self.assertEqual([], hostinfo.check_aggregate_view(
-            fakes.request_spec(), [fakes.host('mm1')]))
-        self.flags(check_aggregate_view=False, group='pmem')
-        self.assertEqual([], hostinfo.check_aggregate_view(
-            self.spec, [fakes.host('mm1')]))
-        self.assertFalse(self.get_all.called)
-        # Not marked as done while it could not run.
-        self.assertIsNone(hostinfo._VIEW_CHECKED_PID)
-
-    def test_database_error_keeps_the_view(self):
-        self.get_all.side_effect = RuntimeError('database gone')
-        host = fakes.host('mm1')
-        self.assertEqual([], hostinfo.check_aggregate_view(self.spec, [host]))
-        self.assertIn('Could not compare', self.log.output)
-        self.assertIn('database gone', self.log.output)
-
-    def test_filter_serves_while_the_check_fails(self):
-        self.get_all.side_effect = RuntimeError('database gone')
-        host = fakes.host('dram1', metadata=[{profile.MODE_KEY: 'dram'}])
-        self.spec.flavor.extra_specs = {'pmem:modes': 'dram'}
-        self.assertEqual([host], filters.PmemModeFilter().filter_all(
-            [host], self.spec))
-
-    def test_requests_until_the_fanout_arrives_are_repaired_too(self):
-        mm = {profile.MODE_KEY: profile.MEMORY_MODE,
-              profile.DRAM_CACHE_KEY: '192'}
-        self.fresh = [self._agg(1, ['mm1'], mm)]
-        first = fakes.host('mm1')
-        self.assertEqual(['mm1'],
-                         hostinfo.check_aggregate_view(self.spec, [first]))
-        # A request that ran meanwhile in another thread, or before Nova's
-        # fanout reached this worker, still carries the stale copy.
-        second = fakes.host('mm1')
-        self.assertEqual(['mm1'],
-                         hostinfo.check_aggregate_view(self.spec, [second]))
-        self.assertEqual(self.fresh, second.aggregates)
-        self.assertEqual(1, self.get_all.call_count)
-        self.assertEqual(1, self.client.update_aggregates.call_count)
-        # Once the window is over, Nova's copy is trusted again.
-        self.useFixture(fixtures.MockPatch(
-            'time.monotonic',
-            return_value=time.monotonic() + hostinfo.VIEW_REPAIR_WINDOW_S + 1))
-        late = fakes.host('mm1')
-        self.assertEqual([], hostinfo.check_aggregate_view(self.spec, [late]))
-        self.assertEqual([], late.aggregates)
-
-    def test_concurrent_request_is_repaired_too(self):
-        mm = {profile.MODE_KEY: profile.MEMORY_MODE,
-              profile.DRAM_CACHE_KEY: '192'}
-        self.fresh = [self._agg(1, ['mm1'], mm)]
-        other = fakes.host('mm1')
-        seen = {}
-
-        def read_while_another_request_starts(ctx):
-            # Another scheduler thread starts a request during the read.
-            if 'thread' not in seen:
-                seen['thread'] = threading.Thread(
-                    target=lambda: seen.setdefault(
-                        'stale',
-                        hostinfo.check_aggregate_view(self.spec, [other])))
-                seen['thread'].start()
-                seen['thread'].join(10)
-            return self.fresh
-
-        self.get_all.side_effect = read_while_another_request_starts
-        self.assertEqual(['mm1'], hostinfo.check_aggregate_view(
-            self.spec, [fakes.host('mm1')]))
-        self.assertEqual(['mm1'], seen['stale'])
-        self.assertEqual(self.fresh, other.aggregates)
-        # Later requests use the repair, with no read of their own.
-        late = fakes.host('mm1')
-        self.assertEqual(['mm1'],
-                         hostinfo.check_aggregate_view(self.spec, [late]))
-        self.assertEqual(2, self.get_all.call_count)

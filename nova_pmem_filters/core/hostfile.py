@@ -9,13 +9,15 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Reading discovered host profiles back: one file, or a directory of them.
+"""The host-profile file: what ``nova-pmem-discover`` writes, read back.
 
 ``nova-pmem-discover`` prints a host's profile as JSON
-(``doc/source/host-profile-format.rst``); operators keep one file per host
-in a directory. The planner (``fleet``, ``compare --fleet``) and the doctor
-(``--fleet``) read such directories through this module, so both accept and
-refuse the same files with the same one-line messages.
+(``doc/source/host-profile-format.rst``) with :func:`dumps` or
+:func:`write`; operators keep one file per host in a directory. The planner
+(``fleet``, ``compare --fleet``, ``simulate --fleet``) and the doctor
+(``--fleet``) read such directories through :func:`load`, so both accept and
+refuse the same files with the same one-line messages, and see the same
+scheduler profile (:meth:`DiscoveredHost.profile`).
 
 This module imports nothing from Nova.
 """
@@ -26,11 +28,13 @@ import json
 import math
 import os
 
-from nova_pmem_filters import profile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
+from nova_pmem_filters import fileutil
 
 SCHEMA = 'nova-pmem-host-profile/1'
-MIXED = 'mixed'
-HARDWARE_MODES = profile.MODES + (MIXED,) + profile.CXL_MODES
+MIXED = kinds.MIXED
+HARDWARE_MODES = kinds.HARDWARE_MODES
 
 
 class ProfileError(ValueError):
@@ -58,17 +62,18 @@ class Namespace:
 
 
 @dataclasses.dataclass(frozen=True)
-class HostProfile:
+class DiscoveredHost:
     """What the planner and the doctor read of one discovered host."""
 
     source: str
     hostname: str
-    # The hardware mode (dram, memory_mode, app_direct or mixed) and the
-    # mode the scheduler should see (mixed is scheduled as memory_mode).
+    # The hardware mode (a kind, or mixed) and the kind the scheduler
+    # should see (mixed is scheduled as memory_mode).
     hardware_mode: str
     mode: str
     visible_memory_gb: float
-    # 0 unless mode is memory_mode, as for the scheduler.
+    # The near memory of a tiered kind; 0 on the others, as for the
+    # scheduler.
     dram_cache_gb: float
     # Installed DRAM; None in a profile that does not say.
     dram_gb: float = None
@@ -76,12 +81,30 @@ class HostProfile:
     region_gb: tuple = ()
     # Namespaces (Namespace) of an app_direct host, as ndctl listed them.
     namespaces: tuple = ()
+    # Entries of the profile's sockets list; None when it lists none.
+    sockets: int = None
+    # ((NUMA node, GB), ...) of dram_cache_gb_per_cell (--numa), or None.
+    cell_cache_gb: tuple = None
 
-    def as_output_profile(self):
-        """The fields :mod:`nova_pmem_filters.discover.outputs` reads."""
-        return {'hostname': self.hostname, 'mode': self.hardware_mode,
-                'scheduler_mode': self.mode, 'dram_gb': self.dram_gb,
-                'dram_cache_gb': self.dram_cache_gb}
+    def profile(self):
+        """The scheduler's profile of the host, through its metadata."""
+        return profile.build(self.mode, self.dram_cache_gb,
+                             self.cell_cache_gb)
+
+    def metadata(self):
+        """The aggregate metadata of the host (``--aggregate`` prints it)."""
+        return profile.metadata(self.mode, self.dram_cache_gb,
+                                self.cell_cache_gb)
+
+    @property
+    def near_memory_gb(self):
+        """The near memory Placement is told of; None if not known."""
+        return profile.near_memory_gb(self.mode, self.dram_gb,
+                                      self.dram_cache_gb)
+
+    @property
+    def traits(self):
+        return kinds.traits(self.hardware_mode)
 
 
 def _is_number(value):
@@ -172,14 +195,17 @@ def parse(data, source):
                               json.dumps(data.get('schema'))))
     hostname = _text(data, 'hostname', source)
     hardware_mode = _text(data, 'mode', source, HARDWARE_MODES)
-    mode = _text(data, 'scheduler_mode', source, profile.ALL_MODES)
+    mode = _text(data, 'scheduler_mode', source, kinds.ALL_MODES)
     visible = _number(data, 'visible_memory_gb', source, positive=True)
     cache = _number(data, 'dram_cache_gb', source)
-    if mode in profile.TIERED and not cache:
+    if mode in kinds.TIERED and not cache:
         raise ProfileError(source, ['dram_cache_gb'], 'a %s host needs a '
                            'positive DRAM cache, got %s'
                            % (mode, json.dumps(data['dram_cache_gb'])))
-    if mode not in profile.TIERED:
+    cells = None
+    if mode in kinds.TIERED:
+        cells = _cell_cache(data, source, mode, cache)
+    else:
         cache = 0.0
     dram = (_number(data, 'dram_gb', source) if 'dram_gb' in data
             else None)
@@ -188,15 +214,49 @@ def parse(data, source):
                               or isinstance(vcpus, bool) or vcpus < 1):
         raise ProfileError(source, ['vcpus'], 'expected a positive integer, '
                            'got %s' % json.dumps(vcpus))
-    regions = _regions(data, source) if mode == profile.APP_DIRECT else ()
+    regions = _regions(data, source) if mode == kinds.APP_DIRECT else ()
     # Namespaces matter where vPMEM goes: app_direct hosts.
-    namespaces = (_namespaces(data, source) if mode == profile.APP_DIRECT
+    namespaces = (_namespaces(data, source) if mode == kinds.APP_DIRECT
                   else ())
-    return HostProfile(source=source, hostname=hostname,
-                       hardware_mode=hardware_mode, mode=mode,
-                       visible_memory_gb=visible, dram_cache_gb=cache,
-                       dram_gb=dram, vcpus=vcpus, region_gb=regions,
-                       namespaces=namespaces)
+    return DiscoveredHost(source=source, hostname=hostname,
+                          hardware_mode=hardware_mode, mode=mode,
+                          visible_memory_gb=visible, dram_cache_gb=cache,
+                          dram_gb=dram, vcpus=vcpus, region_gb=regions,
+                          namespaces=namespaces,
+                          sockets=_socket_count(data, source),
+                          cell_cache_gb=cells)
+
+
+def _socket_count(data, source):
+    """How many sockets the host has; None if the profile does not say.
+
+    ipmctl lists the sockets of an Optane host; a host without Optane
+    lists none, and with ``--cxl`` its NUMA nodes with CPUs stand for them.
+    """
+    sockets = data.get('sockets', [])
+    if not isinstance(sockets, list):
+        raise ProfileError(source, ['sockets'], 'expected a list')
+    if sockets:
+        return len(sockets)
+    section = data.get('cxl')
+    nodes = section.get('numa_nodes') if isinstance(section, dict) else None
+    if isinstance(nodes, list):
+        return sum(1 for node in nodes
+                   if isinstance(node, dict) and node.get('cpus')) or None
+    return None
+
+
+def _cell_cache(data, source, mode, cache_gb):
+    """The per-cell near memory of a tiered host, as the scheduler reads."""
+    raw = data.get('dram_cache_gb_per_cell')
+    if raw is None:
+        return None
+    prof = profile.from_metadata([dict(
+        profile.metadata(mode, cache_gb),
+        **{profile.DRAM_CACHE_PER_CELL_KEY: raw})])
+    if not prof.known:
+        raise ProfileError(source, ['dram_cache_gb_per_cell'], prof.problem)
+    return prof.cell_cache_gb
 
 
 def read(path):
@@ -242,3 +302,20 @@ def load(directory):
         seen[host.hostname] = path
         hosts.append(host)
     return hosts
+
+
+def dumps(prof):
+    """The text of a host-profile file (``prof`` as discovery builds it)."""
+    return json.dumps(prof, indent=2)
+
+
+def write(path, prof):
+    """Write a host-profile file atomically: the old file or the new.
+
+    :raises ProfileError: naming ``path`` when it cannot be written.
+    """
+    try:
+        fileutil.write_atomic(path, dumps(prof) + '\n')
+    except OSError as exc:
+        raise ProfileError(path, [], 'cannot write the file: %s'
+                           % (exc.strerror or exc))

@@ -1,0 +1,137 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Near memory in Placement: the inventory hosts report, the amount flavors
+request.
+
+With several scheduler workers the near-memory bound is only atomic in
+Placement: every host reports its near memory as ``CUSTOM_NEAR_MEMORY_MB``
+through Nova's provider config, and each flavor requests its hot MB of it
+(``resources:CUSTOM_NEAR_MEMORY_MB``). Discovery, nova-config, the doctor
+and the simulator write and check both sides with these functions.
+
+This module imports nothing from Nova.
+"""
+
+import math
+import re
+
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
+
+# Placement resource class of near memory: the DRAM that serves as system
+# memory (dram and app_direct hosts) or in front of the far tier (the
+# Memory-Mode cache, the DRAM of a tiered CXL host). Flavors request their
+# hot MB of it; see near_memory_mb().
+NEAR_MEMORY_RC = 'CUSTOM_NEAR_MEMORY_MB'
+
+# The Placement request of a flavor's hot RAM (see near_memory_mb).
+NEAR_MEMORY_KEY = 'resources:%s' % NEAR_MEMORY_RC
+# The same resource in any request group: resources, resources1,
+# resources_GROUP.
+_NEAR_MEMORY_KEY_RE = re.compile(
+    r'resources(?:[1-9][0-9]*|_[a-zA-Z0-9_-]+)?:%s' % NEAR_MEMORY_RC)
+
+
+def near_memory_mb(memory_mb, hot_ratio):
+    """``CUSTOM_NEAR_MEMORY_MB`` an instance requests from Placement.
+
+    The filter's hot MB (:func:`cache.hot_mb`) rounded up to a whole MB, as
+    Placement counts in integers. A product within the filter's tolerance of
+    an integer is that integer (1000 MB x 0.7 is 700, not 701), and an
+    instance requests at least 1 MB.
+    """
+    return max(int(math.ceil(cache.hot_mb(memory_mb, hot_ratio)
+                             - cache.EPSILON_MB)), 1)
+
+
+def near_memory_spec(memory_mb, hot_ratio):
+    """The flavor extra spec that asks Placement for its hot RAM.
+
+    :returns: ``{'resources:CUSTOM_NEAR_MEMORY_MB': '<hot MB>'}``.
+    """
+    return {NEAR_MEMORY_KEY: str(near_memory_mb(memory_mb, hot_ratio))}
+
+
+def requested_near_memory(extra_specs):
+    """MB of ``CUSTOM_NEAR_MEMORY_MB`` a flavor requests, or None.
+
+    Summed over the request groups that name it; values that are not a
+    positive integer (Nova drops a zero amount) count as no request.
+    """
+    total = 0
+    for key, value in (extra_specs or {}).items():
+        if not (isinstance(key, str) and _NEAR_MEMORY_KEY_RE.fullmatch(key)):
+            continue
+        try:
+            amount = int(str(value).strip())
+        except ValueError:
+            continue
+        if amount > 0:
+            total += amount
+    return total or None
+
+
+def near_memory_inventory(mode, near_gb, cache_overcommit_ratio=1.0,
+                          ram_allocation_ratio=1.0):
+    """The ``CUSTOM_NEAR_MEMORY_MB`` inventory of one host, for Placement.
+
+    Every host reports its near memory (:func:`profile.near_memory_gb`), so
+    that a flavor requesting near memory can land on any kind:
+
+    * tiered kinds (``memory_mode``, ``cxl_flat``, ``cxl_kmem``): the DRAM
+      in front of the far tier, with allocation ratio
+      ``cache_overcommit_ratio``: Placement then admits what
+      PmemCacheFilter admits (up to the rounding of :func:`near_memory_mb`).
+    * the others: the DRAM, with the host's ``ram_allocation_ratio``. An
+      instance requests at most its RAM of near memory, so this inventory
+      never binds before MEMORY_MB.
+
+    :param near_gb: the host's near memory, GB (1024 MB); rounded down to a
+        whole MB.
+    :returns: a dict of Nova's provider-config inventory fields (``total``,
+        ``reserved``, ``min_unit``, ``max_unit``, ``step_size``,
+        ``allocation_ratio``).
+    """
+    total = int(math.floor(float(near_gb) * profile.MB_PER_GB
+                           + cache.EPSILON_MB))
+    if mode in kinds.TIERED:
+        ratio = cache_overcommit_ratio
+    else:
+        ratio = ram_allocation_ratio
+    return {'total': total, 'reserved': 0, 'min_unit': 1,
+            'max_unit': max(total, 1), 'step_size': 1,
+            'allocation_ratio': float(ratio)}
+
+
+def capacity_mb(inventory):
+    """What Placement admits of an inventory: (total - reserved) x ratio."""
+    return ((inventory.get('total', 0) - inventory.get('reserved', 0))
+            * float(inventory.get('allocation_ratio', 1.0)))
+
+
+def near_memory_provider_config(inventory, name=None):
+    """A Nova provider config (``[compute] provider_config_location``).
+
+    :param inventory: from :func:`near_memory_inventory`.
+    :param name: the compute node's name; None identifies every compute node
+        of the nova-compute that reads the file (``$COMPUTE_NODE``).
+    :returns: a dict to write as YAML.
+    """
+    ident = {'name': name} if name else {'uuid': '$COMPUTE_NODE'}
+    return {
+        'meta': {'schema_version': '1.0'},
+        'providers': [{
+            'identification': ident,
+            'inventories': {'additional': [{NEAR_MEMORY_RC: dict(inventory)}]},
+        }],
+    }

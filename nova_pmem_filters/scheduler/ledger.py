@@ -1,0 +1,303 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The hot RAM of the instances already on each host.
+
+The scheduler usually knows the instances of a host only by UUID; the
+ledger reads their flavors (and NUMA cells) in one batched query per cell
+and keeps them, so that PmemCacheFilter and the weighers count each host's
+hot RAM without a query per instance. An instance whose flavor's ``pmem:``
+specs do not parse counts all its RAM (the core's rule,
+:func:`nova_pmem_filters.core.extra_specs.counted_hot_mb`).
+"""
+
+import operator
+import time
+
+from oslo_log import log as logging
+
+from nova import context as nova_context
+from nova import objects
+
+from nova_pmem_filters import conf
+from nova_pmem_filters.core import cache
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.scheduler import flavors
+from nova_pmem_filters.scheduler import logonce
+from nova_pmem_filters.scheduler import ovo
+
+LOG = logging.getLogger(__name__)
+CONF = conf.CONF
+
+
+def _newly_pushed(instances, idents):
+    """Whether nova-compute pushed an instance object since ``idents``.
+
+    Pushed objects carry their flavor; nova-compute replaces an object when
+    it pushes it again, so an object with a flavor that is not among the
+    identities recorded may carry a new flavor (a resize on the same host).
+    """
+    for inst in instances.values():
+        if ovo.pushed(inst) and (idents is None or id(inst) not in idents):
+            return True
+    return False
+
+
+def _unchanged(instances, record, records, host):
+    """Whether a host holds what it held when its record was summed.
+
+    With ``track_instance_changes`` the scheduler keeps one dict of a
+    host's instances and changes it in place: it is unchanged while it
+    holds the very objects it held (nova-compute replaces the objects it
+    pushes). Otherwise each request brings a new dict of bare objects: it
+    is unchanged when it has the same UUIDs and no object nova-compute
+    pushed since.
+    """
+    if instances is record[4]:
+        held = record[5]
+        return (len(instances) == len(held)
+                and all(map(operator.is_, instances.values(), held)))
+    if instances.keys() != record[0] or _newly_pushed(instances, record[3]):
+        return False
+    records[host] = record[:4] + (instances, tuple(instances.values()))
+    return True
+
+
+def _cells_of(numa_topology, hot_mb, memory_mb):
+    """``((host cell, hot MB), ...)`` of a NUMA-bound instance, else None.
+
+    Each cell of the instance's topology is charged its memory times the
+    flavor's hot ratio, i.e. its share of the instance's hot MB.
+    """
+    cells = getattr(numa_topology, 'cells', None) if numa_topology else None
+    if not cells:
+        return None
+    try:
+        placed = [(cell.id, cell.memory) for cell in cells]
+    except Exception:
+        # Cells without a host cell id (not placed yet): float.
+        return None
+    return cache.bound_cells(placed, hot_mb, memory_mb)
+
+
+def _pushed_cells(inst, hot_mb, memory_mb, entry, host):
+    """The cells of an instance nova-compute pushed with its flavor.
+
+    nova-compute pushes the objects it holds, whose ``numa_topology`` is
+    loaded after a build, resize or migration. If it is not, the cells
+    recorded before for the instance on this host stand, else the instance
+    is counted as floating.
+    """
+    if ovo.NUMA_ATTR in inst.__dict__:
+        return _cells_of(getattr(inst, ovo.NUMA_ATTR), hot_mb, memory_mb)
+    if entry is not None and entry[0] == host and entry[3] is not None:
+        return cache.bound_cells(entry[3], hot_mb) or entry[3]
+    return None
+
+
+class HotRamLedger(object):
+    """Hot RAM, in MB, of the instances already on each host.
+
+    The scheduler usually knows the instances of a host only by UUID
+    (``HostManager._get_instances_by_host``), and reading ``instance.flavor``
+    from such an object costs a database query per instance. The ledger keeps
+    a per-process record ``uuid -> (host, hot MB, time, cells)`` (``cells``:
+    the hot MB on each host NUMA cell of a NUMA-bound instance, else None)
+    and fills what is missing with one batched query per cell per request.
+    Instances that nova-compute pushed with their flavor loaded
+    (``track_instance_changes``) are read directly and refresh the record.
+
+    An entry is reloaded when its instance appears on another host than the
+    one it was recorded on (a move or resize) or when it is older than
+    ``[pmem] instance_cache_ttl``.
+    """
+
+    def __init__(self, clock=time.monotonic):
+        self._clock = clock
+        self._entries = {}
+        # host -> (frozenset of its instance UUIDs, their HotRam, time of
+        # the oldest entry summed, identities of the instance objects if
+        # nova-compute pushed them, the dict of instances and its objects
+        # when last seen): the total of a host whose instances have not
+        # changed since it was summed (see _unchanged).
+        self._hosts = {}
+        self._parsed = {}
+        self._last_prune = clock()
+        # Counts, for the benchmark and for operators reading debug logs.
+        self.queries = 0
+
+    def _hot_mb_of_flavor(self, uuid, flavor):
+        memory_mb = ovo.loaded(flavor, 'memory_mb') or 0
+        try:
+            # Most instances share a few flavors: parse each once per pass.
+            key = (memory_mb, frozenset(
+                (ovo.loaded(flavor, 'extra_specs') or {}).items()))
+            request, error = self._parsed[key]
+        except KeyError:
+            request, error = self._parsed[key] = flavors.flavor_request(
+                flavor, self._defaults)
+        except TypeError:
+            request, error = flavors.flavor_request(flavor, self._defaults)
+        if request is None:
+            logonce.warn_once(
+                LOG, ('instance', uuid, error),
+                "Instance %(uuid)s has a flavor with invalid pmem extra "
+                "specs (%(error)s); counting all its RAM as hot.",
+                {'uuid': uuid, 'error': error})
+        return extra_specs.counted_hot_mb(memory_mb, request)
+
+    def _prune(self, now, ttl):
+        # Walking every entry is not free on large clouds: do it rarely.
+        if now - self._last_prune < max(ttl, 60):
+            return
+        self._last_prune = now
+        horizon = now - 2 * max(ttl, 60)
+        self._entries = {uuid: entry for uuid, entry in self._entries.items()
+                         if entry[2] >= horizon}
+        self._hosts = {host: record for host, record in self._hosts.items()
+                       if record[2] >= horizon}
+
+    def usage_by_host(self, host_states, exclude_uuid=None):
+        """Hot MB in use per host, loading unknown flavors in one batch.
+
+        :param host_states: the HostStates to account.
+        :param exclude_uuid: an instance not to count (the one being moved).
+        :returns: ``{(host, nodename): cache.HotRam or None}``; None means
+            an instance's flavor could not be read and the host's usage is
+            unknown.
+        """
+        now = self._clock()
+        ttl = CONF.pmem.instance_cache_ttl
+        self._prune(now, ttl)
+        # Parsed flavors live for one pass, so option changes take effect.
+        self._parsed = {}
+        self._defaults = flavors.defaults()
+        entries = self._entries
+        records = self._hosts
+        used = {}
+        walked = []
+        pushed = set()
+        missing = {}
+        for host_state in host_states:
+            host = host_state.host
+            instances = host_state.instances or {}
+            record = records.get(host)
+            # The host holds the instances it held when its total was
+            # summed, none of them has expired, and none is being moved:
+            # the total stands, without a look at each instance.
+            if (record is not None and now - record[2] < ttl
+                    and (exclude_uuid is None
+                         or exclude_uuid not in instances)
+                    and _unchanged(instances, record, records, host)):
+                used[ovo.node_key(host_state)] = record[1]
+                continue
+            walked.append(host_state)
+            for uuid, inst in instances.items():
+                if uuid == exclude_uuid:
+                    continue
+                flavor = ovo.loaded_flavor(inst)
+                if flavor is not None:
+                    hot = self._hot_mb_of_flavor(uuid, flavor)
+                    entries[uuid] = (host, hot, now, _pushed_cells(
+                        inst, hot, ovo.loaded(flavor, 'memory_mb') or 0,
+                        entries.get(uuid), host))
+                    pushed.add(host)
+                    continue
+                entry = entries.get(uuid)
+                if (entry is not None and entry[0] == host
+                        and now - entry[2] < ttl):
+                    continue
+                ctxt = getattr(inst, '_context', None)
+                if ctxt is None:
+                    # A stub the scheduler itself adds for an instance it
+                    # has just placed in this request; it is not in any
+                    # database yet and is counted by request_memo's
+                    # pending RAM.
+                    continue
+                cell = getattr(ctxt, 'cell_uuid', None)
+                batch = missing.setdefault(cell, (ctxt, {}))
+                batch[1][uuid] = host
+        for ctxt, hosts_by_uuid in missing.values():
+            self._load(ctxt, hosts_by_uuid, now)
+
+        for host_state in walked:
+            instances = host_state.instances or {}
+            total = 0.0
+            bound = {}
+            oldest = now
+            whole = True
+            for uuid, inst in instances.items():
+                if uuid == exclude_uuid:
+                    whole = False
+                    continue
+                entry = entries.get(uuid)
+                if entry is None:
+                    if getattr(inst, '_context', None) is None:
+                        whole = False
+                        continue
+                    total = None
+                    break
+                total += entry[1]
+                if entry[3] is not None:
+                    for cell, mb in entry[3]:
+                        bound[cell] = bound.get(cell, 0.0) + mb
+                if entry[2] < oldest:
+                    oldest = entry[2]
+            if total is not None:
+                total = cache.HotRam(total, bound)
+            used[ovo.node_key(host_state)] = total
+            if total is not None and whole:
+                # nova-compute replaces the Instance objects it pushes, so
+                # the identities of a host's pushed objects tell whether a
+                # flavor may have changed (a resize on the same host).
+                idents = (frozenset(map(id, instances.values()))
+                          if host_state.host in pushed else None)
+                records[host_state.host] = (
+                    frozenset(instances), total, oldest, idents, instances,
+                    tuple(instances.values()))
+            else:
+                records.pop(host_state.host, None)
+        return used
+
+    def _load(self, ctxt, hosts_by_uuid, now):
+        if ctxt is None:
+            ctxt = nova_context.get_admin_context()
+        uuids = sorted(hosts_by_uuid)
+        self.queries += 1
+        try:
+            found = objects.InstanceList.get_by_filters(
+                ctxt, {'uuid': uuids},
+                expected_attrs=['flavor', 'numa_topology'])
+        except Exception as exc:
+            LOG.warning("Could not read the flavors of %(count)d instances "
+                        "(%(error)s); tiered hosts with those instances "
+                        "are rejected by PmemCacheFilter for this request.",
+                        {'count': len(uuids), 'error': exc})
+            return
+        seen = set()
+        for inst in found:
+            if inst.deleted:
+                continue
+            seen.add(inst.uuid)
+            hot = self._hot_mb_of_flavor(inst.uuid, inst.flavor)
+            self._entries[inst.uuid] = (
+                hosts_by_uuid.get(inst.uuid), hot, now,
+                _cells_of(ovo.loaded(inst, 'numa_topology'), hot,
+                          ovo.loaded(inst.flavor, 'memory_mb') or 0))
+        for uuid in uuids:
+            if uuid not in seen:
+                # Deleted since the host state was built: it holds no RAM.
+                self._entries[uuid] = (hosts_by_uuid[uuid], 0.0, now, None)
+
+
+# One ledger per scheduler process, shared by PmemCacheFilter and the
+# weighers so that a request reads each flavor at most once.
+LEDGER = HotRamLedger()
