@@ -25,7 +25,6 @@ from nova.scheduler import utils as scheduler_utils
 
 from nova_pmem_filters import conf
 from nova_pmem_filters.core import decide
-from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.scheduler import aggregate_view
 from nova_pmem_filters.scheduler import logonce
@@ -128,39 +127,55 @@ class PmemCacheFilter(_PmemFilter):
         request = self._request(spec_obj, memo)
         if request is None:
             return []
-        profiles = request_memo.profiles(spec_obj, hosts, memo)
+        host_entries = request_memo.entries(spec_obj, hosts, memo)
         # A flavor that requests its hot RAM from Placement has had the
         # host-wide bound checked there, atomically; counting it here again
         # would count it twice. Placement has no NUMA cells, so the cells of
         # a NUMA-bound flavor are still checked here.
-        accounted = placement.requested_near_memory(
+        accounted_mb = placement.requested_near_memory(
             ovo.loaded(spec_obj.flavor, 'extra_specs'))
+        accounted = bool(accounted_mb)
         bound = numa.requested_topology(spec_obj) is not None
-        usage = {}
-        if not accounted or bound:
-            usage = request_memo.tiered_hot_ram(hosts, profiles, spec_obj,
-                                                request, memo)
         memory_mb = spec_obj.flavor.memory_mb
         ratio = CONF.pmem.cache_overcommit_ratio
+        # The rule for each profile, once; the hosts whose usage it reads
+        # brought up to date in one batch.
+        reads = set()
+        for group in request_memo.groups(memo):
+            group.check = decide.cache_rule(group.prof, ratio, request,
+                                            memory_mb, accounted, bound)
+            if decide.reads_usage(group.prof, accounted, bound):
+                reads.add(group)
+        request_memo.hot_ram(hosts, host_entries, spec_obj, request, memo,
+                             reads)
+        # Rejections are logged at debug level, a bad cell label once as a
+        # warning: the rest of a production scheduler's time is not spent
+        # formatting lines that are dropped.
+        debug = LOG.isEnabledFor(logging.DEBUG)
         passing = []
-        for host_state, prof in zip(hosts, profiles):
-            hot, cells, fit = request_memo.cache_inputs(
-                host_state, prof, usage, spec_obj, bound, memo)
-            passes, reason, view = decide.cache_check(
-                prof, ratio, hot, request, memory_mb, cells=cells, fit=fit,
-                accounted=bool(accounted))
+        for host_state, entry in zip(hosts, host_entries):
+            group = entry.group
+            hot = entry.usage
+            if bound and group.tiered:
+                passes, reason, view = group.check(
+                    hot, entry.cells, numa.fit_of(host_state, spec_obj,
+                                                  memo.fits))
+            else:
+                passes, reason, view = group.check(hot, entry.cells)
+            prof = group.prof
             if passes:
-                if accounted and prof.mode in kinds.TIERED and not view:
+                if debug and accounted and prof.tiered and not view:
                     LOG.debug("%(host_state)s passes pmem cache check: "
                               "Placement accounts this flavor's hot RAM "
                               "(%(key)s=%(mb)d)",
                               {'host_state': host_state,
                                'key': placement.NEAR_MEMORY_KEY,
-                               'mb': accounted})
+                               'mb': accounted_mb})
                 passing.append(host_state)
                 continue
-            self._log_reject(host_state, prof, reason, view, hot, request,
-                             memory_mb, ratio)
+            if debug or reason == decide.REJECT_CELLS:
+                self._log_reject(host_state, prof, reason, view, hot,
+                                 request, memory_mb, ratio)
         return passing
 
     @staticmethod

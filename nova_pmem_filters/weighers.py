@@ -103,19 +103,21 @@ class PmemCacheHeadroomWeigher(_PmemWeigher):
         return CONF.pmem.cache_headroom_weight_multiplier
 
     def _weigh_hosts(self, hosts, spec_obj, memo, request):
-        profiles = request_memo.profiles(spec_obj, hosts, memo)
-        usage = request_memo.tiered_hot_ram(hosts, profiles, spec_obj,
-                                            request, memo)
+        host_entries = request_memo.entries(spec_obj, hosts, memo)
         bound = numa.requested_topology(spec_obj) is not None
         memory_mb = spec_obj.flavor.memory_mb
         ratio = CONF.pmem.cache_overcommit_ratio
-        scores = []
-        for host_state, prof in zip(hosts, profiles):
-            hot, cells, fit = request_memo.cache_inputs(
-                host_state, prof, usage, spec_obj, bound, memo)
-            scores.append(decide.headroom_score(
-                prof, ratio, hot, request, memory_mb, cells=cells, fit=fit))
-        return scores
+        for group in request_memo.groups(memo):
+            group.score = decide.headroom_rule(group.prof, ratio, request,
+                                               memory_mb)
+        request_memo.hot_ram(hosts, host_entries, spec_obj, request, memo)
+        if bound:
+            return [entry.group.score(entry.usage, entry.cells, numa.fit_of(
+                host_state, spec_obj, memo.fits)) if entry.group.tiered
+                else entry.group.score(None)
+                for host_state, entry in zip(hosts, host_entries)]
+        return [entry.group.score(entry.usage, entry.cells)
+                for entry in host_entries]
 
 
 class PmemNumaCellWeigher(_PmemWeigher):

@@ -129,6 +129,57 @@ def cell_view(prof, ratio, cells, used, request, memory_mb, fit=None):
     return CellView(capacities, used_cells, new, full=full)
 
 
+def reads_usage(prof, accounted=False, bound=False):
+    """Whether the cache rules read the host's hot RAM, cells and fit.
+
+    Only on tiered hosts, and there not for a floating flavor whose hot RAM
+    Placement accounts. Elsewhere the rules decide from the profile alone,
+    so callers gather nothing for such hosts.
+
+    :param bound: the flavor is NUMA-bound (``cache_check``'s ``fit``).
+    """
+    return prof.mode in kinds.TIERED and (bound or not accounted)
+
+
+def cache_rule(prof, ratio, request, memory_mb, accounted=False,
+               bound=False):
+    """PmemCacheFilter's rule on hosts of profile ``prof``, for a request.
+
+    What depends on the profile and the request only is worked out once;
+    the function returned decides one host from what it holds:
+    ``check(used, cells=None, fit=None)`` returns (passes, reason, cell
+    view or None). See :func:`cache_check` for the rule and the arguments;
+    ``bound`` says whether a ``fit`` will be given.
+    """
+    if not reads_usage(prof, accounted, bound):
+        verdict = ((False, REJECT_UNKNOWN, None) if prof.mode is None
+                   else (True, None, None))
+        return lambda used, cells=None, fit=None: verdict
+    capacity = prof.cache_capacity_mb(ratio)
+    new_hot_mb = request.hot_mb(memory_mb)
+    fits = cache.fits_cache
+
+    def check(used, cells=None, fit=None):
+        if cells is not None and uses_cells(prof, cells, used,
+                                            fit is not None):
+            view = cell_view(prof, ratio, cells, used, request, memory_mb,
+                             fit)
+            if view.capacities is None:
+                return False, REJECT_CELLS, view
+            if view.used is None:
+                return False, REJECT_UNREADABLE, view
+            if view.new is None:
+                return False, REJECT_NUMA_FIT, view
+            if view.full is None:
+                return True, None, view
+            return False, REJECT_CACHE, view
+        if used is None:
+            return False, REJECT_UNREADABLE, None
+        passes = fits(used.total, new_hot_mb, capacity)
+        return passes, (None if passes is True else REJECT_CACHE), None
+    return check
+
+
 def cache_check(prof, ratio, used, request, memory_mb, cells=None, fit=None,
                 accounted=False):
     """PmemCacheFilter's rule: (passes, reason, cell view or None).
@@ -149,29 +200,31 @@ def cache_check(prof, ratio, used, request, memory_mb, cells=None, fit=None,
         checked twice; Placement has no cells, so a NUMA-bound flavor's
         cells still are.
     """
-    if prof.mode is None:
-        return False, REJECT_UNKNOWN, None
-    if prof.mode not in kinds.TIERED:
-        return True, None, None
-    bound = fit is not None
-    if accounted and not bound:
-        return True, None, None
-    if uses_cells(prof, cells, used, bound):
-        view = cell_view(prof, ratio, cells, used, request, memory_mb, fit)
-        if view.capacities is None:
-            return False, REJECT_CELLS, view
-        if view.used is None:
-            return False, REJECT_UNREADABLE, view
-        if view.new is None:
-            return False, REJECT_NUMA_FIT, view
-        if view.full is None:
-            return True, None, view
-        return False, REJECT_CACHE, view
-    if used is None:
-        return False, REJECT_UNREADABLE, None
-    passes = cache.fits_cache(used.total, request.hot_mb(memory_mb),
-                              prof.cache_capacity_mb(ratio))
-    return passes, (None if passes is True else REJECT_CACHE), None
+    return cache_rule(prof, ratio, request, memory_mb, accounted,
+                      fit is not None)(used, cells, fit)
+
+
+def headroom_rule(prof, ratio, request, memory_mb):
+    """PmemCacheHeadroomWeigher's score on hosts of profile ``prof``.
+
+    As :func:`cache_rule`: the function returned scores one host,
+    ``score(used, cells=None, fit=None)``; see :func:`headroom_score`.
+    """
+    capacity = prof.cache_capacity_mb(ratio)
+    if not reads_usage(prof) or not capacity:
+        return lambda used, cells=None, fit=None: 0.0
+    new_hot_mb = request.hot_mb(memory_mb)
+    headroom = cache.cache_headroom_mb
+
+    def score(used, cells=None, fit=None):
+        if cells is not None and uses_cells(prof, cells, used,
+                                            fit is not None):
+            return cell_headroom_score(cell_view(
+                prof, ratio, cells, used, request, memory_mb, fit))
+        if used is None:
+            return 0.0
+        return headroom(used.total + new_hot_mb, capacity) / capacity
+    return score
 
 
 def headroom_score(prof, ratio, used, request, memory_mb, cells=None,
@@ -183,15 +236,7 @@ def headroom_score(prof, ratio, used, request, memory_mb, cells=None,
     cells it charges. 0 on other kinds. Elementwise over an array of
     ``used.total`` host-wide.
     """
-    if uses_cells(prof, cells, used, fit is not None):
-        view = cell_view(prof, ratio, cells, used, request, memory_mb, fit)
-        return cell_headroom_score(view)
-    capacity = prof.cache_capacity_mb(ratio)
-    if used is None or not capacity:
-        return 0.0
-    free = cache.cache_headroom_mb(used.total + request.hot_mb(memory_mb),
-                                   capacity)
-    return free / capacity
+    return headroom_rule(prof, ratio, request, memory_mb)(used, cells, fit)
 
 
 def cell_headroom_score(view):

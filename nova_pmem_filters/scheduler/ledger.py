@@ -19,7 +19,6 @@ specs do not parse counts all its RAM (the core's rule,
 :func:`nova_pmem_filters.core.extra_specs.counted_hot_mb`).
 """
 
-import operator
 import time
 
 from oslo_log import log as logging
@@ -62,12 +61,12 @@ def _unchanged(instances, record, records, host):
     pushed since.
     """
     if instances is record[4]:
-        held = record[5]
-        return (len(instances) == len(held)
-                and all(map(operator.is_, instances.values(), held)))
+        # List equality compares identical elements without calling their
+        # __eq__, and Instance objects compare by identity otherwise.
+        return list(instances.values()) == record[5]
     if instances.keys() != record[0] or _newly_pushed(instances, record[3]):
         return False
-    records[host] = record[:4] + (instances, tuple(instances.values()))
+    records[host] = record[:4] + (instances, list(instances.values()))
     return True
 
 
@@ -174,6 +173,11 @@ class HotRamLedger(object):
             an instance's flavor could not be read and the host's usage is
             unknown.
         """
+        return {ovo.node_key(host_state): usage for host_state, usage in zip(
+            host_states, self.usage_of(host_states, exclude_uuid))}
+
+    def usage_of(self, host_states, exclude_uuid=None):
+        """:meth:`usage_by_host` as a list in the order of ``host_states``."""
         now = self._clock()
         ttl = CONF.pmem.instance_cache_ttl
         self._prune(now, ttl)
@@ -197,7 +201,7 @@ class HotRamLedger(object):
                     and (exclude_uuid is None
                          or exclude_uuid not in instances)
                     and _unchanged(instances, record, records, host)):
-                used[ovo.node_key(host_state)] = record[1]
+                used[id(host_state)] = record[1]
                 continue
             walked.append(host_state)
             for uuid, inst in instances.items():
@@ -253,7 +257,7 @@ class HotRamLedger(object):
                     oldest = entry[2]
             if total is not None:
                 total = cache.HotRam(total, bound)
-            used[ovo.node_key(host_state)] = total
+            used[id(host_state)] = total
             if total is not None and whole:
                 # nova-compute replaces the Instance objects it pushes, so
                 # the identities of a host's pushed objects tell whether a
@@ -262,10 +266,10 @@ class HotRamLedger(object):
                           if host_state.host in pushed else None)
                 records[host_state.host] = (
                     frozenset(instances), total, oldest, idents, instances,
-                    tuple(instances.values()))
+                    list(instances.values()))
             else:
                 records.pop(host_state.host, None)
-        return used
+        return [used[id(host_state)] for host_state in host_states]
 
     def _load(self, ctxt, hosts_by_uuid, now):
         if ctxt is None:

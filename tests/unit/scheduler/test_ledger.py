@@ -252,7 +252,8 @@ class HotRamLedgerTestCase(fakes.PmemTestCase):
     def test_context_less_stubs_skipped(self):
         # Nova adds Instance(uuid=...) stubs, with no context, for the
         # instances of a multi-create request it has just placed; they are
-        # in no database yet and count through pending_ram_mb().
+        # in no database yet and count as the RAM the request placed
+        # (request_memo).
         stub = objects.Instance(uuid=uuids.stub)
         host1 = fakes.host('host1', instances=[
             stub, self.instance(uuids.a, 1024)])

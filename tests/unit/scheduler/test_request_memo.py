@@ -1,0 +1,99 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What a request computes once for all our filters and weighers."""
+
+from unittest import mock
+
+from oslo_utils.fixture import uuidsentinel as uuids
+
+from nova_pmem_filters import filters
+from nova_pmem_filters.scheduler import request_memo
+from nova_pmem_filters import weighers
+from tests.unit import fakes
+
+
+class RequestMemoTestCase(fakes.PmemTestCase):
+
+    def setUp(self):
+        super(RequestMemoTestCase, self).setUp()
+        self.hosts = [
+            fakes.host('mm1', [fakes.memory_mode(4)],
+                       [self.instance(uuids.a, 2048, {'pmem:hot_ratio': '1'})],
+                       free_ram_mb=100000),
+            fakes.host('mm2', [fakes.memory_mode(4)], free_ram_mb=100000),
+            fakes.host('dram1', [fakes.DRAM], free_ram_mb=100000),
+        ]
+
+    def test_one_entry_per_host_and_one_group_per_profile(self):
+        spec_obj = fakes.request_spec()
+        memo = request_memo.of(spec_obj)
+        first = request_memo.entries(spec_obj, self.hosts, memo)
+        self.assertIs(first[0].group, first[1].group)
+        self.assertIsNot(first[0].group, first[2].group)
+        self.assertEqual([True, True, False],
+                         [e.group.tiered for e in first])
+        again = request_memo.entries(spec_obj, self.hosts[::-1], memo)
+        self.assertEqual(first[::-1], again)
+        self.assertEqual(2, len(request_memo.groups(memo)))
+        # Another request starts afresh.
+        other = request_memo.entries(fakes.request_spec(), self.hosts)
+        self.assertNotEqual(first, other)
+
+    def test_weighers_reuse_what_the_filter_read(self):
+        spec_obj = fakes.request_spec({'pmem:hot_ratio': '1'},
+                                      memory_mb=1024, name='a')
+        usage_of = mock.Mock(wraps=self.ledger.usage_of)
+        self.patch_usage_of(usage_of)
+        passing = filters.PmemCacheFilter().filter_all(self.hosts, spec_obj)
+        self.assertEqual(['mm1', 'mm2', 'dram1'],
+                         [h.host for h in passing])
+        self.assertEqual(1, usage_of.call_count)
+        weighed = weighers.PmemCacheHeadroomWeigher().weigh_objects(
+            [mock.Mock(obj=h) for h in self.hosts], spec_obj)
+        # (4096 - 2048 - 1024) / 4096 and (4096 - 1024) / 4096.
+        self.assertEqual([0.25, 0.75, 0.0], weighed)
+        self.assertEqual(1, usage_of.call_count)
+        self.assertEqual(1, self.get_by_filters.call_count)
+
+    def test_what_the_request_placed_counts_on_the_next_pass(self):
+        # A multi-create: Nova consumed 1024 MB of mm2 for the first
+        # instance; the next pass counts its hot RAM there.
+        spec_obj = fakes.request_spec({'pmem:hot_ratio': '1'},
+                                      memory_mb=1024)
+        cache_filter = filters.PmemCacheFilter()
+        cache_filter.filter_all(self.hosts, spec_obj)
+        memo = request_memo.of(spec_obj)
+        entry = memo.hosts[id(self.hosts[1])]
+        self.assertEqual(0.0, entry.usage.total)
+        self.hosts[1].free_ram_mb -= 1024
+        weighed = weighers.PmemCacheHeadroomWeigher().weigh_objects(
+            [mock.Mock(obj=h) for h in self.hosts], spec_obj)
+        self.assertEqual(1024.0, entry.usage.total)
+        self.assertEqual([0.25, 0.5, 0.0], weighed)
+        self.hosts[1].free_ram_mb -= 3072
+        self.assertEqual(['mm1', 'dram1'], [h.host for h in
+                                            cache_filter.filter_all(
+                                                self.hosts, spec_obj)])
+
+    def test_a_new_flavor_or_new_defaults_parse_again(self):
+        spec_obj = fakes.request_spec()
+        first, _error = request_memo.request(spec_obj)
+        self.assertIs(first, request_memo.request(spec_obj)[0])
+        self.flags(default_hot_ratio=0.25, group='pmem')
+        self.assertEqual(0.25, request_memo.request(spec_obj)[0].hot_ratio)
+        spec_obj.flavor = fakes.flavor(specs={'pmem:hot_ratio': '0.75'})
+        self.assertEqual(0.75, request_memo.request(spec_obj)[0].hot_ratio)
+
+    def patch_usage_of(self, usage_of):
+        patcher = mock.patch.object(self.ledger, 'usage_of', usage_of)
+        patcher.start()
+        self.addCleanup(patcher.stop)
