@@ -13,7 +13,7 @@
 project = 'nova-pmem-filters'
 copyright = 'nova-pmem-filters developers'
 extensions = [
-    # Renders the [pmem] options from nova_pmem_filters.conf.list_opts, so
+    # Renders the [pmem] options from nova_pmem_filters.conf.opts.list_opts, so
     # the reference cannot go stale.
     'oslo_config.sphinxext',
     # The CLI reference, from the commands' own parsers.
