@@ -115,10 +115,6 @@ def scheduled_as(mode):
     return kind.scheduled_as if kind is not None else mode
 
 
-def is_tiered(mode):
-    return mode in TIERED
-
-
 def order(mode):
     """Sort key of a kind: the table's order, unknown names last."""
     return ALL_MODES.index(mode) if mode in KINDS else len(ALL_MODES)
@@ -145,8 +141,3 @@ def traits(hardware_mode):
     if kind != hardware_mode:
         names.append(trait(kind))
     return names
-
-
-def all_traits():
-    """Every mode trait a kind or hardware mode may carry."""
-    return frozenset(trait(m) for m in HARDWARE_MODES)
