@@ -96,12 +96,18 @@ class PmemModeFilter(_PmemFilter):
             return []
         if not request.constrains_modes:
             return hosts
+        groups = request_memo.host_groups(spec_obj, hosts, memo)
+        for group in request_memo.groups(memo):
+            group.mode = decide.mode_passes(request, group.prof)
+        debug = LOG.isEnabledFor(logging.DEBUG)
         passing = []
-        for host_state, prof in zip(
-                hosts, request_memo.profiles(spec_obj, hosts, memo)):
-            passes, reason = decide.mode_passes(request, prof)
+        for host_state, group in zip(hosts, groups):
+            passes, reason = group.mode
+            prof = group.prof
             if passes:
                 passing.append(host_state)
+            elif not debug:
+                continue
             elif reason == decide.REJECT_MODE:
                 LOG.debug("%(host_state)s fails pmem mode check: host mode "
                           "%(mode)s is not in the flavor's modes %(allowed)s",
@@ -127,7 +133,7 @@ class PmemCacheFilter(_PmemFilter):
         request = self._request(spec_obj, memo)
         if request is None:
             return []
-        host_entries = request_memo.entries(spec_obj, hosts, memo)
+        groups = request_memo.host_groups(spec_obj, hosts, memo)
         # A flavor that requests its hot RAM from Placement has had the
         # host-wide bound checked there, atomically; counting it here again
         # would count it twice. Placement has no NUMA cells, so the cells of
@@ -146,22 +152,22 @@ class PmemCacheFilter(_PmemFilter):
                                             memory_mb, accounted, bound)
             if decide.reads_usage(group.prof, accounted, bound):
                 reads.add(group)
-        request_memo.hot_ram(hosts, host_entries, spec_obj, request, memo,
-                             reads)
+        inputs_ = request_memo.hot_ram(hosts, groups, spec_obj, request,
+                                       memo, reads)
         # Rejections are logged at debug level, a bad cell label once as a
         # warning: the rest of a production scheduler's time is not spent
         # formatting lines that are dropped.
         debug = LOG.isEnabledFor(logging.DEBUG)
         passing = []
-        for host_state, entry in zip(hosts, host_entries):
-            group = entry.group
-            hot = entry.usage
-            if bound and group.tiered:
-                passes, reason, view = group.check(
-                    hot, entry.cells, numa.fit_of(host_state, spec_obj,
-                                                  memo.fits))
+        for host_state, group, inputs in zip(hosts, groups, inputs_):
+            if inputs is None:
+                hot = None
+                passes, reason, view = group.check(None)
             else:
-                passes, reason, view = group.check(hot, entry.cells)
+                hot, cells = inputs
+                passes, reason, view = group.check(
+                    hot, cells, numa.fit_of(
+                        host_state, spec_obj, memo.fits) if bound else None)
             prof = group.prof
             if passes:
                 if debug and accounted and prof.tiered and not view:

@@ -103,21 +103,22 @@ class PmemCacheHeadroomWeigher(_PmemWeigher):
         return CONF.pmem.cache_headroom_weight_multiplier
 
     def _weigh_hosts(self, hosts, spec_obj, memo, request):
-        host_entries = request_memo.entries(spec_obj, hosts, memo)
+        groups = request_memo.host_groups(spec_obj, hosts, memo)
         bound = numa.requested_topology(spec_obj) is not None
         memory_mb = spec_obj.flavor.memory_mb
         ratio = CONF.pmem.cache_overcommit_ratio
         for group in request_memo.groups(memo):
             group.score = decide.headroom_rule(group.prof, ratio, request,
                                                memory_mb)
-        request_memo.hot_ram(hosts, host_entries, spec_obj, request, memo)
+            group.fixed = group.score(None)
+        inputs_ = request_memo.hot_ram(hosts, groups, spec_obj, request,
+                                       memo)
         if bound:
-            return [entry.group.score(entry.usage, entry.cells, numa.fit_of(
-                host_state, spec_obj, memo.fits)) if entry.group.tiered
-                else entry.group.score(None)
-                for host_state, entry in zip(hosts, host_entries)]
-        return [entry.group.score(entry.usage, entry.cells)
-                for entry in host_entries]
+            return [group.score(*inputs, fit=numa.fit_of(
+                host_state, spec_obj, memo.fits)) if inputs else group.fixed
+                for host_state, group, inputs in zip(hosts, groups, inputs_)]
+        return [group.score(*inputs) if inputs else group.fixed
+                for group, inputs in zip(groups, inputs_)]
 
 
 class PmemNumaCellWeigher(_PmemWeigher):

@@ -41,15 +41,18 @@ def _agg_values(agg):
     metadata = agg.metadata
     if not metadata:
         return None
-    values = tuple(metadata.get(key) for key in _KEYS)
-    if values == (None, None, None):
-        return None
-    for key, value in zip(_KEYS, values):
-        if value is None and key not in metadata:
-            continue
-        if type(value) is not str:
-            return _UNCACHEABLE
-    return values
+    values = []
+    present = False
+    for key in _KEYS:
+        if key in metadata:
+            value = metadata[key]
+            if type(value) is not str:
+                return _UNCACHEABLE
+            present = True
+            values.append(value)
+        else:
+            values.append(None)
+    return tuple(values) if present else None
 
 
 def _profile_key(aggregates, default_mode, agg_values=None):

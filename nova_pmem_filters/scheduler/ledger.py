@@ -186,11 +186,11 @@ class HotRamLedger(object):
         self._defaults = flavors.defaults()
         entries = self._entries
         records = self._hosts
-        used = {}
+        used = [None] * len(host_states)
         walked = []
         pushed = set()
         missing = {}
-        for host_state in host_states:
+        for index, host_state in enumerate(host_states):
             host = host_state.host
             instances = host_state.instances or {}
             record = records.get(host)
@@ -200,10 +200,14 @@ class HotRamLedger(object):
             if (record is not None and now - record[2] < ttl
                     and (exclude_uuid is None
                          or exclude_uuid not in instances)
-                    and _unchanged(instances, record, records, host)):
-                used[id(host_state)] = record[1]
+                    # _unchanged's test of a tracked dict, inlined: this
+                    # runs for every tiered host on every request.
+                    and (list(instances.values()) == record[5]
+                         if instances is record[4]
+                         else _unchanged(instances, record, records, host))):
+                used[index] = record[1]
                 continue
-            walked.append(host_state)
+            walked.append((index, host_state))
             for uuid, inst in instances.items():
                 if uuid == exclude_uuid:
                     continue
@@ -232,7 +236,7 @@ class HotRamLedger(object):
         for ctxt, hosts_by_uuid in missing.values():
             self._load(ctxt, hosts_by_uuid, now)
 
-        for host_state in walked:
+        for index, host_state in walked:
             instances = host_state.instances or {}
             total = 0.0
             bound = {}
@@ -257,7 +261,7 @@ class HotRamLedger(object):
                     oldest = entry[2]
             if total is not None:
                 total = cache.HotRam(total, bound)
-            used[id(host_state)] = total
+            used[index] = total
             if total is not None and whole:
                 # nova-compute replaces the Instance objects it pushes, so
                 # the identities of a host's pushed objects tell whether a
@@ -269,7 +273,7 @@ class HotRamLedger(object):
                     list(instances.values()))
             else:
                 records.pop(host_state.host, None)
-        return [used[id(host_state)] for host_state in host_states]
+        return used
 
     def _load(self, ctxt, hosts_by_uuid, now):
         if ctxt is None:

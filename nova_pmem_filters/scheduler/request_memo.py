@@ -41,72 +41,57 @@ class ProfileGroup(object):
     """The hosts of one profile in a request, and the rules for them.
 
     ``tiered``: the cache rules read the hosts' usage
-    (:func:`decide.reads_usage`). ``check`` and ``score`` are the core's
-    :func:`decide.cache_rule` and :func:`decide.headroom_rule` for the
-    profile and the request, set by the class that uses them.
+    (:func:`decide.reads_usage`). ``mode``, ``check`` and ``score`` are the
+    core's PmemModeFilter rule's verdict, :func:`decide.cache_rule` and
+    :func:`decide.headroom_rule` for the profile and the request, set by the
+    class that uses them.
     """
 
-    __slots__ = ('prof', 'tiered', 'check', 'score')
+    __slots__ = ('prof', 'tiered', 'mode', 'check', 'score', 'fixed')
 
     def __init__(self, prof):
         self.prof = prof
         self.tiered = decide.reads_usage(prof)
+        self.mode = None
         self.check = None
         self.score = None
-
-
-class HostEntry(object):
-    """What the request knows of one host.
-
-    ``group``: its :class:`ProfileGroup`. On a tiered host, ``usage``
-    (HotRam or None when unreadable) and ``cells`` (ids of the NUMA cells
-    with CPUs, or None) are those of when the host had ``free`` MB of free
-    RAM (None: not read yet). ``base_free`` and ``base_cells`` are what
-    the host had when the request first read it (see
-    :func:`pending_cell_mb`).
-    """
-
-    __slots__ = ('host', 'group', 'free', 'usage', 'cells', 'base_free',
-                 'base_cells')
-
-    def __init__(self, host, group):
-        # The memo knows hosts by id(): holding the HostState keeps its id
-        # its own while the memo lives.
-        self.host = host
-        self.group = group
-        self.free = None
-        self.usage = None
-        self.cells = None
-        # Free RAM and {cell: memory_usage} when the request first read the
-        # host: what it has placed there since is the difference.
-        self.base_free = None
-        self.base_cells = None
+        # The score of hosts whose usage is not read: score(None).
+        self.fixed = None
 
 
 class Memo(object):
     """The memo of one RequestSpec (see the module docstring)."""
 
     __slots__ = ('flavor', 'defaults', 'parsed', 'default_mode',
-                 'by_aggregates', 'agg_values', 'hosts', 'groups',
-                 'exclude', 'usage', 'fits', '__weakref__')
+                 'by_aggregates', 'agg_values', 'seen', 'host_groups',
+                 'groups', 'entries', 'exclude', 'fits',
+                 '__weakref__')
 
     def __init__(self, flavor):
         self.flavor = flavor
         # (PmemRequest or None, error) once parsed with these defaults.
         self.defaults = None
         self.parsed = None
-        # host_profiles.profiles_of's memos, for this default host mode, and
-        # {id(host state): HostEntry}.
+        # host_profiles.profiles_of's memos, for this default host mode.
         self.default_mode = None
         self.by_aggregates = {}
         self.agg_values = {}
-        self.hosts = {}
-        # {id(profile): ProfileGroup}
+        # The memo knows hosts by id(): holding the HostStates it has seen
+        # keeps their ids their own while it lives.
+        self.seen = []
+        # {id(host state): ProfileGroup}, {id(profile): ProfileGroup}
+        self.host_groups = {}
         self.groups = {}
-        # The instance not counted (a move) and {id(host state): HotRam or
-        # None} from the ledger.
+        # The instance the ledger does not count (a move, or the instance of
+        # a multi-create's pass), and {id(host state): entry} of the hosts
+        # whose usage was read; an entry is a list
+        # [free RAM, inputs, ledger usage, free RAM and {cell:
+        # memory_usage} when the request first read the host, ids of its
+        # NUMA cells with CPUs or None]: the core's rules take the inputs
+        # (HotRam with what the request placed there since, the cell ids),
+        # which hold while the host has that free RAM.
         self.exclude = None
-        self.usage = None
+        self.entries = {}
         # {(host, node): (host topology, {cell: memory MB} or None)}
         self.fits = {}
 
@@ -139,29 +124,30 @@ def request(spec_obj, memo=None):
     return memo.parsed
 
 
-def entries(spec_obj, host_states, memo=None):
-    """The hosts' :class:`HostEntry`, in order; profiles read once."""
+def host_groups(spec_obj, host_states, memo=None):
+    """The hosts' :class:`ProfileGroup`, in order; profiles read once."""
     memo = memo or of(spec_obj)
     default_mode = host_profiles.CONF.pmem.default_host_mode
     if memo.default_mode != default_mode:
         memo.default_mode = default_mode
         memo.by_aggregates = {}
-        memo.hosts = {}
+        memo.host_groups = {}
         memo.groups = {}
-    known = memo.hosts
+    known = memo.host_groups
     try:
         return [known[id(hs)] for hs in host_states]
     except KeyError:
         pass
     todo = [hs for hs in host_states if id(hs) not in known]
-    groups = memo.groups
+    memo.seen.extend(todo)
+    groups_ = memo.groups
     for hs, prof in zip(todo, host_profiles.profiles_of(
             todo, memo.by_aggregates, memo.agg_values, default_mode)):
-        group = groups.get(id(prof))
+        group = groups_.get(id(prof))
         if group is None:
             # The group keeps the profile alive: its id stays its.
-            group = groups[id(prof)] = ProfileGroup(prof)
-        known[id(hs)] = HostEntry(hs, group)
+            group = groups_[id(prof)] = ProfileGroup(prof)
+        known[id(hs)] = group
     return [known[id(hs)] for hs in host_states]
 
 
@@ -175,8 +161,13 @@ def groups(memo):
 
 def profiles(spec_obj, host_states, memo=None):
     """The hosts' profiles, in order; read once per host and request."""
-    return [entry.group.prof
-            for entry in entries(spec_obj, host_states, memo)]
+    return [group.prof for group in host_groups(spec_obj, host_states, memo)]
+
+
+# The cells of a host without a NUMA topology (never changed).
+_NO_CELLS = {}
+# An entry's ledger usage not read for the request's current instance.
+_UNREAD = object()
 
 
 def _cell_memory_usage(topology):
@@ -186,17 +177,22 @@ def _cell_memory_usage(topology):
 
 def pending_cell_mb(entry, topology):
     """RAM, in MB, this request already placed on each NUMA cell."""
+    base = entry[BASE_CELLS]
     pending = {}
     for cell, usage in _cell_memory_usage(topology).items():
-        drop = usage - entry.base_cells.get(cell, usage)
+        drop = usage - base.get(cell, usage)
         if drop > 0:
             pending[cell] = float(drop)
     return pending
 
 
-def hot_ram(host_states, host_entries, spec_obj, request_, memo,
-            reads=None):
-    """Bring the usage of the tiered hosts' entries up to date.
+# The fields of an entry of Memo.entries (a list: thousands are made per
+# request).
+FREE, INPUTS, LEDGER, BASE_FREE, BASE_CELLS, CELLS = range(6)
+
+
+def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None):
+    """The inputs of the cache rules for the hosts whose usage is read.
 
     Counts the instances already on the host (through the ledger) plus the
     instances of this same request placed on it before this pass, at the
@@ -205,43 +201,75 @@ def hot_ram(host_states, host_entries, spec_obj, request_, memo,
     does not change (Nova consumes it when it places an instance of the
     request).
 
+    :param groups_: the hosts' groups (:func:`host_groups`).
     :param reads: the groups whose hosts' usage is read; by default every
         tiered group.
+    :returns: in the order of the hosts, ``(HotRam or None when unreadable,
+        ids of the NUMA cells with CPUs or None)``, or None for the hosts
+        whose usage is not read.
     """
     # A RequestSpec raises, not AttributeError, for an unset field.
     exclude = ovo.loaded(spec_obj, 'instance_uuid')
-    if memo.usage is None or memo.exclude != exclude:
-        # {id(host state): HotRam or None} of the ledger, for this request.
+    entries = memo.entries
+    if memo.exclude != exclude:
+        # Nova sets the instance of each pass of a multi-create: the
+        # ledger's usage is read again without it, what the request placed
+        # (the base) stays.
         memo.exclude = exclude
-        memo.usage = {}
-        for entry in memo.hosts.values():
-            entry.free = None
+        for entry in entries.values():
+            entry[FREE] = None
+            entry[LEDGER] = _UNREAD
     if reads is None:
         reads = {group for group in memo.groups.values() if group.tiered}
-    todo = [(hs, entry) for hs, entry in zip(host_states, host_entries)
-            if entry.group in reads and entry.free != hs.free_ram_mb]
-    if not todo:
-        return
-    ledger_usage = memo.usage
-    unread = [hs for hs, _entry in todo if id(hs) not in ledger_usage]
+    result = []
+    stale = []
+    unread = []
+    for host_state, group in zip(host_states, groups_):
+        if group not in reads:
+            result.append(None)
+            continue
+        entry = entries.get(id(host_state))
+        if entry is None:
+            # First read: nothing of this request is on the host yet.
+            if getattr(host_state, 'numa_topology', None) is None:
+                entry = [host_state.free_ram_mb, None, _UNREAD,
+                         host_state.free_ram_mb, _NO_CELLS, None]
+            else:
+                entry = [host_state.free_ram_mb, None, _UNREAD,
+                         host_state.free_ram_mb,
+                         _cell_memory_usage(host_state.numa_topology),
+                         numa.cell_ids(host_state)]
+            entries[id(host_state)] = entry
+            unread.append(host_state)
+        elif entry[FREE] == host_state.free_ram_mb:
+            result.append(entry[INPUTS])
+            continue
+        else:
+            if entry[LEDGER] is _UNREAD:
+                unread.append(host_state)
+            stale.append((host_state, entry))
+        result.append(entry)
+    if not unread and not stale:
+        return result
     if unread:
-        ledger_usage.update(zip(map(id, unread), ledger.LEDGER.usage_of(
-            unread, exclude_uuid=exclude)))
-    for host_state, entry in todo:
-        usage = ledger_usage[id(host_state)]
+        for host_state, usage in zip(unread, ledger.LEDGER.usage_of(
+                unread, exclude_uuid=exclude)):
+            entry = entries[id(host_state)]
+            entry[LEDGER] = usage
+            # Up to date unless the request placed something there.
+            entry[INPUTS] = (usage, entry[CELLS])
+    for host_state, entry in stale:
+        usage = entry[LEDGER]
         free = host_state.free_ram_mb
-        topology = getattr(host_state, 'numa_topology', None)
-        if entry.base_free is None:
-            entry.base_free = free
-            entry.base_cells = (_cell_memory_usage(topology) if topology
-                                else {})
-        pending = entry.base_free - free
+        pending = entry[BASE_FREE] - free
         if usage is not None and pending > 0:
             usage = usage.copy()
             usage.total += request_.hot_mb(pending)
+            topology = getattr(host_state, 'numa_topology', None)
             for cell, mb in pending_cell_mb(entry, topology).items():
                 usage.bound[cell] = (usage.bound.get(cell, 0.0)
                                      + request_.hot_mb(mb))
-        entry.free = free
-        entry.usage = usage
-        entry.cells = numa.cell_ids(host_state) if topology else None
+        entry[FREE] = free
+        entry[INPUTS] = (usage, entry[CELLS])
+    return [entry[INPUTS] if type(entry) is list else entry
+            for entry in result]

@@ -11,6 +11,8 @@
 #    under the License.
 """A host's profile from its aggregates, memoised, one warning per problem."""
 
+import types
+
 from nova_pmem_filters.core import profile
 from nova_pmem_filters.scheduler import host_profiles
 from tests.unit import fakes
@@ -41,3 +43,21 @@ class HostProfileTestCase(fakes.PmemTestCase):
         prof = host_profiles.host_profile(host1)
         self.assertFalse(prof.known)
         self.assertIn('unreadable aggregates', prof.problem)
+
+    def test_a_key_present_with_no_string_is_not_an_absent_key(self):
+        # {'pmem_mode': None} is a value that does not parse, not a host
+        # without a mode: the memo must not take it for the default.
+        host1 = fakes.host('host1')
+        # Not an Aggregate object, which would refuse the value.
+        host1.aggregates = [types.SimpleNamespace(
+            metadata={'pmem_mode': None})]
+        plain = fakes.host('host2')
+        for _ in range(2):
+            self.assertEqual('dram', host_profiles.host_profile(plain).mode)
+            prof = host_profiles.host_profile(host1)
+            self.assertFalse(prof.known)
+            self.assertIn("pmem_mode='None'", prof.problem)
+        for value in ('dram', 'memory_mode'):
+            prof = host_profiles.host_profile(fakes.host(
+                'host1', [{'pmem_mode': value, 'pmem_dram_cache_gb': '1'}]))
+            self.assertEqual(value, prof.mode)

@@ -36,16 +36,15 @@ class RequestMemoTestCase(fakes.PmemTestCase):
     def test_one_entry_per_host_and_one_group_per_profile(self):
         spec_obj = fakes.request_spec()
         memo = request_memo.of(spec_obj)
-        first = request_memo.entries(spec_obj, self.hosts, memo)
-        self.assertIs(first[0].group, first[1].group)
-        self.assertIsNot(first[0].group, first[2].group)
-        self.assertEqual([True, True, False],
-                         [e.group.tiered for e in first])
-        again = request_memo.entries(spec_obj, self.hosts[::-1], memo)
+        first = request_memo.host_groups(spec_obj, self.hosts, memo)
+        self.assertIs(first[0], first[1])
+        self.assertIsNot(first[0], first[2])
+        self.assertEqual([True, True, False], [g.tiered for g in first])
+        again = request_memo.host_groups(spec_obj, self.hosts[::-1], memo)
         self.assertEqual(first[::-1], again)
         self.assertEqual(2, len(request_memo.groups(memo)))
         # Another request starts afresh.
-        other = request_memo.entries(fakes.request_spec(), self.hosts)
+        other = request_memo.host_groups(fakes.request_spec(), self.hosts)
         self.assertNotEqual(first, other)
 
     def test_weighers_reuse_what_the_filter_read(self):
@@ -72,17 +71,36 @@ class RequestMemoTestCase(fakes.PmemTestCase):
         cache_filter = filters.PmemCacheFilter()
         cache_filter.filter_all(self.hosts, spec_obj)
         memo = request_memo.of(spec_obj)
-        entry = memo.hosts[id(self.hosts[1])]
-        self.assertEqual(0.0, entry.usage.total)
+        entry = memo.entries[id(self.hosts[1])]
+        self.assertEqual(0.0, entry[request_memo.INPUTS][0].total)
         self.hosts[1].free_ram_mb -= 1024
         weighed = weighers.PmemCacheHeadroomWeigher().weigh_objects(
             [mock.Mock(obj=h) for h in self.hosts], spec_obj)
-        self.assertEqual(1024.0, entry.usage.total)
+        self.assertEqual(1024.0, entry[request_memo.INPUTS][0].total)
         self.assertEqual([0.25, 0.5, 0.0], weighed)
         self.hosts[1].free_ram_mb -= 3072
         self.assertEqual(['mm1', 'dram1'], [h.host for h in
                                             cache_filter.filter_all(
                                                 self.hosts, spec_obj)])
+
+    def test_each_pass_of_a_multi_create_counts_the_earlier_ones(self):
+        # Nova sets the RequestSpec's instance_uuid to each instance of a
+        # multi-create in turn; what the earlier passes placed still counts.
+        spec_obj = fakes.request_spec({'pmem:hot_ratio': '1'},
+                                      memory_mb=1024,
+                                      instance_uuid=uuids.first)
+        cache_filter = filters.PmemCacheFilter()
+        placed = []
+        for n in range(6):
+            spec_obj.instance_uuid = getattr(uuids, 'vm%d' % n)
+            passing = [h.host for h in cache_filter.filter_all(
+                self.hosts[1:2], spec_obj)]
+            if not passing:
+                break
+            self.hosts[1].free_ram_mb -= 1024
+            placed.append(passing)
+        # mm2's 4096 MB of cache hold four.
+        self.assertEqual([['mm2']] * 4, placed)
 
     def test_a_new_flavor_or_new_defaults_parse_again(self):
         spec_obj = fakes.request_spec()
