@@ -194,7 +194,8 @@ def validate(key, value):
     _match(key, value)
 
 
-def _vpmem_labels(extra_specs):
+def vpmem_labels(extra_specs):
+    """The labels of Nova's ``hw:pmem`` extra spec, in order."""
     raw = extra_specs.get(VPMEM_KEY)
     if not isinstance(raw, str):
         return ()
@@ -226,7 +227,7 @@ def parse(extra_specs, defaults=DEFAULTS):
     else:
         hot_ratio = defaults.hot_ratio
 
-    labels = _vpmem_labels(extra_specs)
+    labels = vpmem_labels(extra_specs)
     conflict = None
     if labels:
         # vPMEM namespaces exist only on App Direct hosts.

@@ -24,9 +24,6 @@ Every failure is one line on stderr.
 import argparse
 import sys
 
-from cliff import app
-from cliff import commandmanager
-
 from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.discover import cxl
 from nova_pmem_filters.discover import derive
@@ -117,25 +114,6 @@ def build_parser():
                         help='show a traceback on unexpected errors')
     parser.set_defaults(view='json')
     return parser
-
-
-class DiscoverApp(app.App):
-    """nova-pmem-discover as cliff's Sphinx extension documents programs.
-
-    The command itself runs through :func:`main` (argparse, see the module
-    docstring); this class only hands the same parser to
-    ``autoprogram-cliff``, so the CLI reference is generated from it.
-    """
-
-    def __init__(self):
-        super().__init__(
-            description=build_parser().description, version='',
-            command_manager=commandmanager.CommandManager(
-                'nova_pmem_discover.cli'))
-
-    def build_option_parser(self, description, version,
-                            argparse_kwargs=None):
-        return build_parser()
 
 
 def _run(args, stdout):

@@ -13,7 +13,6 @@
 config file and the ``[libvirt] pmem_namespaces`` value.
 """
 
-import math
 import re
 import shlex
 
@@ -23,6 +22,7 @@ import yaml
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import vpmem
 from nova_pmem_filters.discover import errors
 from nova_pmem_filters import fileutil
 
@@ -243,19 +243,6 @@ def write_atomic(path, text, mode=0o644):
                                 % (path, exc.strerror or exc))
 
 
-def label_for(size_gb):
-    """Label of a namespace of ``size_gb`` usable GiB, e.g. '128GB'.
-
-    ndctl reports the usable size, a little below the size the namespace
-    was created with (metadata, alignment). The label is that size rounded
-    up to a multiple of 8 GiB (of 1 GiB below 16 GiB): 124.03 -> '128GB',
-    31.5 -> '32GB', 3.94 -> '4GB'.
-    """
-    step = 8 if size_gb >= 16 else 1
-    value = int(math.ceil(round(size_gb, 2) / step)) * step
-    return '%dGB' % max(value, 1)
-
-
 def _label_key(label):
     return (int(label[:-2]), label)
 
@@ -270,7 +257,7 @@ def pmem_namespaces(entries):
 
 
 def named_devdax(prof):
-    return [(label_for(ns['size_gb']), ns['name'])
+    return [(vpmem.label_for(ns['size_gb']), ns['name'])
             for ns in prof['namespaces']
             if ns['mode'] == 'devdax' and ns['name']]
 
@@ -335,7 +322,7 @@ def plan(prof, spec):
             commands.append(
                 'ndctl create-namespace --mode devdax --region %s '
                 '--size %dG --name %s' % (region['id'], size, name))
-            entries.append((label_for(size), name))
+            entries.append((vpmem.label_for(size), name))
     return commands, entries
 
 

@@ -24,7 +24,6 @@ and what to do. Codes are stable: operators filter on them.
 
 import dataclasses
 import difflib
-import re
 
 from nova_pmem_filters.core import cache
 from nova_pmem_filters.core import classes
@@ -32,7 +31,7 @@ from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
-from nova_pmem_filters.discover import outputs
+from nova_pmem_filters.core import vpmem
 from nova_pmem_filters.doctor import novaconf
 from nova_pmem_filters.doctor import snapshot
 
@@ -742,18 +741,11 @@ def check_flavors(snap, view):
 
 # --- vPMEM and NUMA ----------------------------------------------------------
 
-VPMEM_RC_PREFIX = 'CUSTOM_PMEM_NAMESPACE_'
 VPMEM_DOC = 'doc/source/numa-vpmem.rst'
 
 
-def _vpmem_rc(label):
-    """Nova's resource class of ``label`` (as orc.normalize_name)."""
-    return VPMEM_RC_PREFIX + re.sub('[^0-9A-Z]+', '_', label.upper())
-
-
 def _vpmem_labels(server):
-    raw = server.extra_specs.get(extra_specs.VPMEM_KEY) or ''
-    return [label.strip() for label in raw.split(',') if label.strip()]
+    return extra_specs.vpmem_labels(server.extra_specs)
 
 
 def _label_nodes(label, prof, inventories):
@@ -766,8 +758,8 @@ def _label_nodes(label, prof, inventories):
     """
     named = [ns for ns in prof.namespaces
              if ns.mode == 'devdax' and ns.name
-             and outputs.label_for(ns.size_gb) == label]
-    rc = _vpmem_rc(label)
+             and vpmem.label_for(ns.size_gb) == label]
+    rc = vpmem.resource_class(label)
     totals = {inv[rc].get('total') for inv in inventories if rc in inv}
     if not named or totals != {len(named)}:
         return None, ('label %s: discovery (%s) finds %d namespace(s) of '

@@ -59,7 +59,7 @@ class PostConfigTestCase(testtools.TestCase):
         devstack = self.useFixture(Devstack())
         devstack.run('stack', 'install')
         with open(devstack.stub_log) as f:
-            self.assertEqual('setup_develop %s\n' % TOP, f.read())
+            self.assertEqual('setup_develop %s discover\n' % TOP, f.read())
 
     def test_configures_nova_idempotently(self):
         devstack = self.useFixture(Devstack(

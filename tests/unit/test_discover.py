@@ -424,12 +424,6 @@ class TestLibvirt(DiscoverCase):
             self.assertEqual(2, status, argv)
             self.assertEqual(1, len(err.splitlines()), err)
 
-    def test_label_rule(self):
-        self.assertEqual('128GB', outputs.label_for(124.03))
-        self.assertEqual('32GB', outputs.label_for(31.5))
-        self.assertEqual('4GB', outputs.label_for(3.94))
-        self.assertEqual('256GB', outputs.label_for(248.06))
-
 
 class TestFromDir(testtools.TestCase):
 

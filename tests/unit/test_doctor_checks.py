@@ -769,11 +769,6 @@ class VpmemNumaTestCase(DoctorTestCase):
             self.snap(vpmem_server('w', '256GB', (0, 1)), base=snap),
             (checks.WARNING, 'vpmem-guest-numa-nodes', 'host ad1'))
 
-    def test_resource_class_of_a_label(self):
-        # os_resource_classes.normalize_name, as Nova names them.
-        self.assertEqual('CUSTOM_PMEM_NAMESPACE_SMALL_1',
-                         checks._vpmem_rc('small-1'))
-
 
 class CellCacheAggregateTestCase(DoctorTestCase):
     """pmem_dram_cache_gb_per_cell is one of ours, and checked."""

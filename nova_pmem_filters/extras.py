@@ -1,0 +1,67 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The command-line tools, on an install that may lack their extra.
+
+``pip install nova-pmem-filters`` brings what nova-scheduler and nova-api
+need; each tool's libraries come with an extra (``[planner]``,
+``[doctor]``, ``[discover]``, or ``[all]``). The console scripts start
+here: without its extra a tool says, in one line, which extra to install,
+instead of a traceback. This module imports nothing but the standard
+library.
+"""
+
+import importlib
+import sys
+
+# The top-level modules each extra brings (setup.cfg [extras]).
+EXTRAS = {
+    'planner': frozenset(['cliff', 'jsonschema', 'joblib', 'matplotlib',
+                          'numpy', 'pandas', 'scipy', 'tqdm', 'yaml']),
+    'doctor': frozenset(['cliff', 'keystoneauth1', 'openstack']),
+    'discover': frozenset(['jsonschema', 'yaml']),
+}
+
+
+def run(prog, extra, module, status, argv=None):
+    """``module.main(argv)``, or one line naming ``extra`` and ``status``.
+
+    Only a module of the extra missing is reported so; any other import
+    error is a bug and raises.
+    """
+    try:
+        cli = importlib.import_module(module)
+    except ImportError as exc:
+        missing = (exc.name or '').partition('.')[0]
+        if missing not in EXTRAS[extra]:
+            raise
+        sys.stderr.write(
+            "%s: needs the '%s' extra: pip install 'nova-pmem-filters[%s]' "
+            "(missing: %s)\n" % (prog, extra, extra, missing))
+        return status
+    return cli.main(argv)
+
+
+def planner():
+    # The planner's usage errors exit 2.
+    sys.exit(run('nova-pmem-planner', 'planner', 'planner.cli', 2))
+
+
+def doctor():
+    # The doctor's "could not run" status.
+    sys.exit(run('nova-pmem-doctor', 'doctor', 'nova_pmem_filters.doctor.cli',
+                 2))
+
+
+def discover():
+    # The status of a tool that cannot run (discover.errors.EXIT_TOOL).
+    sys.exit(run('nova-pmem-discover', 'discover',
+                 'nova_pmem_filters.discover.cli', 1))
