@@ -204,6 +204,35 @@ def cache_check(prof, ratio, used, request, memory_mb, cells=None, fit=None,
                       fit is not None)(used, cells, fit)
 
 
+def overcommitted(prof, ratio, used, cells=None):
+    """Where a tiered host already holds more hot RAM than its bound.
+
+    The doctor's check of what is placed, with PmemCacheFilter's choice of
+    the host-wide bound or each NUMA cell's (:func:`uses_cells`).
+
+    :param used: the host's :class:`cache.HotRam` (None: unreadable).
+    :param cells: ids of the host's NUMA cells with CPUs, or None.
+    :returns: (CellView or None, over): host-wide, ``over`` is ``[None]``
+        when the host is beyond its bound, else ``[]``; cell by cell, the
+        view and the ids of the cells beyond theirs (a view without
+        capacities and ``[]`` when the aggregates name other cells).
+    """
+    if not reads_usage(prof) or used is None:
+        return None, []
+    if cells is not None and uses_cells(prof, cells, used, False):
+        capacities, problem = prof.cell_capacities_mb(cells, ratio)
+        if capacities is None:
+            return CellView(None, None, None, problem=problem), []
+        charged = cache.cell_usage_mb(used.floating, used.bound, capacities)
+        over = [cell for cell in sorted(capacities)
+                if not cache.fits_cache(charged[cell], 0.0,
+                                        capacities[cell])]
+        return CellView(capacities, charged, None), over
+    if cache.fits_cache(used.total, 0.0, prof.cache_capacity_mb(ratio)):
+        return None, []
+    return None, [None]
+
+
 def headroom_rule(prof, ratio, request, memory_mb):
     """PmemCacheHeadroomWeigher's score on hosts of profile ``prof``.
 

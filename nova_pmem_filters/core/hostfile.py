@@ -85,6 +85,9 @@ class DiscoveredHost:
     sockets: int = None
     # ((NUMA node, GB), ...) of dram_cache_gb_per_cell (--numa), or None.
     cell_cache_gb: tuple = None
+    # Ids of the NUMA nodes with CPUs (Nova's host cells that take
+    # instance cells); None when the profile does not say.
+    cell_ids: tuple = None
 
     def profile(self):
         """The scheduler's profile of the host, through its metadata."""
@@ -224,7 +227,8 @@ def parse(data, source):
                           dram_gb=dram, vcpus=vcpus, region_gb=regions,
                           namespaces=namespaces,
                           sockets=_socket_count(data, source),
-                          cell_cache_gb=cells)
+                          cell_cache_gb=cells,
+                          cell_ids=_cell_ids(data, cells))
 
 
 def _socket_count(data, source):
@@ -244,6 +248,29 @@ def _socket_count(data, source):
         return sum(1 for node in nodes
                    if isinstance(node, dict) and node.get('cpus')) or None
     return None
+
+
+def _cell_ids(data, cells):
+    """The ids of the NUMA nodes with CPUs, None if the profile lacks them.
+
+    The per-cell key's nodes, else the sockets' nodes, else the CXL
+    listing's nodes with CPUs.
+    """
+    if cells:
+        return tuple(cell for cell, _gb in cells)
+    nodes = {s.get('numa_node') for s in data.get('sockets') or ()
+             if isinstance(s, dict)}
+    if not nodes:
+        section = data.get('cxl')
+        listing = section.get('numa_nodes') if isinstance(section, dict) \
+            else None
+        nodes = {n.get('numa_node') for n in listing or ()
+                 if isinstance(n, dict) and n.get('cpus')}
+    nodes.discard(None)
+    if not nodes or not all(isinstance(n, int) and not isinstance(n, bool)
+                            for n in nodes):
+        return None
+    return tuple(sorted(nodes))
 
 
 def _cell_cache(data, source, mode, cache_gb):

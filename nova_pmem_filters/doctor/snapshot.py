@@ -23,6 +23,8 @@ import urllib.parse
 from openstack import exceptions as sdk_exceptions
 
 from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.doctor import cloud
+from nova_pmem_filters.doctor import novaconf
 
 # Microversions the doctor reads at: flavors with their extra specs (2.61),
 # servers with their embedded flavor (2.47), hypervisors with their service
@@ -83,9 +85,12 @@ class Server:
     ram_mb: int
     extra_specs: dict
     # Host NUMA node of each guest NUMA node, guest node 0 first (GET
-    # /servers/{id}/topology): read for servers with vPMEM (hw:pmem) only;
-    # None when not read or when the API hides the host nodes.
+    # /servers/{id}/topology): read for servers with vPMEM (hw:pmem) and
+    # for servers on tiered hosts; None when not read or when the API hides
+    # the host nodes, () for a server without a NUMA topology.
     numa_nodes: tuple = None
+    # (host NUMA node, memory MB) of each guest NUMA node, as numa_nodes.
+    numa_cells: tuple = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +104,7 @@ class Snapshot:
     # The nova.conf read (doctor.novaconf.NovaConfig), or None if none was
     # given.
     config: object = None
-    # Discovered host profiles (discover.profiles.HostProfile), or None.
+    # Discovered hosts (core.hostfile.DiscoveredHost), or None.
     fleet: tuple = None
 
 
@@ -152,8 +157,8 @@ def _computes(conn):
                  for h, n in sorted(nodes.items()))
 
 
-def _numa_nodes(conn, server_id):
-    """Host node of each guest NUMA node, or None if the API hides it."""
+def _numa_cells(conn, server_id):
+    """(host node, memory MB) of each guest NUMA node; None if hidden."""
     try:
         body = _get(conn.compute, '/servers/%s/topology'
                     % urllib.parse.quote(server_id), TOPOLOGY_MICROVERSION)
@@ -165,25 +170,35 @@ def _numa_nodes(conn, server_id):
         # describe: the doctor reports the host nodes as unknown.
         return None
     nodes = body.get('nodes') or ()
-    if not nodes or any('host_node' not in n for n in nodes):
+    if any('host_node' not in n for n in nodes):
         return None
-    return tuple(n['host_node'] for n in nodes)
+    return tuple((n['host_node'], n.get('memory_mb') or 0) for n in nodes)
 
 
-def _servers(conn):
+def _servers(conn, tiered_hosts):
+    """The servers; the NUMA cells of those with vPMEM or on tiered hosts.
+
+    :param tiered_hosts: hosts whose near-memory bound the doctor checks
+        (cell by cell for NUMA-bound servers, as PmemCacheFilter does).
+    """
     servers = []
     for s in _pages(conn.compute, '/servers/detail?all_tenants=1',
                     'servers', SERVER_MICROVERSION):
         flavor = s.get('flavor') or {}
         specs = dict(flavor.get('extra_specs') or {})
         host = s.get('OS-EXT-SRV-ATTR:host')
-        vpmem = host and specs.get(extra_specs.VPMEM_KEY)
+        cells = None
+        if host and (specs.get(extra_specs.VPMEM_KEY)
+                     or host in tiered_hosts):
+            cells = _numa_cells(conn, s['id'])
         servers.append(Server(
             id=s['id'], name=s.get('name') or '',
             host=host, status=s.get('status'),
             flavor_name=flavor.get('original_name', ''),
             ram_mb=flavor.get('ram') or 0, extra_specs=specs,
-            numa_nodes=_numa_nodes(conn, s['id']) if vpmem else None))
+            numa_nodes=(None if cells is None
+                        else tuple(node for node, _mb in cells)),
+            numa_cells=cells))
     return tuple(servers)
 
 
@@ -214,7 +229,12 @@ def gather(conn, config=None, fleet=None):
     """
     computes = _computes(conn)
     node_names = {n for c in computes for n in c.nodes}
-    return Snapshot(aggregates=_aggregates(conn), flavors=_flavors(conn),
-                    computes=computes, servers=_servers(conn),
+    aggregates = _aggregates(conn)
+    profiles = cloud.host_profiles(
+        [c.host for c in computes], aggregates,
+        (config or novaconf.defaults()).default_host_mode)
+    tiered = {host for host, prof in profiles.items() if prof.tiered}
+    return Snapshot(aggregates=aggregates, flavors=_flavors(conn),
+                    computes=computes, servers=_servers(conn, tiered),
                     providers=_providers(conn, node_names), config=config,
                     fleet=tuple(fleet) if fleet is not None else None)

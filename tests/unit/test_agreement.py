@@ -26,6 +26,7 @@ import os
 import fixtures
 from nova import objects
 from nova.tests.unit.scheduler import fakes as nova_fakes
+from oslo_utils.fixture import uuidsentinel as uuids
 import testtools
 import yaml
 
@@ -37,12 +38,17 @@ from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
 from nova_pmem_filters.discover import cli as discover_cli
 from nova_pmem_filters.discover import outputs
+from nova_pmem_filters.doctor import checks
+from nova_pmem_filters.doctor import cloud
+from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters.doctor import snapshot
 from nova_pmem_filters.scheduler import host_profiles
 from planner import fleet
 from planner import model
 from planner import scenario
 from planner import simulate
 from tests.unit import fakes
+from tests.unit import test_numa_cells
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -239,3 +245,72 @@ class HotRatioAgreementTestCase(testtools.TestCase):
 
 def cfg_default(name):
     return {opt.name: opt.default for opt in pmem.pmem_opts}[name]
+
+
+class DoctorAgreesWithTheFilterTestCase(test_numa_cells._NumaHostTestCase):
+    """The doctor counts a host's hot RAM, cell by cell, as the filter does.
+
+    The same instances (bound to cells or floating) on a two-cell
+    Memory-Mode host with 2 GB of cache per cell: the scheduler's ledger and
+    the doctor sum the same HotRam, and the doctor finds a cell beyond its
+    bound exactly where PmemCacheFilter refuses even a 1 MB floating
+    instance because of that cell.
+    """
+
+    CASES = (
+        # (bound {cell: MB} per instance, floating MB per instance)
+        ([{0: 1024}, {1: 1024}], [1024]),       # within
+        ([{0: 2560}], []),                      # cell 0 beyond, host fits
+        ([{0: 1024}, {0: 1024}], [1024]),       # cell 0 beyond
+        ([{0: 512, 1: 512}], [3000]),           # both within
+        ([{1: 1500}], [1500]),                  # cell 1 beyond
+    )
+
+    def test_cases(self):
+        for number, (bound, floating) in enumerate(self.CASES):
+            with self.subTest(case=number):
+                self._agree(number, bound, floating)
+
+    def _agree(self, number, bound, floating):
+        name = 'host%d' % number
+        instances, servers = [], []
+        members = [('b', cells) for cells in bound]
+        members += [('f', memory_mb) for memory_mb in floating]
+        for i, (kind, cells) in enumerate(members):
+            uuid = getattr(uuids, '%s_%s%d' % (name, kind, i))
+            specs = {'pmem:hot_ratio': '1'}
+            if kind == 'b':
+                instances.append(self.bound_instance(uuid, cells, specs))
+                ram_mb, placed = sum(cells.values()), tuple(cells.items())
+            else:
+                instances.append(self.instance(uuid, cells, specs))
+                ram_mb, placed = cells, ()
+            servers.append(snapshot.Server(
+                id=uuid, name='%s%d' % (kind, i), host=name,
+                status='ACTIVE', flavor_name='f', ram_mb=ram_mb,
+                extra_specs=specs, numa_nodes=tuple(c for c, _ in placed),
+                numa_cells=placed))
+        usage = tuple(sum(c.get(cell, 0) for c in bound) for cell in (0, 1))
+        host = test_numa_cells.numa_host(
+            name, [test_numa_cells.MM4_CELLS], instances, usage=usage)
+
+        # The same hot RAM.
+        ledger_ram = self.ledger.usage_by_host([host])[(name, name + '-node')]
+        doctor_ram, _placed = cloud.hot_ram(servers, novaconf.defaults())
+        self.assertEqual(ledger_ram, doctor_ram)
+
+        # The same verdict on each cell.
+        snap = snapshot.Snapshot(
+            aggregates=(snapshot.Aggregate(
+                'mm', '1', (name,), dict(test_numa_cells.MM4_CELLS)),),
+            computes=(snapshot.Compute(name, (name + '-node',)),),
+            servers=tuple(servers))
+        over = {f.object for f in checks.run(snap)
+                if f.code == 'cache-overcommitted'}
+        tiny = fakes.request_spec({'pmem:hot_ratio': '1'}, memory_mb=1)
+        refused = not self._passing([host], tiny)
+        self.assertEqual(refused, bool(over), (bound, floating, over))
+        for cell in (0, 1):
+            used = ledger_ram.bound.get(cell, 0.0) + ledger_ram.floating / 2
+            self.assertEqual(used > 2048,
+                             'host %s (NUMA cell %d)' % (name, cell) in over)

@@ -33,8 +33,8 @@ import yaml
 from nova_pmem_filters.doctor import checks
 from nova_pmem_filters.doctor import cli
 from nova_pmem_filters.doctor import snapshot
+from tests.unit.doctor import cases
 from tests.unit import httpstub
-from tests.unit import test_doctor_checks as cases
 
 PAGE = 2
 
@@ -347,7 +347,7 @@ class CliTestCase(testtools.TestCase):
 
 
 class GatherTopologyTestCase(testtools.TestCase):
-    """Servers with vPMEM: their host NUMA nodes from the topology API."""
+    """Servers with vPMEM or on tiered hosts: their host NUMA nodes."""
 
     def serve(self, snap, topology):
         """StubCloud of ``snap`` that also answers /servers/ID/topology."""
@@ -394,6 +394,7 @@ class GatherTopologyTestCase(testtools.TestCase):
         asked = {p.split('/')[-2]: h.get('OpenStack-API-Version')
                  for m, p, h in cloud.stub.requests
                  if p.endswith('/topology')}
-        # Only servers with hw:pmem, at the microversion with host_node.
-        self.assertEqual(dict.fromkeys(['id-v1', 'id-v2', 'id-v3', 'id-v4'],
-                                       'compute 2.78'), asked)
+        # Only servers with hw:pmem or on a tiered host (plain is on mm1),
+        # at the microversion with host_node.
+        self.assertEqual(dict.fromkeys(['id-v1', 'id-v2', 'id-v3', 'id-v4',
+                                        'id-plain'], 'compute 2.78'), asked)

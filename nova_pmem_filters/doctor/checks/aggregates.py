@@ -1,0 +1,152 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Checks of the aggregates' metadata: our keys, read as the scheduler reads
+them.
+"""
+
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
+from nova_pmem_filters.doctor import findings
+
+Finding = findings.Finding
+ERROR = findings.ERROR
+WARNING = findings.WARNING
+_names = findings.names
+_suggest = findings.suggest
+_rejected = findings.rejected
+_rejected_in = findings.rejected_in
+
+AGGREGATE_KEYS = profile.AGGREGATE_KEYS
+CACHE_KEYS = profile.CACHE_KEYS
+
+
+def _looks_like_ours(key):
+    normal = key.strip().lower().replace('-', '_').replace('.', '_')
+    if normal in AGGREGATE_KEYS:
+        return normal
+    if normal.startswith('pmem') or _suggest(normal, AGGREGATE_KEYS, 0.8):
+        return _suggest(normal, AGGREGATE_KEYS, 0.0) or AGGREGATE_KEYS[0]
+    return None
+
+
+def _hosts_note(agg):
+    return ('hosts %s' % _names(agg.hosts)) if agg.hosts else 'no hosts yet'
+
+
+def check(snap, view):
+    found = []
+    for agg in snap.aggregates:
+        obj = 'aggregate %s' % agg.name
+        meta = agg.metadata
+        for key in sorted(meta):
+            if key in AGGREGATE_KEYS:
+                continue
+            suggestion = _looks_like_ours(key)
+            if suggestion:
+                found.append(Finding(
+                    WARNING, 'misspelt-key', obj,
+                    'metadata key %r is not one the filters read; it looks '
+                    'like %s, so %s ignore it' % (key, suggestion,
+                                                  _hosts_note(agg)),
+                    'openstack aggregate set --property %s=%s %s && '
+                    'openstack aggregate unset --property %s %s'
+                    % (suggestion, meta[key], agg.name, key, agg.name)))
+        mode = meta.get(profile.MODE_KEY)
+        if mode is not None and mode not in kinds.ALL_MODES:
+            hint = _suggest(str(mode).strip().lower().replace('-', '_'),
+                            kinds.ALL_MODES, 0.6)
+            found.append(Finding(
+                ERROR, 'invalid-pmem-mode', obj,
+                '%s=%r is not one of %s: %s' % (
+                    profile.MODE_KEY, mode, ', '.join(kinds.ALL_MODES),
+                    _rejected_in(agg)),
+                'openstack aggregate set --property %s=%s %s'
+                % (profile.MODE_KEY, hint or '<mode>', agg.name)))
+        if profile.DRAM_CACHE_KEY in meta:
+            cache = meta[profile.DRAM_CACHE_KEY]
+            parsed = profile.from_metadata([{
+                profile.MODE_KEY: kinds.MEMORY_MODE,
+                profile.DRAM_CACHE_KEY: cache}])
+            if not parsed.known:
+                found.append(Finding(
+                    ERROR, 'invalid-dram-cache', obj,
+                    '%s=%r is not a positive number of GB: %s'
+                    % (profile.DRAM_CACHE_KEY, cache,
+                       _rejected_in(agg)),
+                    'openstack aggregate set --property %s=<GB of DRAM '
+                    'cache per host> %s (nova-pmem-discover --aggregate '
+                    'prints it)' % (profile.DRAM_CACHE_KEY, agg.name)))
+            elif agg.hosts and all(
+                    view.profiles[h].known
+                    and view.profiles[h].mode not in kinds.TIERED
+                    for h in agg.hosts):
+                found.append(Finding(
+                    WARNING, 'dram-cache-without-memory-mode', obj,
+                    '%s is set but its hosts are not in Memory Mode (%s): '
+                    'the cache size is ignored' % (
+                        profile.DRAM_CACHE_KEY, ', '.join(sorted(
+                            '%s %s' % (h, view.profiles[h].mode)
+                            for h in agg.hosts))),
+                    'set %s=%s on the aggregate if these hosts run in '
+                    'Memory Mode, or unset %s'
+                    % (profile.MODE_KEY, kinds.MEMORY_MODE,
+                       profile.DRAM_CACHE_KEY)))
+        if profile.DRAM_CACHE_PER_CELL_KEY in meta:
+            cells = meta[profile.DRAM_CACHE_PER_CELL_KEY]
+            checked = {profile.MODE_KEY: kinds.MEMORY_MODE,
+                       profile.DRAM_CACHE_PER_CELL_KEY: cells}
+            if profile.DRAM_CACHE_KEY in meta:
+                checked[profile.DRAM_CACHE_KEY] = meta[profile.DRAM_CACHE_KEY]
+            parsed = profile.from_metadata([checked])
+            if not parsed.known:
+                found.append(Finding(
+                    ERROR, 'invalid-dram-cache-per-cell', obj,
+                    '%s: %s' % (parsed.problem, _rejected_in(agg)),
+                    'openstack aggregate set --property %s=<cell:GB,...> %s '
+                    '(nova-pmem-discover --numa --aggregate prints it), or '
+                    'openstack aggregate unset --property %s %s to split '
+                    '%s evenly over the cells'
+                    % (profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
+                       profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
+                       profile.DRAM_CACHE_KEY)))
+        if (mode in kinds.TIERED
+                and not any(key in meta for key in CACHE_KEYS)):
+            uncached = [h for h in agg.hosts
+                        if not any(key in a.metadata for key in CACHE_KEYS
+                                   for a in view.aggregates_of.get(h, ()))]
+            if uncached or not agg.hosts:
+                found.append(Finding(
+                    ERROR if uncached else WARNING,
+                    'memory-mode-without-cache', obj,
+                    '%s=%s without %s%s' % (
+                        profile.MODE_KEY, mode, profile.DRAM_CACHE_KEY,
+                        ' (no cache bound to keep): %s'
+                        % _rejected('hosts %s' % _names(uncached))
+                        if uncached else
+                        ': hosts added to it will be rejected'),
+                    'openstack aggregate set --property %s=<GB of DRAM '
+                    'cache per host> %s' % (profile.DRAM_CACHE_KEY,
+                                            agg.name)))
+        multiplier = meta.get(profile.TIER_WEIGHT_MULTIPLIER_KEY)
+        if multiplier is not None:
+            try:
+                float(multiplier)
+            except (TypeError, ValueError):
+                found.append(Finding(
+                    WARNING, 'invalid-weight-multiplier', obj,
+                    '%s=%r is not a number: Nova logs a warning and uses '
+                    '[pmem] tier_weight_multiplier for %s'
+                    % (profile.TIER_WEIGHT_MULTIPLIER_KEY, multiplier,
+                       _hosts_note(agg)),
+                    'openstack aggregate set --property %s=<number> %s'
+                    % (profile.TIER_WEIGHT_MULTIPLIER_KEY, agg.name)))
+    return found

@@ -1,0 +1,148 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Checks of the scheduler's nova.conf: our filters and weighers loaded and
+enabled, and a cache bound that several workers can keep.
+"""
+
+from nova_pmem_filters.core import classes
+from nova_pmem_filters.doctor import cloud
+from nova_pmem_filters.doctor import findings
+
+Finding = findings.Finding
+ERROR = findings.ERROR
+WARNING = findings.WARNING
+INFO = findings.INFO
+_names = findings.names
+_memory_mode_hosts = cloud.tiered_hosts
+_unaccounted = cloud.unaccounted
+
+OUR_FILTERS = classes.FILTERS
+OUR_WEIGHERS = classes.WEIGHERS
+FILTERS_PATH = classes.FILTERS_MODULE
+WEIGHERS_PATH = classes.WEIGHERS_MODULE
+ALL_FILTERS = classes.ALL_FILTERS
+ALL_WEIGHERS = classes.ALL_WEIGHERS
+NOVA_WEIGHERS_PREFIX = 'nova.scheduler.weights'
+# What goes missing without each of our weighers.
+WEIGHER_ROLES = {
+    classes.TIER_WEIGHER: 'pmem:priority does not steer flavors between '
+                          'DRAM and Memory-Mode hosts',
+    classes.HEADROOM_WEIGHER: 'Memory-Mode hosts are not chosen by free '
+                              'DRAM cache',
+    classes.NUMA_CELL_WEIGHER: 'pmem:priority=high flavors are not given '
+                               'the least loaded NUMA cells',
+}
+
+# What the integration suite measured with filter-only accounting and two
+# scheduler workers (doc/source/integration.rst): 36 concurrent boots to two
+# Memory-Mode hosts whose caches hold 24.
+MEASURED_OVER_ADMISSION = ('the integration suite measured 30 instances '
+                           'admitted where the DRAM caches of two hosts hold '
+                           '24, with 2 workers')
+PLACEMENT_ACCOUNTING_FIX = (
+    'account near memory in Placement: give each compute the provider '
+    'config of nova-pmem-discover --provider-config (CUSTOM_NEAR_MEMORY_MB) '
+    'and each flavor the resources:CUSTOM_NEAR_MEMORY_MB that '
+    'nova-pmem-planner nova-config --placement-accounting prints')
+
+
+def _conf_object(group, option):
+    return 'nova.conf [%s] %s' % (group, option)
+
+
+def check(snap, view):
+    if snap.config is None:
+        return [Finding(
+            INFO, 'nova-conf-not-read', 'nova.conf',
+            'no nova.conf was given, so the scheduler settings were not '
+            'audited; the [pmem] defaults were assumed (default_host_mode '
+            '%s, default_hot_ratio %g, cache_overcommit_ratio %g)'
+            % (view.config.default_host_mode, view.config.default_hot_ratio,
+               view.config.cache_overcommit_ratio),
+            'run the doctor with --config-file /etc/nova/nova.conf (the '
+            'file nova-scheduler reads)')]
+    conf = snap.config
+    found = []
+    available = set(conf.available_filters)
+    enabled = set(conf.enabled_filters)
+    mm_hosts = _memory_mode_hosts(view)
+    unaccounted = _unaccounted(snap, view)
+    for name in OUR_FILTERS:
+        is_available = (ALL_FILTERS in available
+                        or '%s.%s' % (FILTERS_PATH, name) in available)
+        if name in enabled and not is_available:
+            found.append(Finding(
+                ERROR, 'filter-not-available',
+                _conf_object('filter_scheduler', 'available_filters'),
+                '%s is in enabled_filters but not in available_filters: '
+                'nova-scheduler does not start (SchedulerHostFilterNotFound)'
+                % name,
+                'add the line "available_filters = %s" to '
+                '[filter_scheduler], keeping Nova\'s own '
+                '(nova.scheduler.filters.all_filters)' % ALL_FILTERS))
+        if name in enabled:
+            continue
+        if name == 'PmemCacheFilter' and not (mm_hosts and unaccounted):
+            # Without Memory-Mode hosts, or with every flavor accounted in
+            # Placement, the filter has nothing to add.
+            continue
+        why = ('host memory modes and pmem:modes are ignored: flavors land '
+               'on any host' if name == 'PmemModeFilter' else
+               'nothing keeps the hot RAM of %s within the DRAM cache of '
+               'the Memory-Mode hosts' % _names(f.name for f in unaccounted))
+        found.append(Finding(
+            ERROR, 'filter-not-enabled',
+            _conf_object('filter_scheduler', 'enabled_filters'),
+            '%s is not enabled: %s' % (name, why),
+            'append %s to [filter_scheduler] enabled_filters%s and restart '
+            'nova-scheduler' % (name, '' if is_available else
+                                ', add "available_filters = %s"'
+                                % ALL_FILTERS)))
+    weighers = set(conf.weight_classes)
+    if ALL_WEIGHERS not in weighers:
+        missing = [w for w in OUR_WEIGHERS
+                   if '%s.%s' % (WEIGHERS_PATH, w) not in weighers]
+        if missing:
+            found.append(Finding(
+                WARNING, 'weighers-not-configured',
+                _conf_object('filter_scheduler', 'weight_classes'),
+                '%s %s not in weight_classes: %s'
+                % (' and '.join(missing),
+                   'is' if len(missing) == 1 else 'are',
+                   '; '.join(WEIGHER_ROLES[w] for w in missing)),
+                'set [filter_scheduler] weight_classes = '
+                'nova.scheduler.weights.all_weighers,%s' % ALL_WEIGHERS))
+    if (any(w.startswith(WEIGHERS_PATH) for w in weighers)
+            and not any(w.startswith(NOVA_WEIGHERS_PREFIX)
+                        for w in weighers)):
+        found.append(Finding(
+            WARNING, 'nova-weighers-dropped',
+            _conf_object('filter_scheduler', 'weight_classes'),
+            'weight_classes lists our weighers but none of Nova\'s: it '
+            'replaces Nova\'s default, so the RAM, CPU, disk and other '
+            'weighers of Nova are off',
+            'set [filter_scheduler] weight_classes = '
+            'nova.scheduler.weights.all_weighers,%s' % ALL_WEIGHERS))
+    workers = conf.scheduler_workers
+    if ('PmemCacheFilter' in enabled and mm_hosts and unaccounted
+            and (workers is None or workers > 1)):
+        found.append(Finding(
+            WARNING, 'filter-only-cache-accounting',
+            _conf_object('scheduler', 'workers'),
+            '%s, and the DRAM-cache bound of flavors %s is kept by '
+            'PmemCacheFilter alone: workers schedule concurrently and can '
+            'admit more hot RAM than a cache holds (%s)'
+            % ('%d nova-scheduler workers' % workers if workers else
+               'workers is unset, so nova-scheduler runs one worker per CPU',
+               _names(f.name for f in unaccounted), MEASURED_OVER_ADMISSION),
+            PLACEMENT_ACCOUNTING_FIX + ', or set [scheduler] workers = 1'))
+    return found

@@ -1,0 +1,129 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Checks of the flavors' ``pmem:`` extra specs and their Placement request.
+"""
+
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
+from nova_pmem_filters.doctor import cloud
+from nova_pmem_filters.doctor import findings
+
+Finding = findings.Finding
+ERROR = findings.ERROR
+WARNING = findings.WARNING
+_suggest = findings.suggest
+_memory_mode_hosts = cloud.tiered_hosts
+_memory_mode_flavors = cloud.tiered_flavors
+
+PMEM_SPEC_KEYS = tuple(sorted(extra_specs.RULES))
+
+
+def _spec_lookalike(key):
+    """The pmem: key a misspelt extra-spec key stands for, or None."""
+    if key.startswith(extra_specs.NAMESPACE + ':'):
+        return None
+    normal = key.strip().lower()
+    for sep in ('_', '.', '-', '='):
+        if normal.startswith(extra_specs.NAMESPACE + sep):
+            normal = extra_specs.NAMESPACE + ':' + normal[len(sep) + 4:]
+            break
+    if normal in PMEM_SPEC_KEYS:
+        return normal
+    if normal.startswith(extra_specs.NAMESPACE):
+        return _suggest(normal, PMEM_SPEC_KEYS, 0.6)
+    return None
+
+
+def _spec_fix(key, value, flavor):
+    if key in extra_specs.RULES:
+        return ('openstack flavor set --property %s=<%s> %s'
+                % (key, extra_specs.RULES[key][0], flavor))
+    right = _suggest(key, PMEM_SPEC_KEYS, 0.0)
+    try:
+        extra_specs.validate(right, value)
+    except extra_specs.InvalidExtraSpec:
+        value = '<%s>' % extra_specs.RULES[right][0]
+    return ('openstack flavor set --property %s=%s %s && openstack flavor '
+            'unset --property %s %s' % (right, value, flavor, key, flavor))
+
+
+def check(snap, view):
+    found = []
+    mm_hosts = _memory_mode_hosts(view)
+    any_accounted = any(
+        placement.requested_near_memory(f.extra_specs) is not None
+        for f, _r in _memory_mode_flavors(snap, view))
+    for flavor in snap.flavors:
+        obj = 'flavor %s' % flavor.name
+        specs = flavor.extra_specs
+        bad = False
+        for key in sorted(k for k in specs
+                          if k.startswith(extra_specs.NAMESPACE + ':')):
+            try:
+                extra_specs.validate(key, specs[key])
+            except extra_specs.InvalidExtraSpec as exc:
+                bad = True
+                found.append(Finding(
+                    ERROR, 'invalid-extra-spec', obj,
+                    '%s: the filters reject every host for it (NoValidHost) '
+                    'and count all RAM of its instances as hot' % exc,
+                    _spec_fix(key, specs[key], flavor.name)))
+        for key in sorted(specs):
+            lookalike = _spec_lookalike(key)
+            if lookalike:
+                found.append(Finding(
+                    WARNING, 'misspelt-key', obj,
+                    'extra spec %r is not read by the filters; it looks '
+                    'like %s' % (key, lookalike),
+                    'openstack flavor set --property %s=%s %s && openstack '
+                    'flavor unset --property %s %s'
+                    % (lookalike, specs[key], flavor.name, key,
+                       flavor.name)))
+        if bad:
+            continue
+        request, _error = view.requests[flavor.name]
+        if request.conflict:
+            found.append(Finding(
+                ERROR, 'vpmem-modes-conflict', obj,
+                '%s: PmemModeFilter rejects every host for it' %
+                request.conflict,
+                'add app_direct to %s, or remove %s'
+                % (extra_specs.MODES_KEY, extra_specs.VPMEM_KEY)))
+            continue
+        requested = placement.requested_near_memory(specs)
+        if requested is not None:
+            expected = placement.near_memory_mb(flavor.ram_mb,
+                                                request.hot_ratio)
+            if requested != expected:
+                less = requested < expected
+                found.append(Finding(
+                    ERROR if less else WARNING, 'near-memory-mismatch', obj,
+                    'requests %d MB of %s, but %d MB RAM x hot ratio %g is '
+                    '%d MB: Placement admits %s instances than the DRAM '
+                    'cache holds' % (requested, placement.NEAR_MEMORY_RC,
+                                     flavor.ram_mb, request.hot_ratio,
+                                     expected, 'more' if less else 'fewer'),
+                    'openstack flavor set --property %s=%d %s'
+                    % (placement.NEAR_MEMORY_KEY, expected, flavor.name)))
+        elif (mm_hosts and any_accounted
+              and kinds.TIERED & request.modes):
+            found.append(Finding(
+                WARNING, 'placement-accounting-partial', obj,
+                'it may land on Memory-Mode hosts but does not request %s, '
+                'while other flavors do: Placement does not see the DRAM '
+                'cache its instances use, and admits the other flavors '
+                'into it' % placement.NEAR_MEMORY_RC,
+                'openstack flavor set --property %s=%d %s'
+                % (placement.NEAR_MEMORY_KEY, placement.near_memory_mb(
+                    flavor.ram_mb, request.hot_ratio), flavor.name)))
+    return found
