@@ -18,16 +18,10 @@ from cliff import commandmanager
 
 import planner
 from planner import errors
-from planner import scenario
-
-
-class OutputError(Exception):
-    """An output path that cannot be written; the message is one line."""
 
 
 # Errors in what the user gave us: one line on stderr, exit status 2.
-USAGE_ERRORS = (scenario.ScenarioError, OutputError,
-                errors.PlannerError)
+USAGE_ERRORS = (errors.PlannerError,)
 
 
 class PlannerApp(app.App):

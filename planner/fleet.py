@@ -18,7 +18,7 @@ model (kind, visible memory, near memory per host and per cell, vCPUs when
 reported, App-Direct regions, number of sockets) form one node kind, and
 the node model counts the VMs of each scenario workload on each kind.
 
-Every problem becomes a :class:`planner.scenario.ScenarioError` whose one
+Every problem becomes a :class:`planner.errors.ScenarioError` whose one
 line names the file and the key.
 """
 
@@ -30,8 +30,8 @@ import pandas as pd
 from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.core import kinds as host_kinds
 
+from planner import errors
 from planner import model
-from planner import scenario
 
 TOTAL = 'total'
 
@@ -73,7 +73,7 @@ class Kind:
 def parse_host(data, source):
     """Check one host profile (:class:`hostfile.DiscoveredHost`).
 
-    :raises planner.scenario.ScenarioError: naming ``source`` and the key.
+    :raises planner.errors.ScenarioError: naming ``source`` and the key.
     """
     try:
         return hostfile.parse(data, source)
@@ -90,7 +90,7 @@ def read_host(path):
 
 
 def _scenario_error(exc):
-    return scenario.ScenarioError(exc.source, exc.path, exc.rule)
+    return errors.ScenarioError(exc.source, exc.path, exc.rule)
 
 
 def _gb(value):
@@ -137,7 +137,7 @@ def group(hosts):
 def load(directory):
     """The node kinds of the fleet described by ``directory/*.json``.
 
-    :raises planner.scenario.ScenarioError: on the first bad file, on a
+    :raises planner.errors.ScenarioError: on the first bad file, on a
         hostname given by two files and on a directory with no profile.
     """
     try:

@@ -74,10 +74,6 @@ _RC_TOL = 1e-7
 _MAX_ROUNDS = 200
 
 
-class Infeasible(errors.PlannerError):
-    """A demand no fleet of the candidates can carry; names the reason."""
-
-
 @dataclasses.dataclass(frozen=True)
 class Candidate:
     """A configuration as the optimiser sees it."""
@@ -483,7 +479,7 @@ def _check_carriable(problem, scen):
             _vms, binding = model.density(node, scen.workloads[name],
                                           scen.policies)
             reasons.append('%s: %s' % (cand.name, binding))
-        raise Infeasible(
+        raise errors.Infeasible(
             'the demand of %d %s VMs cannot be met: no candidate '
             'configuration holds one of them (binding constraint per '
             'configuration: %s)' % (wanted, name, '; '.join(reasons)))
@@ -773,7 +769,7 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
     :param generate: generate patterns that mix workloads (column
         generation); False keeps one workload per node, without a bound.
 
-    :raises Infeasible: naming what makes the demand impossible.
+    :raises errors.Infeasible: naming what makes the demand impossible.
     """
     started = time.monotonic()
     deadline = started + time_limit
@@ -881,8 +877,8 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
         if best is not None and (mip.x is None or best.fun < mip.fun):
             mip = best
     if mip.x is None:
-        raise Infeasible('no integer fleet of the candidates meets the '
-                         'demand within the caps (%s)' % mip.message)
+        raise errors.Infeasible('no integer fleet of the candidates meets the '
+                                'demand within the caps (%s)' % mip.message)
     _check_caps(problem, master, mip, layout, integer=True)
     if problem.objective != 'tco':
         # As much served, by the cheapest fleet that serves it.
@@ -913,9 +909,9 @@ def _check_caps(problem, master, res, layout, integer=False):
                          '%s' % (cap % _num(value), where,
                                  _num(value + slack), unit))
     if short:
-        raise Infeasible('the demand does not fit the caps%s: %s'
-                         % (' with whole nodes' if integer else '',
-                            '; '.join(short)))
+        raise errors.Infeasible('the demand does not fit the caps%s: %s'
+                                % (' with whole nodes' if integer else '',
+                                   '; '.join(short)))
 
 
 def _num(value):
@@ -982,7 +978,7 @@ def best_single(problem, scen=None, time_limit=60.0, gap=1e-3):
         sub = problem.restricted([cand.name])
         try:
             plan = solve(sub, scen=scen, time_limit=time_limit, gap=gap)
-        except Infeasible:
+        except errors.Infeasible:
             continue
         better = (best is None or
                   (plan.objective < best.objective

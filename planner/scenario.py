@@ -34,6 +34,7 @@ from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import profile
 
+from planner import errors
 from planner import population
 
 BUILTIN_SCENARIO = 'telco-cost-matched'
@@ -207,21 +208,6 @@ SCENARIO_SCHEMA = _obj({
     'economics': ECONOMICS_SCHEMA,
     'demand': DEMAND_SCHEMA,
 }, required=['name', 'configs', 'workloads'])
-
-
-class ScenarioError(ValueError):
-    """A scenario or catalog that cannot be used; the message is one line."""
-
-    def __init__(self, source, path, rule):
-        self.source = source
-        self.path = path
-        self.rule = rule
-        # A key is shown as written unless it holds a line break or another
-        # unprintable character (a YAML key may end in a newline).
-        where = '.'.join(str(p) if str(p).isprintable() else repr(p)
-                         for p in path) or '(top level)'
-        message = '%s: %s: %s' % (source, where, rule)
-        super().__init__(' '.join(message.splitlines()))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -453,23 +439,23 @@ def _read_yaml(text, source):
             problem = '%s (character #x%04x)' % (exc.reason, exc.character)
         else:
             where = []
-        raise ScenarioError(source, where, 'not valid YAML: %s'
-                            % (problem or exc))
+        raise errors.ScenarioError(source, where, 'not valid YAML: %s'
+                                   % (problem or exc))
     if not isinstance(data, dict):
-        raise ScenarioError(source, [], 'expected a mapping of keys to '
-                            'values, got %s' % type(data).__name__)
+        raise errors.ScenarioError(source, [], 'expected a mapping of keys to '
+                                   'values, got %s' % type(data).__name__)
     return data
 
 
 def _schema_check(data, schema, source):
     validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(data),
-                    key=lambda e: (len(e.absolute_path),
-                                   [str(p) for p in e.absolute_path]))
-    if errors:
-        err = errors[0]
-        raise ScenarioError(source, list(err.absolute_path),
-                            _describe(err))
+    found = sorted(validator.iter_errors(data),
+                   key=lambda e: (len(e.absolute_path),
+                                  [str(p) for p in e.absolute_path]))
+    if found:
+        err = found[0]
+        raise errors.ScenarioError(source, list(err.absolute_path),
+                                   _describe(err))
 
 
 def _describe(err):
@@ -529,14 +515,15 @@ def _build_catalog(raw, source, path=()):
     dimms = {}
     for name, d in raw.get('dimms', {}).items():
         if d['type'] == 'pmem' and 'generation' not in d:
-            raise ScenarioError(source,
-                                list(path) + ['dimms', name, 'generation'],
-                                'a pmem DIMM needs its generation '
-                                '(100 or 200)')
+            raise errors.ScenarioError(
+                source,
+                list(path) + ['dimms', name, 'generation'],
+                'a pmem DIMM needs its generation '
+                '(100 or 200)')
         if d['type'] == 'cxl':
             for key in ('lanes', 'latency_ns', 'bandwidth_gbps'):
                 if key not in d:
-                    raise ScenarioError(
+                    raise errors.ScenarioError(
                         source, list(path) + ['dimms', name, key],
                         'a CXL memory device needs %s (link lanes, idle '
                         'latency and bandwidth drive the population rules '
@@ -587,8 +574,8 @@ def _lookup(table, name, source, path, what):
     try:
         return table[name]
     except KeyError:
-        raise ScenarioError(source, path, 'unknown %s %r (known: %s)'
-                            % (what, name, ', '.join(sorted(table))))
+        raise errors.ScenarioError(source, path, 'unknown %s %r (known: %s)'
+                                   % (what, name, ', '.join(sorted(table))))
 
 
 def _socket_population(raw, catalog, source, path):
@@ -602,19 +589,21 @@ def _build_config(name, raw, catalog, source):
                        path + ['platform'], 'platform')
     cpu = _lookup(catalog.cpus, raw['cpu'], source, path + ['cpu'], 'CPU')
     if ('per_socket' in raw) == ('sockets' in raw):
-        raise ScenarioError(source, path, 'give exactly one of per_socket '
-                            '(same DIMMs on every socket) or sockets '
-                            '(a list, one population per socket)')
+        raise errors.ScenarioError(
+            source, path, 'give exactly one of per_socket '
+            '(same DIMMs on every socket) or sockets '
+            '(a list, one population per socket)')
     if 'per_socket' in raw:
         one = _socket_population(raw['per_socket'], catalog, source,
                                  path + ['per_socket'])
         sockets = tuple(dict(one) for _ in range(platform.sockets))
     else:
         if len(raw['sockets']) != platform.sockets:
-            raise ScenarioError(source, path + ['sockets'],
-                                'platform %s has %d sockets, %d populations '
-                                'given' % (platform.name, platform.sockets,
-                                           len(raw['sockets'])))
+            raise errors.ScenarioError(
+                source, path + ['sockets'],
+                'platform %s has %d sockets, %d populations '
+                'given' % (platform.name, platform.sockets,
+                           len(raw['sockets'])))
         sockets = tuple(_socket_population(s, catalog, source,
                                            path + ['sockets', i])
                         for i, s in enumerate(raw['sockets']))
@@ -678,23 +667,26 @@ def _build_workload(name, raw, source):
     try:
         request = extra_specs.parse(specs)
     except extra_specs.InvalidExtraSpec as exc:
-        raise ScenarioError(source, path + [key_to_field[exc.key]],
-                            'flavor extra spec %s=%r is invalid: expected %s'
-                            % (exc.key, exc.value, exc.allowed))
+        raise errors.ScenarioError(
+            source, path + [key_to_field[exc.key]],
+            'flavor extra spec %s=%r is invalid: expected %s'
+            % (exc.key, exc.value, exc.allowed))
     if request.conflict:
-        raise ScenarioError(source, path, request.conflict)
+        raise errors.ScenarioError(source, path, request.conflict)
     specs = explicit_specs(specs, request)
     if round(raw['ram_gb'] * profile.MB_PER_GB) < 1:
         # Nova's memory_mb is a whole number of MB; 0 has no hot RAM.
-        raise ScenarioError(source, path + ['ram_gb'], 'a flavor has at '
-                            'least 1 MB of RAM, got %r GB' % raw['ram_gb'])
+        raise errors.ScenarioError(
+            source, path + ['ram_gb'], 'a flavor has at '
+            'least 1 MB of RAM, got %r GB' % raw['ram_gb'])
     used_gb = float(raw.get('used_gb', raw['ram_gb']))
     bound = raw.get('bound', 'latency')
     if bound == 'bandwidth' and 'bandwidth_gbps' not in raw:
-        raise ScenarioError(source, path + ['bandwidth_gbps'],
-                            'a bandwidth-bound workload needs bandwidth_gbps, '
-                            'the memory bandwidth one VM draws at full '
-                            'speed')
+        raise errors.ScenarioError(
+            source, path + ['bandwidth_gbps'],
+            'a bandwidth-bound workload needs bandwidth_gbps, '
+            'the memory bandwidth one VM draws at full '
+            'speed')
     numa_nodes = raw.get('numa_nodes')
     if numa_nodes is not None:
         numa_nodes = int(numa_nodes)
@@ -717,7 +709,7 @@ def _check_numa_nodes(nodes, raw, source, path):
     for field, value, unit in (('vcpus', raw['vcpus'], 'vCPUs'),
                                ('ram_gb', ram_mb, 'MB of RAM')):
         if value % nodes:
-            raise ScenarioError(
+            raise errors.ScenarioError(
                 source, path + ['numa_nodes'],
                 'numa_nodes: %d does not divide %s (%d %s): Nova refuses '
                 'to boot a flavor with %s=%d that it cannot split evenly '
@@ -729,7 +721,7 @@ def parse(text, source, catalog=None):
     """Build a :class:`Scenario` from YAML text.
 
     :param source: the file name to use in error messages.
-    :raises ScenarioError: on the first problem found.
+    :raises planner.errors.ScenarioError: on the first problem found.
     """
     raw = _read_yaml(text, source)
     _schema_check(raw, SCENARIO_SCHEMA, source)
@@ -741,17 +733,19 @@ def parse(text, source, catalog=None):
     for name, config in configs.items():
         problems = population.errors(population.check(config))
         if problems:
-            raise ScenarioError(source, ['configs', name],
-                                'invalid population: %s (%s) [%s]'
-                                % (problems[0].message, problems[0].code,
-                                   problems[0].source))
+            raise errors.ScenarioError(
+                source, ['configs', name],
+                'invalid population: %s (%s) [%s]'
+                % (problems[0].message, problems[0].code,
+                   problems[0].source))
     _check_bandwidth(configs, workloads_raw=raw['workloads'],
                      source=source)
     baseline = raw.get('baseline', next(iter(raw['configs'])))
     if baseline not in configs:
-        raise ScenarioError(source, ['baseline'], 'unknown config %r '
-                            '(known: %s)' % (baseline,
-                                             ', '.join(sorted(configs))))
+        raise errors.ScenarioError(
+            source, ['baseline'], 'unknown config %r '
+            '(known: %s)' % (baseline,
+                             ', '.join(sorted(configs))))
     workloads = {name: _build_workload(name, w, source)
                  for name, w in raw['workloads'].items()}
     policies = Policies(**{k: v for k, v in raw.get('policies', {}).items()
@@ -779,7 +773,7 @@ def _check_bandwidth(configs, workloads_raw, source):
         for dimm in sorted({d for sock in config.sockets for d in sock
                             if not d.is_pmem}, key=lambda d: d.name):
             if dimm.bandwidth_gbps is None:
-                raise ScenarioError(
+                raise errors.ScenarioError(
                     source, ['configs', name],
                     'workload %s is bandwidth-bound but DIMM %s of this '
                     'configuration gives no bandwidth_gbps in the catalog'
@@ -797,16 +791,16 @@ def _build_demand(raw, workloads, economics, source):
         names = [p[0] for p in periods]
         for i, name in enumerate(names):
             if name in names[:i]:
-                raise ScenarioError(source, ['demand', i, 'name'],
-                                    'period %r is named twice' % name)
+                raise errors.ScenarioError(source, ['demand', i, 'name'],
+                                           'period %r is named twice' % name)
     result = []
     for name, years, vms, path in periods:
         for workload in vms:
             if workload not in workloads:
-                raise ScenarioError(source, path + [workload],
-                                    'unknown workload %r (known: %s)'
-                                    % (workload, ', '.join(sorted(
-                                        workloads))))
+                raise errors.ScenarioError(
+                    source, path + [workload],
+                    'unknown workload %r (known: %s)'
+                    % (workload, ', '.join(sorted(workloads))))
         result.append(Period(name=name, years=float(years),
                              vms={w: int(vms.get(w, 0)) for w in workloads}))
     return tuple(result)
@@ -831,7 +825,7 @@ def read_text(path=None):
         with open(path, encoding='utf-8') as f:
             return f.read(), path
     except OSError as exc:
-        raise ScenarioError(path, [], 'cannot read the file: %s'
-                            % exc.strerror)
+        raise errors.ScenarioError(path, [], 'cannot read the file: %s'
+                                   % exc.strerror)
     except UnicodeDecodeError:
-        raise ScenarioError(path, [], 'not UTF-8 text')
+        raise errors.ScenarioError(path, [], 'not UTF-8 text')

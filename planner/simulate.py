@@ -67,10 +67,6 @@ SECONDS_PER_DAY = 86400.0
 WEIGHERS = ('ram', 'cpu', 'tier', 'headroom')
 
 
-class TraceError(errors.PlannerError):
-    """A trace that cannot be replayed; names the line."""
-
-
 @dataclasses.dataclass(frozen=True)
 class Scheduler:
     """The scheduler and Placement settings the simulator decides with.
@@ -404,43 +400,49 @@ def read_csv(path, flavors):
     try:
         handle = open(path, newline='')
     except OSError as exc:
-        raise TraceError('%s: cannot read the trace: %s'
-                         % (path, exc.strerror or exc))
+        raise errors.TraceError('%s: cannot read the trace: %s'
+                                % (path, exc.strerror or exc))
     with handle:
         reader = csv.reader(handle)
         header = next(reader, None)
         if header is None or [h.strip() for h in header] != list(CSV_FIELDS):
-            raise TraceError('%s: line 1: expected the header %s'
-                             % (path, ','.join(CSV_FIELDS)))
+            raise errors.TraceError('%s: line 1: expected the header %s'
+                                    % (path, ','.join(CSV_FIELDS)))
         last = -math.inf
         for row in reader:
             line = reader.line_num
             if not row or not ''.join(row).strip():
                 continue
             if len(row) != len(CSV_FIELDS):
-                raise TraceError('%s: line %d: expected %d fields (%s), '
-                                 'got %d' % (path, line, len(CSV_FIELDS),
-                                             ','.join(CSV_FIELDS), len(row)))
+                raise errors.TraceError(
+                    '%s: line %d: expected %d fields (%s), '
+                    'got %d' % (path, line, len(CSV_FIELDS),
+                                ','.join(CSV_FIELDS), len(row)))
             text, kind, uuid, flavor = (v.strip() for v in row)
             try:
                 when = float(text)
             except ValueError:
                 when = math.nan
             if not math.isfinite(when) or when < 0:
-                raise TraceError('%s: line %d: time %r is not a number of '
-                                 'seconds, 0 or more' % (path, line, text))
+                raise errors.TraceError(
+                    '%s: line %d: time %r is not a number of '
+                    'seconds, 0 or more' % (path, line, text))
             if when < last:
-                raise TraceError('%s: line %d: time %s is before the line '
-                                 'above' % (path, line, text))
+                raise errors.TraceError(
+                    '%s: line %d: time %s is before the line '
+                    'above' % (path, line, text))
             if kind not in EVENTS:
-                raise TraceError('%s: line %d: event %r is not one of %s'
-                                 % (path, line, kind, ', '.join(EVENTS)))
+                raise errors.TraceError(
+                    '%s: line %d: event %r is not one of %s'
+                    % (path, line, kind, ', '.join(EVENTS)))
             if not uuid:
-                raise TraceError('%s: line %d: no instance' % (path, line))
+                raise errors.TraceError(
+                    '%s: line %d: no instance' % (path, line))
             if flavor not in flavors:
-                raise TraceError('%s: line %d: unknown flavor %r (known: '
-                                 '%s)' % (path, line, flavor,
-                                          ', '.join(sorted(flavors))))
+                raise errors.TraceError(
+                    '%s: line %d: unknown flavor %r (known: '
+                    '%s)' % (path, line, flavor,
+                             ', '.join(sorted(flavors))))
             last = when
             events.append(Event(when, kind, uuid, flavor))
     return events
@@ -491,7 +493,8 @@ def replay(fleet, flavors, events, sample_days=1.0, progress=None):
         if event.kind == BOOT:
             boots += 1
             if event.instance in placed:
-                raise TraceError('instance %s boots twice' % event.instance)
+                raise errors.TraceError(
+                    'instance %s boots twice' % event.instance)
             host, reason = fleet.choose(flavor)
             if host is None:
                 rejected[reason][flavor.name] = (

@@ -14,8 +14,8 @@
 from cliff import lister
 
 from planner.commands import base
+from planner import errors
 from planner import novaconfig
-from planner import scenario
 
 
 class NovaConfig(lister.Lister):
@@ -38,7 +38,7 @@ class NovaConfig(lister.Lister):
         scen = base.load_scenario(parsed_args)
         for name in parsed_args.workload or ():
             if name not in scen.workloads:
-                raise scenario.ScenarioError(
+                raise errors.ScenarioError(
                     '--workload', [], 'unknown workload %r (known: %s)'
                     % (name, ', '.join(sorted(scen.workloads))))
         return base.frame_rows(novaconfig.settings(

@@ -15,8 +15,8 @@ import os
 
 from cliff import lister
 
-from planner import cli
 from planner.commands import base
+from planner import errors
 from planner import report
 from planner import tables
 
@@ -53,8 +53,8 @@ class Report(lister.Lister):
         out = parsed_args.output_dir
         problem = report.output_dir_problem(out)
         if problem:
-            raise cli.OutputError('cannot write the report to %s: %s'
-                                  % (out, problem))
+            raise errors.OutputError('cannot write the report to %s: %s'
+                                     % (out, problem))
         base.show_warnings(tables.findings_by_config(scen),
                            stream=self.app.stderr)
         extra = {}
@@ -68,6 +68,6 @@ class Report(lister.Lister):
         try:
             written = report.write(artifacts, out)
         except OSError as exc:
-            raise cli.OutputError('cannot write the report to %s: %s'
-                                  % (out, exc.strerror or exc)) from exc
+            raise errors.OutputError('cannot write the report to %s: %s'
+                                     % (out, exc.strerror or exc)) from exc
         return ('path', 'kind', 'bytes'), written

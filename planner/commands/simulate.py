@@ -15,7 +15,6 @@ import io
 
 from nova_pmem_filters import fileutil
 
-from planner import cli
 from planner.commands import base
 from planner import errors
 from planner import simulate
@@ -181,5 +180,5 @@ class Simulate(base.ShortTableLister):
         try:
             fileutil.write_atomic(path, data)
         except OSError as exc:
-            raise cli.OutputError('cannot write %s: %s'
-                                  % (path, exc.strerror or exc)) from exc
+            raise errors.OutputError('cannot write %s: %s'
+                                     % (path, exc.strerror or exc)) from exc

@@ -13,7 +13,6 @@
 
 from nova_pmem_filters import fileutil
 
-from planner import cli
 from planner.commands import base
 from planner import errors
 from planner import sweep
@@ -88,7 +87,7 @@ class Sweep(base.ShortTableLister):
                     rows, 'Sweep of %s' % (parsed_args.scenario or
                                            'the built-in scenario')))
             except OSError as exc:
-                raise cli.OutputError('cannot write %s: %s' % (
+                raise errors.OutputError('cannot write %s: %s' % (
                     parsed_args.chart, exc.strerror or exc)) from exc
         return sweep.COLUMNS, [tuple(r[c] for c in sweep.COLUMNS)
                                for r in rows]

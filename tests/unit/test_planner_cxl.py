@@ -21,6 +21,7 @@ import yaml
 
 from nova_pmem_filters.core import kinds
 
+from planner import errors
 from planner import model
 from planner import population
 from planner import scenario
@@ -139,7 +140,7 @@ class RuleTestCase(testtools.TestCase):
         raw = _raw()
         raw['configs']['flat-1536-1536']['per_socket'][
             'samsung-cmmd-256'] = 2
-        exc = self.assertRaises(scenario.ScenarioError, scenario.parse,
+        exc = self.assertRaises(errors.ScenarioError, scenario.parse,
                                 yaml.safe_dump(raw), 'x.yaml')
         self.assertIn('configs.flat-1536-1536', str(exc))
         self.assertIn('flat-ratio', str(exc))

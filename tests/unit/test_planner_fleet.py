@@ -21,6 +21,7 @@ import yaml
 
 from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.core import kinds
+from planner import errors
 from planner import fleet
 from planner import model
 from planner import scenario
@@ -150,7 +151,7 @@ class FleetTestCase(testtools.TestCase):
         ]
         for data, message in cases:
             path = self.write('bad.json', data)
-            err = self.assertRaises(scenario.ScenarioError, fleet.load,
+            err = self.assertRaises(errors.ScenarioError, fleet.load,
                                     self.dir)
             self.assertIn(message, str(err))
             self.assertTrue(str(err).startswith(path + ': '), str(err))
@@ -159,14 +160,14 @@ class FleetTestCase(testtools.TestCase):
     def test_duplicate_hostname(self):
         self.write('a.json', MM)
         path = self.write('b.json', MM)
-        err = self.assertRaises(scenario.ScenarioError, fleet.load,
+        err = self.assertRaises(errors.ScenarioError, fleet.load,
                                 self.dir)
         self.assertEqual('%s: hostname: "mm-1" is also described by %s'
                          % (path, os.path.join(self.dir, 'a.json')),
                          str(err))
 
     def test_empty_directory(self):
-        err = self.assertRaises(scenario.ScenarioError, fleet.load,
+        err = self.assertRaises(errors.ScenarioError, fleet.load,
                                 self.dir)
         self.assertIn('no *.json host profile', str(err))
 

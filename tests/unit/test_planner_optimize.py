@@ -185,7 +185,7 @@ class OptimizeTestCase(testtools.TestCase):
         scen = _scenario({'huge': {'vcpus': 4, 'ram_gb': 4096,
                                    'used_gb': 4000}},
                          demand={'huge': 3})
-        exc = self.assertRaises(optimize.Infeasible, optimize.solve,
+        exc = self.assertRaises(errors.Infeasible, optimize.solve,
                                 optimize.build(scen), scen=scen)
         self.assertIn('3 huge VMs cannot be met', str(exc))
         self.assertIn('dram-384: memory', str(exc))
@@ -195,7 +195,7 @@ class OptimizeTestCase(testtools.TestCase):
                                     'used_gb': 20, 'hot_ratio': 0.2}},
                          demand={'redis': 200},
                          economics={'budget': 50000, 'rack_units': 100})
-        exc = self.assertRaises(optimize.Infeasible, optimize.solve,
+        exc = self.assertRaises(errors.Infeasible, optimize.solve,
                                 optimize.build(scen), scen=scen)
         self.assertIn('the capex budget of 50000 is too small', str(exc))
         self.assertIn('needs at least', str(exc))
@@ -236,7 +236,7 @@ class NumaOptimizeTestCase(testtools.TestCase):
         scen = _scenario(self.WORKLOADS, demand={'redis': 10, 'split': 5})
         exc = self.assertRaises(errors.PlannerError, optimize.build, scen)
         self.assertIn('workload split has numa_nodes: 2', str(exc))
-        self.assertNotIsInstance(exc, optimize.Infeasible)
+        self.assertNotIsInstance(exc, errors.Infeasible)
 
     def test_in_no_pattern_without_demand(self):
         scen = _scenario(self.WORKLOADS, demand={'redis': 30, 'split': 0})

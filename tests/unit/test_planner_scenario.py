@@ -24,6 +24,7 @@ import yaml
 
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
+from planner import errors
 from planner import scenario
 from tests.unit import clitools
 from tests.unit import test_planner_cli
@@ -66,7 +67,7 @@ class ScenarioFileTestCase(testtools.TestCase):
         """The file is refused with one line: file, key path, rule."""
         if path is None:
             path = self.write(content)
-        exc = self.assertRaises(scenario.ScenarioError, scenario.load, path)
+        exc = self.assertRaises(errors.ScenarioError, scenario.load, path)
         message = str(exc)
         self.assertEqual([message], message.splitlines())
         self.assertTrue(message.startswith('%s: %s: ' % (path, where)),
@@ -261,7 +262,7 @@ class BadScenarioTestCase(ScenarioFileTestCase):
         self.assertBad(data, 'configs.mm',
                        'invalid population: CPU xeon-gold-6148 cannot drive '
                        'PMem 100')
-        message = str(self.assertRaises(scenario.ScenarioError,
+        message = str(self.assertRaises(errors.ScenarioError,
                                         scenario.load, self.write(data)))
         self.assertIn('(pmem-unsupported-cpu)', message)
         self.assertIn('[field notes 1', message)

@@ -97,7 +97,7 @@ class TraceTestCase(testtools.TestCase):
                 ('0,boot,a,nginx\n', "line 2: unknown flavor 'nginx'"),
                 ('0,boot,a\n', 'line 2: expected 4 fields')):
             path = self._csv('time,event,instance,flavor\n' + body)
-            exc = self.assertRaises(simulate.TraceError, simulate.read_csv,
+            exc = self.assertRaises(errors.TraceError, simulate.read_csv,
                                     path, flavors)
             self.assertIn(path, str(exc))
             self.assertIn(message, str(exc))
