@@ -1,0 +1,126 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Traces of boots and deletes: synthetic ones and CSV files.
+"""
+
+import csv
+import math
+
+import numpy as np
+
+from planner import errors
+from planner.simulate import engine
+
+
+def synthetic(mix, days=365.0, lifetime_days=30.0, seed=0, burst=None):
+    """A seeded trace of boots and deletes.
+
+    :param mix: {flavor name: VMs wanted in steady state}; each flavor's
+        boots arrive as a Poisson process at ``VMs / lifetime`` per day
+        (Little's law) and each VM lives an exponential time of mean
+        ``lifetime_days``.
+    :returns: events ordered by time (seconds), deletes before boots at the
+        same time.
+    """
+    if days <= 0 or lifetime_days <= 0:
+        raise errors.PlannerError('a synthetic trace needs days and '
+                                  'lifetime above 0')
+    rng = np.random.default_rng(seed)
+    events = []
+    serial = 0
+    for name in sorted(mix):
+        wanted = mix[name]
+        if wanted <= 0:
+            continue
+        rate = wanted / lifetime_days
+        count = rng.poisson(rate * days)
+        starts = np.sort(rng.uniform(0.0, days, count))
+        lives = rng.exponential(lifetime_days, count)
+        for start, life in zip(starts, lives):
+            serial += 1
+            uuid = 'vm-%06d' % serial
+            events.append(engine.Event(start * engine.SECONDS_PER_DAY,
+                                       engine.BOOT, uuid, name))
+            if start + life < days:
+                events.append(
+                    engine.Event((start + life) * engine.SECONDS_PER_DAY,
+                                 engine.DELETE, uuid, name))
+    events.sort(key=lambda e: (e.time, e.kind != engine.DELETE, e.instance))
+    return events
+
+
+CSV_FIELDS = ('time', 'event', 'instance', 'flavor')
+
+
+def read_csv(path, flavors):
+    """Events from a CSV file with the columns of ``CSV_FIELDS``.
+
+    ``time`` is in seconds; ``event`` boot or delete. A line that cannot be
+    read is named with its number.
+    """
+    events = []
+    try:
+        handle = open(path, newline='')
+    except OSError as exc:
+        raise errors.TraceError('%s: cannot read the trace: %s'
+                                % (path, exc.strerror or exc))
+    with handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None or [h.strip() for h in header] != list(CSV_FIELDS):
+            raise errors.TraceError('%s: line 1: expected the header %s'
+                                    % (path, ','.join(CSV_FIELDS)))
+        last = -math.inf
+        for row in reader:
+            line = reader.line_num
+            if not row or not ''.join(row).strip():
+                continue
+            if len(row) != len(CSV_FIELDS):
+                raise errors.TraceError(
+                    '%s: line %d: expected %d fields (%s), '
+                    'got %d' % (path, line, len(CSV_FIELDS),
+                                ','.join(CSV_FIELDS), len(row)))
+            text, kind, uuid, flavor = (v.strip() for v in row)
+            try:
+                when = float(text)
+            except ValueError:
+                when = math.nan
+            if not math.isfinite(when) or when < 0:
+                raise errors.TraceError(
+                    '%s: line %d: time %r is not a number of '
+                    'seconds, 0 or more' % (path, line, text))
+            if when < last:
+                raise errors.TraceError(
+                    '%s: line %d: time %s is before the line '
+                    'above' % (path, line, text))
+            if kind not in engine.EVENTS:
+                raise errors.TraceError(
+                    '%s: line %d: event %r is not one of %s'
+                    % (path, line, kind, ', '.join(engine.EVENTS)))
+            if not uuid:
+                raise errors.TraceError(
+                    '%s: line %d: no instance' % (path, line))
+            if flavor not in flavors:
+                raise errors.TraceError(
+                    '%s: line %d: unknown flavor %r (known: '
+                    '%s)' % (path, line, flavor,
+                             ', '.join(sorted(flavors))))
+            last = when
+            events.append(engine.Event(when, kind, uuid, flavor))
+    return events
+
+
+def write_csv(events, handle):
+    writer = csv.writer(handle, lineterminator='\n')
+    writer.writerow(CSV_FIELDS)
+    for e in events:
+        writer.writerow(('%.3f' % e.time, e.kind, e.instance, e.flavor))
