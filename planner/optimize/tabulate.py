@@ -1,0 +1,92 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""A plan as rows of a table: the columns and their values.
+"""
+
+from planner.optimize import solver
+
+
+LEADING_COLUMNS = ('fleet', 'period', 'config', 'nodes')
+TRAILING_COLUMNS = ('vcpu_util', 'memory_util', 'dram_cache_util',
+                    'namespace_util', 'capex', 'energy', 'tco', 'objective',
+                    'lp_bound', 'gap', 'status')
+# The table without --long: these and the VMs of each workload.
+SHORT_COLUMNS = ('fleet', 'period', 'config', 'nodes', 'memory_util',
+                 'dram_cache_util', 'tco', 'gap')
+
+
+def columns(problem):
+    """Columns of the optimiser's listing; one per workload in the middle."""
+    return (list(LEADING_COLUMNS) + list(problem.workloads)
+            + list(TRAILING_COLUMNS))
+
+
+def short_columns(column_names):
+    fixed = set(LEADING_COLUMNS) | set(TRAILING_COLUMNS)
+    return [c for c in column_names
+            if c in SHORT_COLUMNS or c not in fixed]
+
+
+def _round(value, digits):
+    return None if value is None else round(value, digits)
+
+
+def rows(problem, plans):
+    """Rows of the listing: per plan, period and configuration, and totals.
+
+    A configuration row has the nodes, the VMs of each workload they hold,
+    the used share of each node resource and the cost split; the ``total``
+    row of each plan and period adds them up and carries the objective, the
+    bound of the LP relaxation and the proven gap.
+    """
+    result = []
+    for plan in plans:
+        if plan is None:
+            continue
+        for period in problem.periods:
+            total = {w: 0 for w in problem.workloads}
+            nodes = capex = energy = 0
+            for cand in problem.candidates:
+                key = (cand.name, period.name)
+                # A single-configuration plan knows only its own.
+                n = plan.nodes.get(key, 0)
+                if not n:
+                    continue
+                util = solver.utilisation(
+                    problem, plan, cand.name, period.name)
+                row = {'fleet': plan.name, 'period': period.name,
+                       'config': cand.name, 'nodes': n}
+                row.update(plan.vms[key])
+                row.update({
+                    'vcpu_util': _round(util['vcpu'], 3),
+                    'memory_util': _round(util['memory'], 3),
+                    'dram_cache_util': _round(util['dram_cache'], 3),
+                    'namespace_util': _round(util['namespaces'], 3),
+                    'capex': round(plan.capex[key], 2),
+                    'energy': round(plan.energy[key], 2),
+                    'tco': round(plan.capex[key] + plan.energy[key], 2)})
+                result.append(row)
+                nodes += n
+                capex += plan.capex[key]
+                energy += plan.energy[key]
+                for w in problem.workloads:
+                    total[w] += plan.vms[key][w]
+            row = {'fleet': plan.name, 'period': period.name,
+                   'config': 'total', 'nodes': nodes}
+            row.update(total)
+            row.update({'capex': round(capex, 2), 'energy': round(energy, 2),
+                        'tco': round(capex + energy, 2),
+                        'objective': round(plan.objective, 2),
+                        'lp_bound': round(plan.lp_bound, 2),
+                        'gap': _round(plan.gap, 5), 'status': plan.status})
+            result.append(row)
+    return result
