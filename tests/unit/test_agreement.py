@@ -194,9 +194,8 @@ def hot_ratio_scenario(hot_ratio=None):
 
 
 def pkg_scenario_text(name):
-    with open(os.path.join(os.path.dirname(scenario.__file__), 'data',
-                           name + '.yaml'), encoding='utf-8') as f:
-        return f.read()
+    text, _source = scenario.read_text(name)
+    return text
 
 
 def simulated_density(scen, config, workload):

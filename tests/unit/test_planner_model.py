@@ -34,6 +34,7 @@ from planner import model
 from planner import novaconfig
 from planner import population
 from planner import scenario
+from planner.scenario import loading
 from planner import tables
 
 # Field notes, section 1.
@@ -62,7 +63,7 @@ def node_config(platform, cpu, mode, per_socket, name='test'):
 
 
 def workload(name='w', **raw):
-    return scenario._build_workload(name, raw, 'test')
+    return loading._build_workload(name, raw, 'test')
 
 
 class FieldNotesExampleTestCase(testtools.TestCase):

@@ -26,6 +26,7 @@ from planner import model
 from planner import optimize
 from planner import patterns
 from planner import scenario
+from planner.scenario import loading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir,
                                 os.pardir, 'benchmarks'))
@@ -71,7 +72,7 @@ class PatternTestCase(testtools.TestCase):
         hot=st.sampled_from(['0.05', '0.2', '0.5', '1']))
     def test_single_limit_is_the_model_density(self, config, vcpus, ram_gb,
                                                used, hot):
-        w = scenario._build_workload('w', {
+        w = loading._build_workload('w', {
             'vcpus': vcpus, 'ram_gb': ram_gb,
             'used_gb': round(ram_gb * used, 2) or 0.01,
             'hot_ratio': float(hot)}, 'test')
