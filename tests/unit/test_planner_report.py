@@ -442,7 +442,7 @@ class CommandTestCase(testtools.TestCase):
                 raise RuntimeError('renderer broke')
             return real(*args)
         self.useFixture(fixtures.MonkeyPatch(
-            'planner.report.chart_png', fail_on_second))
+            'planner.report.charts.chart_png', fail_on_second))
         status, out, err = clitools.run_cli(
             self, ['report', '--output-dir', self.out])
         self.assertNotEqual(0, status)

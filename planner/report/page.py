@@ -9,318 +9,25 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The capacity report: PNG charts and one self-contained HTML file.
-
-Rendering is pure: :func:`chart_png` and :func:`render_html` take the frames
-of :mod:`planner.tables` (and the scenario) and return ``bytes`` or ``str``;
-:func:`build` runs them all and returns the files to write. :func:`write` is
-the only function that touches the file system: every file goes to a
-temporary file in the target directory, is synced, and is renamed over the
-old one, HTML last, so a reader finds the old report or the new one and
-never half of one.
-
-Charts are drawn on matplotlib's Agg canvas directly (no pyplot, no display).
+"""The report's HTML page: one self-contained file, charts inlined.
 """
 
 import base64
 import collections
-import dataclasses
 import html
-import io
 import math
 import numbers
-import os
-
-from matplotlib.backends import backend_agg
-from matplotlib import figure
-from matplotlib import patches
-
-from nova_pmem_filters import fileutil
 
 import planner
 from planner import model
+from planner.report import charts as charts_mod
 from planner import tables
 
-HTML_NAME = 'report.html'
-DEFAULT_OUTPUT_DIR = 'pmem-report'
+
 # Prices in the built-in catalog are US dollars; a scenario's own catalog
 # entries are expected in the same unit.
 CURRENCY = 'USD'
 
-# The baseline is grey in every chart; the other configurations take these.
-BASELINE_COLOR = '#8c8c8c'
-PALETTE = ('#4c72b0', '#dd8452', '#55a868', '#c44e52', '#8172b3',
-           '#937860', '#da8bc3', '#ccb974', '#64b5cd')
-CONSTRAINT_COLORS = {
-    'mode': '#d9d9d9',
-    'vcpu': '#9ecae1',
-    'memory': '#fdae6b',
-    'dram_cache': '#bcbddc',
-    'pmem_namespaces': '#a1d99b',
-}
-CONSTRAINT_TEXT = {
-    'mode': 'mode: the flavor excludes the node\'s mode',
-    'vcpu': 'vcpu: hardware threads',
-    'memory': 'memory: memory capacity',
-    'dram_cache': 'dram_cache: DRAM cache (hot RAM)',
-    'pmem_namespaces': 'pmem_namespaces: vPMEM namespaces',
-}
-
-DPI = 120
-
-
-@dataclasses.dataclass(frozen=True)
-class Frames:
-    """The tables a report is made of."""
-
-    comparison: object
-    calibration: object
-    configs: object
-
-
-def frames(scen):
-    return Frames(comparison=tables.comparison(scen),
-                  calibration=tables.calibration(scen),
-                  configs=tables.configs(scen))
-
-
-@dataclasses.dataclass(frozen=True)
-class Artifact:
-    """One file of a report: its name in the output directory and bytes."""
-
-    name: str
-    kind: str
-    data: bytes
-
-
-# ---------------------------------------------------------------- charts
-
-
-def _finite(value):
-    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
-def _order(column):
-    return list(dict.fromkeys(column))
-
-
-def _cell(comparison, config, workload, column):
-    rows = comparison[(comparison['config'] == config)
-                      & (comparison['workload'] == workload)]
-    return rows[column].iloc[0] if len(rows) else None
-
-
-def _config_label(comparison, config, baseline):
-    rows = comparison[comparison['config'] == config]
-    label = '%s (%s)' % (config, rows['mode'].iloc[0])
-    if config == baseline:
-        label += ', baseline'
-    codes = [c for c in rows['warnings'].iloc[0].split(',') if c]
-    if codes:
-        label += ', warning: %s' % ', '.join(codes)
-    return label
-
-
-def _colors(configs, baseline):
-    others = iter(PALETTE * (1 + len(configs) // len(PALETTE)))
-    return {c: BASELINE_COLOR if c == baseline else next(others)
-            for c in configs}
-
-
-def _figure(width, height):
-    fig = figure.Figure(figsize=(width, height), dpi=DPI,
-                        layout='constrained')
-    backend_agg.FigureCanvasAgg(fig)
-    return fig
-
-
-def _grouped_bars(comparison, baseline, column, title, ylabel, label,
-                  reference=None):
-    """Bars of one comparison column: workloads on x, a bar per config.
-
-    :param label: ``label(value, baseline_value)`` -> text above a bar.
-    :param reference: (y, text) of a dashed horizontal line.
-    """
-    configs = _order(comparison['config'])
-    workloads = _order(comparison['workload'])
-    colors = _colors(configs, baseline)
-    bars = len(configs) * len(workloads)
-    fig = _figure(min(12.0, max(7.0, 1.2 + 0.75 * bars)), 4.6)
-    ax = fig.add_subplot()
-    width = 0.8 / len(configs)
-    fontsize = 9 if bars <= 12 else 7
-    rotation = 0 if bars <= 12 else 90
-    top = 0.0
-    for i, config in enumerate(configs):
-        for j, workload in enumerate(workloads):
-            value = _cell(comparison, config, workload, column)
-            base = _cell(comparison, baseline, workload, column)
-            x = j - 0.4 + width * (i + 0.5)
-            height = float(value) if _finite(value) else 0.0
-            top = max(top, height)
-            ax.bar(x, height, width * 0.9, color=colors[config],
-                   label=(_config_label(comparison, config, baseline)
-                          if j == 0 else None))
-            ax.annotate(label(value, base), (x, height), xytext=(0, 3),
-                        textcoords='offset points', ha='center',
-                        va='bottom', fontsize=fontsize, rotation=rotation)
-    if reference is not None:
-        # Named in the legend: a label on the line would collide with bars.
-        ax.axhline(reference[0], color='#333333', linestyle='--',
-                   linewidth=1, label=reference[1])
-    ax.set_xticks(range(len(workloads)), workloads)
-    ax.set_xlim(-0.5, len(workloads) - 0.5)
-    # Room above the tallest bar for its label.
-    ax.set_ylim(0, (top or 1.0) * (1.18 if rotation == 0 else 1.45))
-    ax.set_xlabel('workload (flavor)')
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(axis='y', color='#dddddd', linewidth=0.8)
-    ax.set_axisbelow(True)
-    for side in ('top', 'right'):
-        ax.spines[side].set_visible(False)
-    handles, labels = ax.get_legend_handles_labels()
-    if reference is not None:
-        # Configs first, in scenario order; the reference line last.
-        pairs = sorted(zip(handles, labels),
-                       key=lambda hl: hl[1] == reference[1])
-        handles, labels = [h for h, _ in pairs], [la for _, la in pairs]
-    fig.legend(handles, labels, loc='outside lower center',
-               ncol=min(len(handles), 2), frameon=False, fontsize=9)
-    return fig
-
-
-def _vs_baseline(fmt):
-    def label(value, base):
-        if not _finite(value):
-            # Cost and power per VM of a node that holds none.
-            return '0 VMs'
-        text = fmt % value
-        if _finite(base) and base and value != base:
-            text += '\n(%+.0f%%)' % (100.0 * (value / base - 1.0))
-        return text
-    return label
-
-
-def _vms_per_node(comparison, baseline):
-    return _grouped_bars(
-        comparison, baseline, 'vms_per_node',
-        'VMs per node, by configuration and workload', 'VMs per node',
-        _vs_baseline('%d'))
-
-
-def _cost_per_vm(comparison, baseline):
-    return _grouped_bars(
-        comparison, baseline, 'cost_per_vm',
-        'Node purchase cost per VM (lower is better)',
-        'cost per VM (%s)' % CURRENCY, _vs_baseline('%.0f'))
-
-
-def _vms_per_kw(comparison, baseline):
-    return _grouped_bars(
-        comparison, baseline, 'vms_per_kw',
-        'VMs per kW of node power (higher is better)', 'VMs per kW',
-        _vs_baseline('%.1f'))
-
-
-def _relative_throughput(comparison, baseline):
-    def label(value, base):
-        return '%.2f\u00d7' % value if _finite(value) else 'n/a'
-    return _grouped_bars(
-        comparison, baseline, 'relative_throughput',
-        'Node throughput relative to the baseline node',
-        'node throughput (\u00d7 baseline)', label,
-        reference=(1.0, 'baseline node = 1.0'))
-
-
-def _binding(comparison, baseline):
-    """Binding constraints: a cell per (config, workload).
-
-    A cell is coloured by the constraint that binds; ties are stripes.
-    """
-    configs = _order(comparison['config'])
-    workloads = _order(comparison['workload'])
-    fig = _figure(min(12.0, max(7.0, 2.6 + 1.9 * len(workloads))),
-                  1.9 + 0.75 * len(configs))
-    ax = fig.add_subplot()
-    seen = []
-    for r, config in enumerate(configs):
-        for c, workload in enumerate(workloads):
-            binding = _cell(comparison, config, workload, 'binding') or ''
-            vms = _cell(comparison, config, workload, 'vms_per_node')
-            names = [n for n in binding.split('+') if n] or ['mode']
-            stripe = 1.0 / len(names)
-            for k, name in enumerate(names):
-                if name not in seen:
-                    seen.append(name)
-                ax.add_patch(patches.Rectangle(
-                    (c + k * stripe, r), stripe, 1,
-                    facecolor=CONSTRAINT_COLORS.get(name, '#eeeeee'),
-                    edgecolor='white', linewidth=2))
-            text = '%s\n%s VMs' % (' +\n'.join(names), vms)
-            ax.text(c + 0.5, r + 0.5, text, ha='center', va='center',
-                    fontsize=9, bbox={'boxstyle': 'round,pad=0.25',
-                                      'facecolor': 'white', 'alpha': 0.85,
-                                      'edgecolor': 'none'})
-    ax.set_xlim(0, len(workloads))
-    ax.set_ylim(len(configs), 0)
-    ax.set_xticks([c + 0.5 for c in range(len(workloads))], workloads)
-    ax.set_yticks([r + 0.5 for r in range(len(configs))],
-                  [c + (' (baseline)' if c == baseline else '')
-                   for c in configs])
-    ax.tick_params(length=0)
-    for side in ax.spines.values():
-        side.set_visible(False)
-    ax.set_xlabel('workload (flavor)')
-    ax.set_ylabel('configuration')
-    ax.set_title('Binding constraint: the resource that limits VMs per node')
-    order = [n for n in model.CONSTRAINTS if n in seen] + [
-        n for n in seen if n not in model.CONSTRAINTS]
-    handles = [patches.Patch(facecolor=CONSTRAINT_COLORS.get(n, '#eeeeee'),
-                             label=CONSTRAINT_TEXT.get(n, n))
-               for n in order]
-    fig.legend(handles=handles, loc='outside lower center',
-               ncol=min(len(handles), 2), frameon=False, fontsize=9)
-    return fig
-
-
-ChartSpec = collections.namedtuple('ChartSpec', 'name title draw caption')
-
-CHARTS = (
-    ChartSpec('vms-per-node.png', 'VMs per node', _vms_per_node,
-              'How many VMs of each workload one node holds; the percentage '
-              'is the change against the baseline.'),
-    ChartSpec('cost-per-vm.png', 'cost per VM', _cost_per_vm,
-              'Node purchase cost (platform, CPUs, DIMMs) divided by VMs per '
-              'node.'),
-    ChartSpec('vms-per-kw.png', 'VMs per kW', _vms_per_kw,
-              'VMs per node divided by the node\'s power (platform, CPUs, '
-              'DIMMs) in kW.'),
-    ChartSpec('binding.png', 'binding constraints', _binding,
-              'Which resource limits VMs per node; two colours mean two '
-              'resources bind at once.'),
-    ChartSpec('relative-throughput.png', 'relative node throughput',
-              _relative_throughput,
-              'VMs per node x per-VM throughput, relative to the baseline '
-              'node (performance model, calibrated where a gain is '
-              'published).'),
-)
-
-# tables, one per chart, HTML, writing the files.
-STEPS = len(CHARTS) + 3
-
-
-def chart_png(spec, comparison, baseline):
-    """PNG bytes of one chart of the comparison frame."""
-    fig = spec.draw(comparison, baseline)
-    buf = io.BytesIO()
-    # No "Software" key: the same frame gives the same bytes.
-    fig.savefig(buf, format='png', metadata={'Software': None})
-    return buf.getvalue()
-
-
-# ------------------------------------------------------------------ HTML
 
 _CSS = """
 body { font-family: "DejaVu Sans", "Segoe UI", Helvetica, Arial, sans-serif;
@@ -532,7 +239,7 @@ def _warnings_section(findings_by_config):
 
 def _best(comparison, workload, column, highest):
     rows = comparison[comparison['workload'] == workload]
-    rows = rows[rows[column].map(_finite)]
+    rows = rows[rows[column].map(charts_mod.finite)]
     if not len(rows):
         return None
     index = rows[column].idxmax() if highest else rows[column].idxmin()
@@ -546,17 +253,19 @@ def _summary_section(comparison, baseline):
                 ('relative_throughput', True, 'highest node throughput',
                  '%s \u00d7 baseline', False))
     rows = []
-    for workload in _order(comparison['workload']):
+    for workload in charts_mod.column_order(comparison['workload']):
         row = [workload]
         for column, highest, _, unit, with_base in measures:
             best = _best(comparison, workload, column, highest)
-            base = _cell(comparison, baseline, workload, column)
+            base = charts_mod.comparison_cell(
+                comparison, baseline, workload, column)
             if best is None:
                 row.append('n/a')
                 continue
             text = '%s: %s' % (best['config'], unit % format_value(
                 best[column], column))
-            if with_base and best['config'] != baseline and _finite(base):
+            if (with_base and best['config'] != baseline
+                    and charts_mod.finite(base)):
                 text += ' (baseline %s)' % format_value(base, column)
             if best['warnings']:
                 text += ' \u26a0 %s' % best['warnings']
@@ -580,7 +289,7 @@ def _charts_section(charts):
     figures = []
     for spec, png in charts:
         # Charts wider than the default size take a whole row of the grid.
-        wide = _png_width(png) > 7.5 * DPI
+        wide = _png_width(png) > 7.5 * charts_mod.DPI
         uri = 'data:image/png;base64,' + base64.b64encode(png).decode(
             'ascii')
         figures.append(
@@ -799,97 +508,3 @@ def render_html(scen, report_frames, charts, version=None, simulation=None,
         '</main></body></html>',
     ]
     return '\n'.join(parts) + '\n'
-
-
-SIMULATION_CHART = 'simulation.png'
-
-
-def build(scen, png=True, progress=None, simulation=None):
-    """Render the report of a scenario; nothing is written.
-
-    :param png: also return the charts as PNG files (they are always
-        embedded in the HTML).
-    :param progress: called as ``progress(step, STEPS, label)`` before
-        each step; the last step, writing, is the caller's.
-    :param simulation: a :class:`planner.simulate.Run` to add, with a
-        chart of it.
-    :returns: a list of :class:`Artifact`, the HTML last.
-    """
-    step = iter(range(1, STEPS + 1))
-
-    def tell(label):
-        if progress is not None:
-            progress(next(step), STEPS, label)
-
-    tell('tables: comparison, calibration, configs')
-    report_frames = frames(scen)
-    charts = []
-    for spec in CHARTS:
-        tell('chart: %s' % spec.title)
-        charts.append((spec, chart_png(spec, report_frames.comparison,
-                                       scen.baseline)))
-    sim_png = None
-    if simulation is not None:
-        from planner import simulate
-        sim_png = simulate.chart_png(simulation.result.timeline,
-                                     'Simulated placement: %s' % scen.name)
-    tell('html: %s' % HTML_NAME)
-    text = render_html(scen, report_frames, charts, simulation=simulation,
-                       simulation_png=sim_png)
-    artifacts = [Artifact(spec.name, 'png', data)
-                 for spec, data in charts] if png else []
-    if png and sim_png is not None:
-        artifacts.append(Artifact(SIMULATION_CHART, 'png', sim_png))
-    artifacts.append(Artifact(HTML_NAME, 'html', text.encode('utf-8')))
-    return artifacts
-
-
-# ----------------------------------------------------------------- files
-
-
-def output_dir_problem(path):
-    """Why a report cannot be written under ``path``, or None.
-
-    A quick check before rendering, which creates nothing; :func:`write`
-    still reports what really fails.
-    """
-    probe = os.path.abspath(path)
-    while not os.path.lexists(probe):
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            break
-        probe = parent
-    if not os.path.isdir(probe):
-        return '%s is not a directory' % probe
-    if not os.access(probe, os.W_OK | os.X_OK):
-        return 'permission denied on %s' % probe
-    return None
-
-
-def write(artifacts, output_dir):
-    """Write artifacts into ``output_dir``, each file atomically.
-
-    All files are written and synced to temporary files first; only then
-    are they renamed over the old ones, the HTML last. On any failure the
-    temporary files are removed and the old report stays as it was.
-
-    :returns: [(path, kind, bytes)] of the files written.
-    :raises OSError: when the directory or a file cannot be written.
-    """
-    os.makedirs(output_dir, exist_ok=True)
-    ordered = sorted(artifacts, key=lambda a: a.kind == 'html')
-    temps = []
-    try:
-        for artifact in ordered:
-            temps.append(fileutil.stage(output_dir, artifact.name,
-                                        artifact.data))
-        written = []
-        for artifact, tmp in zip(ordered, temps):
-            path = os.path.join(output_dir, artifact.name)
-            os.replace(tmp, path)
-            written.append((path, artifact.kind, len(artifact.data)))
-    except BaseException:
-        fileutil.discard(temps)
-        raise
-    fileutil.fsync_dir(output_dir)
-    return written
