@@ -78,7 +78,7 @@ MODE_PREFIX = {kinds.DRAM: 'dram', kinds.MEMORY_MODE: 'mm',
 
 # Modes that run on DRAM and CXL memory devices. A socket carries 1 to
 # (CXL lanes // device lanes) devices of one capacity beside its DRAM;
-# the lane, ratio and CPU rules (planner.cxlrules) judge them after.
+# the lane, ratio and CPU rules (planner.population.cxl) judge them after.
 CXL_MODES = kinds.CXL_MODES
 
 # Modes that run on DRAM and PMem; ``dram`` is searched with DRAM only.

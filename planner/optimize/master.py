@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The master problem over the patterns: its LP and its integer program.
-"""
+"""The master problem over the patterns: its LP and its integer program."""
 
 import numpy as np
 from scipy import optimize as sp_optimize

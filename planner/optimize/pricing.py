@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Pricing: the node patterns worth adding; the bound that none is left.
-"""
+"""Pricing: the node patterns worth adding; the bound that none is left."""
 
 import numpy as np
 

@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""A plan as rows of a table: the columns and their values.
-"""
+"""A plan as rows of a table: the columns and their values."""
 
 from planner.optimize import solver
 

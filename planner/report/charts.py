@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The report's charts: PNG bytes drawn on matplotlib's Agg canvas.
-"""
+"""The report's charts: PNG bytes drawn on matplotlib's Agg canvas."""
 
 import collections
 import io

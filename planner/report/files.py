@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The report's files: built from a scenario, written atomically.
-"""
+"""The report's files: built from a scenario, written atomically."""
 
 import dataclasses
 import os

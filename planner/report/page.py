@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The report's HTML page: one self-contained file, charts inlined.
-"""
+"""The report's HTML page: one self-contained file, charts inlined."""
 
 import base64
 import collections

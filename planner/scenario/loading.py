@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Reading a scenario: YAML, the schema, references and the built-in files.
-"""
+"""Reading a scenario: YAML, the schema, references and the built-in files."""
 
 import decimal
 import importlib.resources

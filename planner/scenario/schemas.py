@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The JSON Schemas of a scenario file and of each of its sections.
-"""
+"""The JSON Schemas of a scenario file and of each of its sections."""
 
 from nova_pmem_filters.core import kinds
 

@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Charts of a replay's timeline, as PNG.
-"""
+"""Charts of a replay's timeline, as PNG."""
 
 
 def plot_png(draw, *args, **kwargs):

@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""A simulation of a scenario: its fleet, its flavors and its trace.
-"""
+"""A simulation of a scenario: its fleet, its flavors and its trace."""
 
 import dataclasses
 

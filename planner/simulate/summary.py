@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""What a replay comes to: rows per host kind, with the model's density.
-"""
+"""What a replay comes to: rows per host kind, with the model's density."""
 
 
 def model_density(scen, config_name, mix):

@@ -9,8 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Traces of boots and deletes: synthetic ones and CSV files.
-"""
+"""Traces of boots and deletes: synthetic ones and CSV files."""
 
 import csv
 import math

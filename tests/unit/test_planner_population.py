@@ -24,6 +24,7 @@ import testtools
 from nova_pmem_filters.core import kinds
 
 from planner import population
+from planner.population import pmem as pmem_rules
 from planner import scenario
 
 CATALOG = scenario.builtin_catalog()
@@ -480,7 +481,7 @@ class MessageTestCase(testscenarios.WithScenarios, testtools.TestCase):
 class RuleCoverageTestCase(testtools.TestCase):
 
     def test_every_rule_has_a_case(self):
-        with open(population.__file__) as f:
+        with open(pmem_rules.__file__) as f:
             codes_in_code = set(re.findall(
-                r"add\((?:ERROR|WARNING), '([a-z-]+)'", f.read()))
+                r"add\(common\.(?:ERROR|WARNING), '([a-z-]+)'", f.read()))
         self.assertEqual(codes_in_code, {c[2] for c in MESSAGE_CASES})

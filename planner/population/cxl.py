@@ -11,24 +11,17 @@
 #    under the License.
 """Population rules of DDR5 platforms and CXL memory devices.
 
-Same severities and style as :mod:`planner.population` (which runs these
-with its own): ``error`` for what cannot be built or will not boot in that
-mode (a DIMM of the wrong DDR generation, CXL memory on a CPU or platform
+Same severities and style as :mod:`planner.population.pmem` (the package
+runs both families): ``error`` for what cannot be built or will not boot in
+that mode (a DIMM of the wrong DDR generation, CXL memory on a CPU or platform
 without CXL lanes, more device lanes than the socket has, flat memory mode
 off its fixed 1:1 DRAM:CXL ratio or on mixed DIMM sizes), ``warning`` for
 what is legal but outside guidance (a kmem DRAM:CXL ratio outside a sensible
 band, CXL devices a mode does not use). Sources are URLs or assumptions.
 """
 
-
 from nova_pmem_filters.core import kinds
-
-from planner.population import _catalog
-from planner.population import _modules
-from planner.population import _socket_gb
-from planner.population import ERROR
-from planner.population import Finding
-from planner.population import WARNING
+from planner.population import common
 
 
 # Intel Flat Memory Mode keeps near memory (DRAM) and far memory (CXL) at a
@@ -52,87 +45,89 @@ CXL_MODES = frozenset(kinds.CXL_MODES)
 
 
 def check(config):
-    """Findings of the DDR5 and CXL rules (the PMem rules are in check)."""
+    """The DDR5 and CXL findings for one NodeConfig."""
     found = []
 
     def add(severity, code, message, source):
-        found.append(Finding(severity, code, message, source))
+        found.append(common.Finding(severity, code, message, source))
 
     platform, cpu, mode = config.platform, config.cpu, config.mode
     per = config.per_socket
     for dimm in sorted({d for sock in config.sockets for d in sock
                         if d.is_dram and d.type != platform.memory_type},
                        key=lambda d: d.name):
-        add(ERROR, 'dimm-type-unsupported',
+        add(common.ERROR, 'dimm-type-unsupported',
             'platform %s takes %s DIMMs, not %s (%s)'
             % (platform.name, platform.memory_type.upper(),
                dimm.type.upper(), dimm.name),
-            _catalog('platform', platform.name, 'memory_type %s'
-                     % platform.memory_type, platform.source))
+            common.catalog_source('platform', platform.name, 'memory_type %s'
+                                  % platform.memory_type, platform.source))
     cxl = sorted({d for sock in config.sockets for d in sock if d.is_cxl},
                  key=lambda d: d.name)
     if cxl and not cpu.cxl_lanes:
-        add(ERROR, 'cxl-unsupported-cpu',
+        add(common.ERROR, 'cxl-unsupported-cpu',
             'CPU %s has no CXL lanes and cannot drive CXL memory (%s)'
             % (cpu.name, ', '.join(d.name for d in cxl)),
-            _catalog('CPU', cpu.name, 'cxl_lanes 0', cpu.source))
+            common.catalog_source('CPU', cpu.name, 'cxl_lanes 0', cpu.source))
     if cxl and not platform.cxl_lanes:
-        add(ERROR, 'cxl-unsupported-platform',
+        add(common.ERROR, 'cxl-unsupported-platform',
             'platform %s wires no CXL lanes to device bays (%s)'
             % (platform.name, ', '.join(d.name for d in cxl)),
-            _catalog('platform', platform.name, 'cxl_lanes 0',
-                     platform.source))
+            common.catalog_source('platform', platform.name, 'cxl_lanes 0',
+                                  platform.source))
     lanes_available = min(cpu.cxl_lanes, platform.cxl_lanes)
     for index, sock in enumerate(config.sockets):
         lanes = sum(d.lanes * n for d, n in sock.items() if d.is_cxl)
         if lanes and lanes_available and lanes > lanes_available:
-            add(ERROR, 'cxl-lanes',
+            add(common.ERROR, 'cxl-lanes',
                 'socket %d needs %d CXL lanes (%s) but has %d (CPU %s: %d, '
                 'platform %s: %d per socket)'
-                % (index, lanes, _modules(sock, pmem='cxl'),
+                % (index, lanes, common.modules(sock, pmem='cxl'),
                    lanes_available, cpu.name, cpu.cxl_lanes, platform.name,
                    platform.cxl_lanes),
-                _catalog('CPU', cpu.name, 'cxl_lanes %d' % cpu.cxl_lanes,
-                         cpu.source))
-    dram_gb = _socket_gb(per, pmem=False)
-    cxl_gb = _socket_gb(per, pmem='cxl')
+                common.catalog_source('CPU', cpu.name,
+                                      'cxl_lanes %d' % cpu.cxl_lanes,
+                                      cpu.source))
+    dram_gb = common.socket_gb(per, pmem=False)
+    cxl_gb = common.socket_gb(per, pmem='cxl')
     if mode in CXL_MODES and not cxl_gb:
-        add(ERROR, 'mode-without-cxl',
+        add(common.ERROR, 'mode-without-cxl',
             'mode %s needs CXL memory devices; configuration %s has none (%s '
-            'per socket)' % (mode, config.name, _modules(per)),
+            'per socket)' % (mode, config.name, common.modules(per)),
             'design (the cxl_* host kinds are modes of CXL memory)')
     if mode in (kinds.CXL_FLAT, kinds.CXL_KMEM) and not dram_gb:
-        add(ERROR, 'mode-without-dram',
+        add(common.ERROR, 'mode-without-dram',
             'mode %s needs DRAM as the near tier in front of CXL memory; '
             'configuration %s has no DRAM (%s per socket)'
-            % (mode, config.name, _modules(per)),
+            % (mode, config.name, common.modules(per)),
             FLAT_RATIO_SOURCE if mode == kinds.CXL_FLAT else
             'design (pmem_dram_cache_gb of a cxl_kmem host is its DRAM)')
     if mode == kinds.CXL_FLAT and cxl and not cpu.flat_memory_mode:
-        add(ERROR, 'flat-unsupported-cpu',
+        add(common.ERROR, 'flat-unsupported-cpu',
             'CPU %s offers no flat memory mode (hardware-managed CXL '
             'tiering); run its CXL memory as cxl_kmem' % cpu.name,
-            _catalog('CPU', cpu.name, 'flat_memory_mode false', cpu.source))
+            common.catalog_source('CPU', cpu.name, 'flat_memory_mode false',
+                                  cpu.source))
     if mode == kinds.CXL_FLAT and dram_gb and cxl_gb:
         if abs(cxl_gb / dram_gb - FLAT_RATIO) > 1e-9:
-            add(ERROR, 'flat-ratio',
+            add(common.ERROR, 'flat-ratio',
                 'DRAM:CXL is 1:%.2f per socket (%g GB of %s : %g GB of %s); '
                 'flat memory mode needs exactly 1:1'
-                % (cxl_gb / dram_gb, dram_gb, _modules(per, pmem=False),
-                   cxl_gb, _modules(per, pmem='cxl')), FLAT_RATIO_SOURCE)
+                % (cxl_gb / dram_gb, dram_gb, common.modules(per, pmem=False),
+                   cxl_gb, common.modules(per, pmem='cxl')), FLAT_RATIO_SOURCE)
         sizes = sorted({d.capacity_gb for d in per if d.is_dram})
         if len(sizes) > 1:
-            add(ERROR, 'flat-mixed-dimm-sizes',
+            add(common.ERROR, 'flat-mixed-dimm-sizes',
                 'DRAM DIMMs of different sizes on one socket (%s); flat '
                 'memory mode needs one DIMM size'
-                % _modules(per, pmem=False),
+                % common.modules(per, pmem=False),
                 'https://wwt.com/article/memory-population-guidelines-for-'
                 'intel-4th-gen-xeon-scalable-processors (each DIMM must '
                 'have an identical size, speed and rank)')
     if mode == kinds.CXL_KMEM and dram_gb and cxl_gb:
         ratio = cxl_gb / dram_gb
         if not KMEM_RATIO_MIN <= ratio <= KMEM_RATIO_MAX:
-            add(WARNING, 'kmem-ratio',
+            add(common.WARNING, 'kmem-ratio',
                 'DRAM:CXL is 1:%.2f per socket (%g GB : %g GB), outside '
                 '1:%g to 1:%g, where kernel tiering keeps the hot pages in '
                 'DRAM and the CXL tier pays for itself'
@@ -140,10 +135,10 @@ def check(config):
                 KMEM_RATIO_SOURCE)
     if cxl and mode in (kinds.DRAM, kinds.MEMORY_MODE,
                         kinds.APP_DIRECT):
-        add(WARNING, 'cxl-unused',
+        add(common.WARNING, 'cxl-unused',
             'CXL memory devices are installed (%s per socket) but '
             'configuration %s runs in %s mode, where they add cost and '
-            'power but no memory' % (_modules(per, pmem='cxl'),
+            'power but no memory' % (common.modules(per, pmem='cxl'),
                                      config.name, mode),
             'design (CXL memory serves the cxl_* host kinds only)')
     return found

@@ -9,27 +9,11 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""DIMM population rules, with severities and sources.
-
-``error``: the machine cannot be built or will not boot in that mode (PMem on
-a CPU that cannot drive it, more modules than slots, a PMem channel without
-DRAM, sockets populated differently, over the CPU's memory limit). A
-configuration with an error is refused.
-
-``warning``: legal, but outside vendor guidance (a Memory-Mode DRAM:PMem
-ratio outside 1:4 to 1:16, a mix no OEM offers). Warnings are shown in every
-report next to the numbers they qualify.
-
-Sources are the sections of the project's field notes.
-"""
-
-import dataclasses
+"""Population rules of DIMM slots and Optane PMem, with their sources."""
 
 from nova_pmem_filters.core import kinds
+from planner.population import common
 
-
-ERROR = 'error'
-WARNING = 'warning'
 
 # Memory Mode DRAM:PMem guidance (field notes 2 and 7): 1:4 to 1:16.
 MM_RATIO_MIN = 4.0
@@ -40,18 +24,6 @@ OEM_MIXES = {
     '100': {(2, 4), (2, 6), (4, 6), (6, 6)},
     '200': {(4, 4), (4, 8), (8, 8), (1, 8)},
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    severity: str
-    code: str
-    message: str
-    source: str
-
-    def __str__(self):
-        return '%s %s: %s [%s]' % (self.severity, self.code, self.message,
-                                   self.source)
 
 
 # CPU generations the field notes name, and the PMem series each drives
@@ -65,40 +37,9 @@ SERIES_PAIRING = ('field notes 2 (PMem 100 runs on 2nd-gen Xeon Scalable, '
                   'Cascade Lake; PMem 200 on 3rd-gen, Ice Lake)')
 
 
-def _socket_counts(socket):
-    # CXL devices sit on CXL lanes, not in DIMM slots: counted apart.
-    dram = sum(n for d, n in socket.items() if d.is_dram)
-    pmem = sum(n for d, n in socket.items() if d.is_pmem)
-    return dram, pmem
-
-
-def _kind(dimm, pmem):
-    # pmem True: PMem; False: DRAM DIMMs; 'cxl': CXL memory devices.
-    if pmem == 'cxl':
-        return dimm.is_cxl
-    return dimm.is_pmem if pmem else dimm.is_dram
-
-
-def _socket_gb(socket, pmem):
-    return sum(d.capacity_gb * n for d, n in socket.items()
-               if _kind(d, pmem))
-
-
-def _modules(socket, pmem=None):
-    """'6 x ddr4-16 + 2 x pmem100-128': a socket's modules by name."""
-    return ' + '.join('%d x %s' % (n, d.name) for d, n in sorted(
-        socket.items(), key=lambda kv: kv[0].name)
-        if n and (pmem is None or _kind(d, pmem))) or 'no modules'
-
-
 def _generation(cpu):
     generation = CPU_GENERATIONS.get(cpu.generation)
     return ('a %s part' % generation) if generation else 'a CPU'
-
-
-def _catalog(kind, name, fact, source):
-    return '%s catalog (%s: %s)%s' % (kind, name, fact,
-                                      '; %s' % source if source else '')
 
 
 def _series(generations):
@@ -119,7 +60,8 @@ def _cpu_pmem(cpu, dimm):
     if cpu.generation == 'skylake':
         return message, ('field notes 1 (1st-gen Xeon Scalable parts such '
                          'as the Gold 6148 cannot drive PMem)')
-    return message, _catalog('CPU', cpu.name, 'drives no PMem', cpu.source)
+    return message, common.catalog_source('CPU', cpu.name, 'drives no PMem',
+                                          cpu.source)
 
 
 def _platform_pmem(platform, dimm):
@@ -128,7 +70,8 @@ def _platform_pmem(platform, dimm):
                 % (platform.name, dimm.generation, dimm.name,
                    _series(platform.pmem_generations)), SERIES_PAIRING)
     return ('platform %s takes no PMem (%s)' % (platform.name, dimm.name),
-            _catalog('platform', platform.name, 'no PMem', platform.source))
+            common.catalog_source('platform', platform.name, 'no PMem',
+                                  platform.source))
 
 
 def _symmetry_source(generations):
@@ -146,27 +89,27 @@ def _symmetry_source(generations):
 def _limit(cpu, sock, mode, generations, where):
     """memory-limit: what counts against the CPU's limit, and why."""
     pmem_only = mode == kinds.MEMORY_MODE and '200' in generations
-    counted = _socket_gb(sock, pmem=True)
+    counted = common.socket_gb(sock, pmem=True)
     if not pmem_only:
-        counted += _socket_gb(sock, pmem=False)
+        counted += common.socket_gb(sock, pmem=False)
     if counted <= cpu.memory_limit_gb:
         return None
     if pmem_only:
-        what = 'the PMem only: %s' % _modules(sock, pmem=True)
+        what = 'the PMem only: %s' % common.modules(sock, pmem=True)
         source = ('field notes 7 (PMem 200 in Memory Mode: only the PMem '
                   'counts toward the CPU\'s limit)')
     else:
-        what = _modules(sock)
+        what = common.modules(sock)
         source = ('field notes 7 (the CPU\'s per-socket memory limit counts '
                   'PMem as well as DRAM)' if generations else
-                  _catalog('CPU', cpu.name, 'memory_limit_gb %g'
-                           % cpu.memory_limit_gb, cpu.source))
+                  common.catalog_source('CPU', cpu.name, 'memory_limit_gb %g'
+                                        % cpu.memory_limit_gb, cpu.source))
     return ('%s holds %g GB against the %g GB limit of CPU %s; counted: %s'
             % (where, counted, cpu.memory_limit_gb, cpu.name, what), source)
 
 
 def check(config):
-    """All findings for one NodeConfig, errors first.
+    """The DIMM and PMem findings for one NodeConfig.
 
     Each finding names the parts involved (configuration, socket, CPU,
     platform, modules) and cites the source that applies to this case.
@@ -174,7 +117,7 @@ def check(config):
     found = []
 
     def add(severity, code, message, source):
-        found.append(Finding(severity, code, message, source))
+        found.append(common.Finding(severity, code, message, source))
 
     platform, cpu, mode = config.platform, config.cpu, config.mode
     per = config.per_socket
@@ -184,21 +127,21 @@ def check(config):
 
     for index, sock in enumerate(config.sockets[1:], 1):
         if sock != per:
-            add(ERROR, 'asymmetric-sockets',
+            add(common.ERROR, 'asymmetric-sockets',
                 'sockets are populated differently: socket %d carries %s '
                 'but socket 0 carries %s; every socket must carry the same '
-                'DIMMs' % (index, _modules(sock), _modules(per)),
+                'DIMMs' % (index, common.modules(sock), common.modules(per)),
                 _symmetry_source(generations))
 
     for dimm in [d for d in pmem_dimms
                  if d.generation not in cpu.pmem_generations]:
-        add(ERROR, 'pmem-unsupported-cpu', *_cpu_pmem(cpu, dimm))
+        add(common.ERROR, 'pmem-unsupported-cpu', *_cpu_pmem(cpu, dimm))
     for dimm in [d for d in pmem_dimms
                  if d.generation not in platform.pmem_generations]:
-        add(ERROR, 'pmem-unsupported-platform',
+        add(common.ERROR, 'pmem-unsupported-platform',
             *_platform_pmem(platform, dimm))
     if len({d.capacity_gb for d in pmem_dimms}) > 1:
-        add(ERROR, 'mixed-pmem-sizes',
+        add(common.ERROR, 'mixed-pmem-sizes',
             'PMem modules of different sizes in one node (%s); all PMem '
             'must be one size' % ', '.join(
                 '%s: %g GB' % (d.name, d.capacity_gb) for d in pmem_dimms),
@@ -209,34 +152,37 @@ def check(config):
     for d in pmem_dimms:
         if (d.generation in cpu.pmem_generations
                 and d.capacity_gb > cpu.pmem_max_module_gb):
-            add(ERROR, 'pmem-module-too-large',
+            add(common.ERROR, 'pmem-module-too-large',
                 'CPU %s takes PMem modules of at most %g GB, not %s (%g GB)'
                 % (cpu.name, cpu.pmem_max_module_gb, d.name,
                    d.capacity_gb),
                 'field notes 7 (PMem 100: base CPUs take 128 GB modules '
                 'only; M and L parts larger)' if d.generation == '100'
-                else _catalog('CPU', cpu.name, 'pmem_max_module_gb %g'
-                              % cpu.pmem_max_module_gb, cpu.source))
+                else common.catalog_source(
+                    'CPU', cpu.name,
+                    'pmem_max_module_gb %g' % cpu.pmem_max_module_gb,
+                    cpu.source))
 
     for index, sock in enumerate(config.sockets):
-        dram, pmem = _socket_counts(sock)
+        dram, pmem = common.socket_counts(sock)
         where = 'socket %d' % index
         if dram + pmem > platform.slots_per_socket:
-            add(ERROR, 'too-many-modules',
+            add(common.ERROR, 'too-many-modules',
                 '%s has %d modules (%s) for %d slots (%d channels x %d) of '
-                'platform %s' % (where, dram + pmem, _modules(sock),
+                'platform %s' % (where, dram + pmem, common.modules(sock),
                                  platform.slots_per_socket,
                                  platform.channels_per_socket,
                                  platform.slots_per_channel, platform.name),
-                _catalog('platform', platform.name, '%d channels x %d slots '
-                         'per socket' % (platform.channels_per_socket,
-                                         platform.slots_per_channel),
-                         platform.source))
+                common.catalog_source(
+                    'platform', platform.name,
+                    '%d channels x %d slots per socket'
+                    % (platform.channels_per_socket,
+                       platform.slots_per_channel), platform.source))
         if pmem > platform.channels_per_socket:
-            add(ERROR, 'pmem-per-channel',
+            add(common.ERROR, 'pmem-per-channel',
                 '%s has %d PMem modules (%s) on the %d channels of platform '
                 '%s; at most one per channel'
-                % (where, pmem, _modules(sock, pmem=True),
+                % (where, pmem, common.modules(sock, pmem=True),
                    platform.channels_per_socket, platform.name),
                 'field notes 7 (PMem 100: at most one PMem module per '
                 'channel)' if generations == ['100'] else
@@ -244,11 +190,12 @@ def check(config):
                 '100; no PMem 200 mix has more PMem modules than channels)')
         elif pmem > dram:
             # Each PMem channel needs a DRAM module beside it.
-            add(ERROR, 'pmem-without-dram',
+            add(common.ERROR, 'pmem-without-dram',
                 '%s has %d PMem modules (%s) but %s; a channel would carry '
                 'PMem with no DRAM'
-                % (where, pmem, _modules(sock, pmem=True),
-                   'only %d DRAM (%s)' % (dram, _modules(sock, pmem=False))
+                % (where, pmem, common.modules(sock, pmem=True),
+                   'only %d DRAM (%s)'
+                   % (dram, common.modules(sock, pmem=False))
                    if dram else 'no DRAM'),
                 'field notes 7 (every OEM mix has at least as many DRAM as '
                 'PMem modules per socket: each PMem module has a DRAM '
@@ -256,11 +203,12 @@ def check(config):
         ctrl = platform.controllers_per_socket
         if mode == kinds.MEMORY_MODE and (0 < pmem < ctrl
                                           or 0 < dram < ctrl):
-            add(ERROR, 'mm-controller',
+            add(common.ERROR, 'mm-controller',
                 '%s has %d DRAM and %d PMem modules for %d memory '
                 'controllers of platform %s (%s); Memory Mode needs DRAM '
                 'and PMem on every controller'
-                % (where, dram, pmem, ctrl, platform.name, _modules(sock)),
+                % (where, dram, pmem, ctrl, platform.name,
+                   common.modules(sock)),
                 'field notes 7 (PMem 100 in Memory Mode: at least one DRAM '
                 'and one PMem per controller)' if generations == ['100']
                 else 'assumption (field notes 7 state the rule for PMem '
@@ -268,65 +216,55 @@ def check(config):
                 '8 DRAM + 1 PMem, as App Direct only)')
         limit = _limit(cpu, sock, mode, generations, where)
         if limit:
-            add(ERROR, 'memory-limit', *limit)
+            add(common.ERROR, 'memory-limit', *limit)
 
-    dram, pmem = _socket_counts(per)
+    dram, pmem = common.socket_counts(per)
     if mode in (kinds.MEMORY_MODE, kinds.APP_DIRECT) and not pmem:
-        add(ERROR, 'mode-without-pmem',
+        add(common.ERROR, 'mode-without-pmem',
             'mode %s needs PMem modules; configuration %s has none (%s per '
-            'socket)' % (mode, config.name, _modules(per)),
+            'socket)' % (mode, config.name, common.modules(per)),
             'field notes 2 (Memory Mode and App Direct are modes of PMem)')
     if mode == kinds.MEMORY_MODE and not dram:
-        add(ERROR, 'mode-without-dram',
+        add(common.ERROR, 'mode-without-dram',
             'Memory Mode needs DRAM as the cache in front of PMem; '
             'configuration %s has no DRAM (%s per socket)'
-            % (config.name, _modules(per)),
+            % (config.name, common.modules(per)),
             'field notes 2 (in Memory Mode DRAM is the cache in front of '
             'PMem)')
     if mode == kinds.DRAM and pmem:
-        add(WARNING, 'pmem-unused',
+        add(common.WARNING, 'pmem-unused',
             'PMem modules are installed (%s per socket) but configuration '
             '%s runs in dram mode, where they add cost and power but no '
-            'memory' % (_modules(per, pmem=True), config.name),
+            'memory' % (common.modules(per, pmem=True), config.name),
             'field notes 2 (PMem serves as Memory Mode memory or as App '
             'Direct regions)')
     if mode == kinds.MEMORY_MODE and dram and pmem:
-        dram_gb = _socket_gb(per, pmem=False)
-        pmem_gb = _socket_gb(per, pmem=True)
+        dram_gb = common.socket_gb(per, pmem=False)
+        pmem_gb = common.socket_gb(per, pmem=True)
         ratio = pmem_gb / dram_gb
         if not MM_RATIO_MIN <= ratio <= MM_RATIO_MAX:
-            add(WARNING, 'mm-ratio',
+            add(common.WARNING, 'mm-ratio',
                 'DRAM:PMem is 1:%.1f per socket (%g GB of %s : %g GB of %s), '
                 'outside the 1:%g to 1:%g Memory Mode guidance (1:8 '
-                'recommended)' % (ratio, dram_gb, _modules(per, pmem=False),
-                                  pmem_gb, _modules(per, pmem=True),
-                                  MM_RATIO_MIN, MM_RATIO_MAX),
+                'recommended)'
+                % (ratio, dram_gb, common.modules(per, pmem=False), pmem_gb,
+                   common.modules(per, pmem=True), MM_RATIO_MIN,
+                   MM_RATIO_MAX),
                 'field notes 1 and 7')
     if pmem and generations and (pmem, dram) not in OEM_MIXES.get(
             generations[0], set()):
-        add(WARNING, 'not-oem-mix',
+        add(common.WARNING, 'not-oem-mix',
             '%d PMem + %d DRAM per socket (%s) is not a mix OEMs offer for '
             'PMem %s (PMem + DRAM: %s)'
-            % (pmem, dram, _modules(per), generations[0], ', '.join(
+            % (pmem, dram, common.modules(per), generations[0], ', '.join(
                 '%d+%d' % m for m in sorted(OEM_MIXES[generations[0]]))),
             'field notes 7 (per-socket mixes OEMs offer for PMem %s)'
             % generations[0])
     if dram and dram % platform.channels_per_socket and not pmem:
-        add(WARNING, 'unbalanced-channels',
+        add(common.WARNING, 'unbalanced-channels',
             '%d DRAM modules (%s) on the %d channels of platform %s leave '
             'channels uneven, which lowers memory bandwidth'
-            % (dram, _modules(per), platform.channels_per_socket,
+            % (dram, common.modules(per), platform.channels_per_socket,
                platform.name),
             'assumption (common vendor population guidance)')
-    # The DDR5 and CXL rules live in their own module (planner.cxlrules).
-    from planner import cxlrules
-    found.extend(cxlrules.check(config))
-    return sorted(found, key=lambda f: (f.severity != ERROR, f.code))
-
-
-def errors(findings):
-    return [f for f in findings if f.severity == ERROR]
-
-
-def warnings(findings):
-    return [f for f in findings if f.severity == WARNING]
+    return found
