@@ -27,7 +27,7 @@ from nova_pmem_filters.core import kinds
 from planner import errors
 from planner import scenario
 from tests.unit import clitools
-from tests.unit import test_planner_cli
+from tests.unit.planner import test_cli
 
 
 def _base():
@@ -470,7 +470,7 @@ class BadScenarioTestCase(ScenarioFileTestCase):
 
     def test_every_command_refuses(self):
         path = self.write('')
-        for command in test_planner_cli.COMMANDS:
+        for command in test_cli.COMMANDS:
             status, out, err = clitools.run_cli(
                 self, [command, '--scenario', path])
             self.assertEqual(2, status, command)

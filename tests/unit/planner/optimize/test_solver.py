@@ -9,94 +9,27 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The fleet optimiser: patterns, bounds, optimality and named failures."""
+"""The fleet optimiser: bounds, optimality and named failures."""
 
 import itertools
 import math
-import os
-import sys
 
-import hypothesis
-from hypothesis import strategies as st
 import testtools
-import yaml
 
 from planner import errors
-from planner import model
 from planner import optimize
 from planner import patterns
-from planner import scenario
-from planner.scenario import loading
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir,
-                                os.pardir, 'benchmarks'))
-import fleet_optimize  # noqa: E402
-
-PROPERTY = hypothesis.settings(
-    derandomize=True, deadline=None, max_examples=60, database=None,
-    suppress_health_check=[hypothesis.HealthCheck.too_slow])
-
-BUILTIN = scenario.load()
-
-
-def _scenario(workloads, configs=None, demand=None, economics=None):
-    raw = {'name': 'test', 'workloads': workloads,
-           'configs': configs or {
-               'dram-384': {'platform': 'purley-2s',
-                            'cpu': 'xeon-gold-6148', 'mode': 'dram',
-                            'per_socket': {'ddr4-16': 12}},
-               'mm-192-512': {'platform': 'cascade-lake-2s',
-                              'cpu': 'xeon-gold-6230n',
-                              'mode': 'memory_mode',
-                              'per_socket': {'ddr4-16': 6,
-                                             'pmem100-128': 2}}}}
-    if demand is not None:
-        raw['demand'] = demand
-    if economics is not None:
-        raw['economics'] = economics
-    return scenario.parse(yaml.safe_dump(raw), 'test scenario')
-
-
-def _small_benchmark():
-    return fleet_optimize.make_scenario(workloads=4, configs=6, seed=3)
-
-
-class PatternTestCase(testtools.TestCase):
-
-    @PROPERTY
-    @hypothesis.given(
-        config=st.sampled_from(sorted(BUILTIN.configs)),
-        vcpus=st.integers(min_value=1, max_value=32),
-        ram_gb=st.integers(min_value=1, max_value=256),
-        used=st.floats(min_value=0.1, max_value=1.0),
-        hot=st.sampled_from(['0.05', '0.2', '0.5', '1']))
-    def test_single_limit_is_the_model_density(self, config, vcpus, ram_gb,
-                                               used, hot):
-        w = loading._build_workload('w', {
-            'vcpus': vcpus, 'ram_gb': ram_gb,
-            'used_gb': round(ram_gb * used, 2) or 0.01,
-            'hot_ratio': float(hot)}, 'test')
-        node = model.node(BUILTIN.configs[config], BUILTIN.policies)
-        cap = patterns.Capacity.of(node, BUILTIN.policies)
-        vms, _binding = model.density(node, w, BUILTIN.policies)
-        self.assertEqual(vms, patterns.single_limit(
-            cap, patterns.Demand.of(w)))
-        if vms:
-            counts = (vms,)
-            self.assertTrue(patterns.fits(cap, (patterns.Demand.of(w),),
-                                          counts))
-            self.assertFalse(patterns.fits(cap, (patterns.Demand.of(w),),
-                                           (vms + 1,)))
+from tests.unit.planner.optimize import base
 
 
 class OptimizeTestCase(testtools.TestCase):
 
     def test_builtin_answer_is_proven_optimal(self):
-        problem = optimize.build(BUILTIN)
-        plan = optimize.solve(problem, scen=BUILTIN, time_limit=60)
+        problem = optimize.build(base.BUILTIN)
+        plan = optimize.solve(problem, scen=base.BUILTIN, time_limit=60)
         self.assertEqual('optimal', plan.status)
         self.assertLessEqual(plan.lp_bound, plan.objective + 1e-6)
-        self._check_plan(BUILTIN, problem, plan)
+        self._check_plan(base.BUILTIN, problem, plan)
 
     def _check_plan(self, scen, problem, plan):
         """Every node's pattern fits; the demand is served; costs add up."""
@@ -126,7 +59,7 @@ class OptimizeTestCase(testtools.TestCase):
                 places=4)
 
     def test_benchmark_scenario_plan_is_feasible_and_bounded(self):
-        scen = _small_benchmark()
+        scen = base.small_benchmark()
         problem = optimize.build(scen)
         plan = optimize.solve(problem, scen=scen, time_limit=60, gap=0.01)
         self._check_plan(scen, problem, plan)
@@ -140,7 +73,7 @@ class OptimizeTestCase(testtools.TestCase):
     def test_brute_force_agrees(self):
         # Two workloads, one configuration: every fleet of up to 12 nodes
         # and every split of the VMs over them, by enumeration.
-        scen = _scenario(
+        scen = base.scenario_of(
             {'a': {'vcpus': 4, 'ram_gb': 48, 'used_gb': 40,
                    'hot_ratio': 0.25},
              'b': {'vcpus': 8, 'ram_gb': 20, 'used_gb': 18,
@@ -169,7 +102,7 @@ class OptimizeTestCase(testtools.TestCase):
         self.assertAlmostEqual(best * per_node, plan.objective, places=4)
 
     def test_periods_keep_the_nodes_bought(self):
-        scen = _scenario(
+        scen = base.scenario_of(
             {'redis': {'vcpus': 4, 'ram_gb': 24, 'used_gb': 20,
                        'hot_ratio': 0.2}},
             demand=[{'name': 'y1', 'years': 1, 'vms': {'redis': 100}},
@@ -183,19 +116,19 @@ class OptimizeTestCase(testtools.TestCase):
             self.assertEqual(sorted(counts), counts)
 
     def test_a_workload_no_node_holds_is_named(self):
-        scen = _scenario({'huge': {'vcpus': 4, 'ram_gb': 4096,
-                                   'used_gb': 4000}},
-                         demand={'huge': 3})
+        scen = base.scenario_of({'huge': {'vcpus': 4, 'ram_gb': 4096,
+                                          'used_gb': 4000}},
+                                demand={'huge': 3})
         exc = self.assertRaises(errors.Infeasible, optimize.solve,
                                 optimize.build(scen), scen=scen)
         self.assertIn('3 huge VMs cannot be met', str(exc))
         self.assertIn('dram-384: memory', str(exc))
 
     def test_a_cap_too_small_is_named_with_what_it_needs(self):
-        scen = _scenario({'redis': {'vcpus': 4, 'ram_gb': 24,
-                                    'used_gb': 20, 'hot_ratio': 0.2}},
-                         demand={'redis': 200},
-                         economics={'budget': 50000, 'rack_units': 100})
+        scen = base.scenario_of({'redis': {'vcpus': 4, 'ram_gb': 24,
+                                           'used_gb': 20, 'hot_ratio': 0.2}},
+                                demand={'redis': 200},
+                                economics={'budget': 50000, 'rack_units': 100})
         exc = self.assertRaises(errors.Infeasible, optimize.solve,
                                 optimize.build(scen), scen=scen)
         self.assertIn('the capex budget of 50000 is too small', str(exc))
@@ -203,13 +136,13 @@ class OptimizeTestCase(testtools.TestCase):
         self.assertNotIn('rack units', str(exc))
 
     def test_most_vms_under_a_budget(self):
-        scen = _scenario({'redis': {'vcpus': 4, 'ram_gb': 24,
-                                    'used_gb': 20, 'hot_ratio': 0.2},
-                          'mysql': {'vcpus': 4, 'ram_gb': 32,
-                                    'used_gb': 24, 'hot_ratio': 0.3,
-                                    'modes': ['dram']}},
-                         demand={'redis': 500, 'mysql': 500},
-                         economics={'budget': 100000})
+        scen = base.scenario_of({'redis': {'vcpus': 4, 'ram_gb': 24,
+                                           'used_gb': 20, 'hot_ratio': 0.2},
+                                 'mysql': {'vcpus': 4, 'ram_gb': 32,
+                                           'used_gb': 24, 'hot_ratio': 0.3,
+                                           'modes': ['dram']}},
+                                demand={'redis': 500, 'mysql': 500},
+                                economics={'budget': 100000})
         problem = optimize.build(scen, objective='vms')
         plan = optimize.solve(problem, scen=scen, time_limit=60)
         self._check_plan(scen, problem, plan)
@@ -234,13 +167,15 @@ class NumaOptimizeTestCase(testtools.TestCase):
     }
 
     def test_refused_with_demand(self):
-        scen = _scenario(self.WORKLOADS, demand={'redis': 10, 'split': 5})
+        scen = base.scenario_of(
+            self.WORKLOADS, demand={'redis': 10, 'split': 5})
         exc = self.assertRaises(errors.PlannerError, optimize.build, scen)
         self.assertIn('workload split has numa_nodes: 2', str(exc))
         self.assertNotIsInstance(exc, errors.Infeasible)
 
     def test_in_no_pattern_without_demand(self):
-        scen = _scenario(self.WORKLOADS, demand={'redis': 30, 'split': 0})
+        scen = base.scenario_of(
+            self.WORKLOADS, demand={'redis': 30, 'split': 0})
         problem = optimize.build(scen)
         split = problem.workloads.index('split')
         for cand in problem.candidates:

@@ -28,6 +28,7 @@ import yaml
 
 from planner import cli
 from tests.unit import clitools
+from tests.unit import paths
 
 COMMANDS = ('compare', 'calibration', 'configs')
 
@@ -38,8 +39,7 @@ COMPARE_COLUMNS = ('config', 'workload', 'mode', 'visible_memory_gb',
 
 # Commands whose table shows the columns that decide, and --long all.
 LONG_COMMANDS = ('compare', 'search', 'fleet')
-EXAMPLE_FLEET = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
-                             'etc', 'examples', 'fleet')
+EXAMPLE_FLEET = paths.of('etc', 'examples', 'fleet')
 LONG_ARGS = {
     'compare': (),
     'search': ('--platform', 'ice-lake-2s', '--cpu', 'xeon-gold-6330',

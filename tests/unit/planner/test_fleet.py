@@ -26,10 +26,10 @@ from planner import fleet
 from planner import model
 from planner import scenario
 from tests.unit import clitools
+from tests.unit import paths
 from tests.unit import test_agreement
 
-EXAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'etc',
-                        'examples', 'fleet')
+EXAMPLES = paths.of('etc', 'examples', 'fleet')
 
 MM = {
     'schema': 'nova-pmem-host-profile/1', 'hostname': 'mm-1',

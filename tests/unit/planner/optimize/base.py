@@ -1,0 +1,51 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What the optimiser's tests share: scenarios small enough to prove."""
+
+import sys
+
+import hypothesis
+import yaml
+
+from planner import scenario
+from tests.unit import paths
+
+sys.path.insert(0, paths.of('benchmarks'))
+import fleet_optimize  # noqa: E402
+
+PROPERTY = hypothesis.settings(
+    derandomize=True, deadline=None, max_examples=60, database=None,
+    suppress_health_check=[hypothesis.HealthCheck.too_slow])
+
+BUILTIN = scenario.load()
+
+
+def scenario_of(workloads, configs=None, demand=None, economics=None):
+    raw = {'name': 'test', 'workloads': workloads,
+           'configs': configs or {
+               'dram-384': {'platform': 'purley-2s',
+                            'cpu': 'xeon-gold-6148', 'mode': 'dram',
+                            'per_socket': {'ddr4-16': 12}},
+               'mm-192-512': {'platform': 'cascade-lake-2s',
+                              'cpu': 'xeon-gold-6230n',
+                              'mode': 'memory_mode',
+                              'per_socket': {'ddr4-16': 6,
+                                             'pmem100-128': 2}}}}
+    if demand is not None:
+        raw['demand'] = demand
+    if economics is not None:
+        raw['economics'] = economics
+    return scenario.parse(yaml.safe_dump(raw), 'test scenario')
+
+
+def small_benchmark():
+    return fleet_optimize.make_scenario(workloads=4, configs=6, seed=3)

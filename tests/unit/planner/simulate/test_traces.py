@@ -1,0 +1,84 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Traces: synthetic ones and CSV files."""
+
+import os
+import textwrap
+
+import fixtures
+import numpy as np
+import testtools
+
+from planner import errors
+from planner import simulate
+from tests.unit.planner.simulate import base
+
+
+class TraceTestCase(testtools.TestCase):
+
+    def test_synthetic_is_seeded_and_ordered(self):
+        mix = {'redis': 50, 'mysql': 30}
+        one = simulate.synthetic(mix, days=90, lifetime_days=10, seed=4)
+        self.assertEqual(one, simulate.synthetic(mix, days=90,
+                                                 lifetime_days=10, seed=4))
+        self.assertNotEqual(one, simulate.synthetic(mix, days=90,
+                                                    lifetime_days=10,
+                                                    seed=5))
+        times = [e.time for e in one]
+        self.assertEqual(sorted(times), times)
+        booted = set()
+        for e in one:
+            if e.kind == simulate.BOOT:
+                booted.add(e.instance)
+            else:
+                self.assertIn(e.instance, booted)
+        # Little's law: about 50 + 30 VMs alive once the fleet settles.
+        alive = 0
+        counts = []
+        for e in one:
+            alive += 1 if e.kind == simulate.BOOT else -1
+            if e.time > 45 * simulate.SECONDS_PER_DAY:
+                counts.append(alive)
+        self.assertLess(abs(np.mean(counts) - 80) / 80, 0.2)
+
+    def _csv(self, text):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'trace.csv')
+        with open(path, 'w') as f:
+            f.write(textwrap.dedent(text))
+        return path
+
+    def test_csv_round_trip(self):
+        events = simulate.synthetic({'redis': 5}, days=20, seed=1)
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, 't')
+        with open(path, 'w') as f:
+            simulate.write_csv(events, f)
+        back = simulate.read_csv(path, simulate.flavors_of(base.BUILTIN))
+        self.assertEqual([(e.kind, e.instance, e.flavor) for e in events],
+                         [(e.kind, e.instance, e.flavor) for e in back])
+
+    def test_malformed_lines_are_named(self):
+        flavors = simulate.flavors_of(base.BUILTIN)
+        for body, message in (
+                ('0,boot,a,redis\n1,start,b,redis\n',
+                 "line 3: event 'start' is not one of boot, delete"),
+                ('0,boot,a,redis\nsoon,boot,b,redis\n',
+                 "line 3: time 'soon' is not a number"),
+                ('5,boot,a,redis\n1,boot,b,redis\n',
+                 'line 3: time 1 is before the line above'),
+                ('0,boot,a,nginx\n', "line 2: unknown flavor 'nginx'"),
+                ('0,boot,a\n', 'line 2: expected 4 fields')):
+            path = self._csv('time,event,instance,flavor\n' + body)
+            exc = self.assertRaises(errors.TraceError, simulate.read_csv,
+                                    path, flavors)
+            self.assertIn(path, str(exc))
+            self.assertIn(message, str(exc))

@@ -1,0 +1,50 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The sweep on a Dask cluster."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import testtools
+
+
+class DaskTestCase(testtools.TestCase):
+    """The sweep on a dask.distributed LocalCluster, in a fresh process.
+
+    The unit tests' workers carry Nova's eventlet monkey-patching, which
+    Dask's event loop must not run under.
+    """
+
+    def test_dask_matches_joblib(self):
+        script = textwrap.dedent('''
+            import json
+            from dask import distributed
+            from planner import sweep
+            points = sweep.grid(power_prices=[0.05, 0.2],
+                                demand_scales=[1, 2])
+            with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                          processes=True,
+                                          dashboard_address=None) as cl:
+                rows = sweep.run(None, points,
+                                 dask_address=cl.scheduler_address,
+                                 time_limit=30)
+            local = sweep.run(None, points, jobs=1, time_limit=30)
+            print(json.dumps([rows, local]))
+        ''')
+        proc = subprocess.run([sys.executable, '-c', script],
+                              capture_output=True, text=True, timeout=600)
+        self.assertEqual(0, proc.returncode, proc.stderr[-3000:])
+        rows, local = json.loads(proc.stdout.strip().splitlines()[-1])
+        self.assertEqual(4, len(rows))
+        self.assertEqual(local, rows)
