@@ -808,6 +808,41 @@ def profile_ours(cloud, ctxt, subjects, out, requests=REQUESTS,
             out('    ' + line.rstrip())
 
 
+def _warm_rounds(cloud, database, subjects, make_specs, repeats,
+                 before=None):
+    """Rounds of new requests through every subject, in Nova's order.
+
+    Each subject's seconds per host of a request are appended to its
+    ``seconds``, one value per round. Returns (requests, {label: [hosts
+    each call returned]}, rows read in batches, rows lazy-loaded).
+
+    :param make_specs: new RequestSpecs for one round (Nova deserialises
+        new ones for every request).
+    :param before: called before each request (the NUMA case restores the
+        hosts' allocation candidates).
+    """
+    database.reset_counts()
+    requests = 0
+    counts = collections.defaultdict(list)
+    for _ in range(repeats):
+        gc.collect()
+        elapsed = collections.Counter()
+        specs = make_specs()
+        for spec in specs:
+            if before is not None:
+                before()
+            for subject in subjects:
+                seconds, count = subject.run(cloud, spec)
+                elapsed[subject.label] += seconds
+                counts[subject.label].append(count)
+            requests += 1
+        for subject in subjects:
+            subject.seconds.append(
+                elapsed[subject.label] / len(specs) / cloud.size)
+    return (requests, counts, sum(database.batched.values()),
+            sum(database.lazy.values()))
+
+
 def bench_size(size, args, database, ctxt, rng, out):
     build_start = time.perf_counter()
     cloud = Cloud(size, args.cells, database, rng)
@@ -836,23 +871,9 @@ def bench_size(size, args, database, ctxt, rng, out):
     # Warm: rounds of one request per entry of REQUESTS, each request
     # through every class in Nova's order (filters, then weighers) with the
     # same new RequestSpec, so that drift and noise hit all classes alike.
-    database.reset_counts()
-    warm_requests = 0
-    counts = collections.defaultdict(list)
-    for _ in range(repeats):
-        gc.collect()
-        elapsed = collections.Counter()
-        for spec in make_request_specs(ctxt):
-            for subject in subjects:
-                seconds, count = subject.run(cloud, spec)
-                elapsed[subject.label] += seconds
-                counts[subject.label].append(count)
-            warm_requests += 1
-        for subject in subjects:
-            subject.seconds.append(
-                elapsed[subject.label] / len(REQUESTS) / cloud.size)
-    warm_batched = sum(database.batched.values())
-    warm_lazy = sum(database.lazy.values())
+    warm_requests, counts, warm_batched, warm_lazy = _warm_rounds(
+        cloud, database, subjects, lambda: make_request_specs(ctxt),
+        repeats)
     same = (cache_filter.call(cloud, make_request_specs(ctxt)[0])
             == cold_result)
 
@@ -1056,24 +1077,10 @@ def bench_numa(size, args, database, ctxt, out):
 
     # Warm: as in bench_size; each request starts with the hosts' own
     # allocation candidates, which NUMATopologyFilter narrows.
-    database.reset_counts()
-    warm_requests = 0
-    counts = collections.defaultdict(list)
-    for _ in range(repeats):
-        gc.collect()
-        elapsed = collections.Counter()
-        for spec in make_request_specs(ctxt, NUMA_REQUESTS):
-            cloud.reset_candidates()
-            for subject in subjects:
-                seconds, count = subject.run(cloud, spec)
-                elapsed[subject.label] += seconds
-                counts[subject.label].append(count)
-            warm_requests += 1
-        for subject in subjects:
-            subject.seconds.append(
-                elapsed[subject.label] / len(NUMA_REQUESTS) / cloud.size)
-    warm_batched = sum(database.batched.values())
-    warm_lazy = sum(database.lazy.values())
+    warm_requests, counts, warm_batched, warm_lazy = _warm_rounds(
+        cloud, database, subjects,
+        lambda: make_request_specs(ctxt, NUMA_REQUESTS), repeats,
+        before=cloud.reset_candidates)
 
     base = by_label[BASE_NUMA_FILTER].best_us
     out('%-34s %8s %8s %8s  %-16s %s' % (

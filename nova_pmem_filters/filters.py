@@ -146,12 +146,17 @@ class PmemCacheFilter(_PmemFilter):
         ratio = CONF.pmem.cache_overcommit_ratio
         # The rule for each profile, once; the hosts whose usage it reads
         # brought up to date in one batch.
+        # The verdict on the hosts of a profile whose usage is not read is
+        # the same for all of them: worked out once.
         reads = set()
+        verdicts = {}
         for group in request_memo.groups(memo):
             group.check = decide.cache_rule(group.prof, ratio, request,
                                             memory_mb, accounted, bound)
             if decide.reads_usage(group.prof, accounted, bound):
                 reads.add(group)
+            else:
+                verdicts[group] = group.check(None)
         inputs_ = request_memo.hot_ram(hosts, groups, spec_obj, request,
                                        memo, reads)
         # Rejections are logged at debug level, a bad cell label once as a
@@ -162,7 +167,10 @@ class PmemCacheFilter(_PmemFilter):
         for host_state, group, inputs in zip(hosts, groups, inputs_):
             if inputs is None:
                 hot = None
-                passes, reason, view = group.check(None)
+                passes, reason, view = verdicts[group]
+                if passes and not debug:
+                    passing.append(host_state)
+                    continue
             else:
                 hot, cells = inputs
                 passes, reason, view = group.check(

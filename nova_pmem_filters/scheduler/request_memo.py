@@ -135,7 +135,8 @@ def host_groups(spec_obj, host_states, memo=None):
         memo.groups = {}
     known = memo.host_groups
     try:
-        return [known[id(hs)] for hs in host_states]
+        # In C, not a Python loop: this runs for every class of a request.
+        return list(map(known.__getitem__, map(id, host_states)))
     except KeyError:
         pass
     todo = [hs for hs in host_states if id(hs) not in known]
@@ -221,44 +222,43 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None):
             entry[LEDGER] = _UNREAD
     if reads is None:
         reads = {group for group in memo.groups.values() if group.tiered}
-    result = []
-    stale = []
+    result = [None] * len(host_states)
+    # (index, host state, entry) of the hosts whose usage the ledger gives
+    # now, and of those the request placed something on since it was read.
     unread = []
-    for host_state, group in zip(host_states, groups_):
+    stale = []
+    for index, (host_state, group) in enumerate(zip(host_states, groups_)):
         if group not in reads:
-            result.append(None)
             continue
         entry = entries.get(id(host_state))
         if entry is None:
             # First read: nothing of this request is on the host yet.
-            if getattr(host_state, 'numa_topology', None) is None:
-                entry = [host_state.free_ram_mb, None, _UNREAD,
-                         host_state.free_ram_mb, _NO_CELLS, None]
+            free = host_state.free_ram_mb
+            topology = getattr(host_state, 'numa_topology', None)
+            if topology is None:
+                entry = [free, None, _UNREAD, free, _NO_CELLS, None]
             else:
-                entry = [host_state.free_ram_mb, None, _UNREAD,
-                         host_state.free_ram_mb,
-                         _cell_memory_usage(host_state.numa_topology),
+                entry = [free, None, _UNREAD, free,
+                         _cell_memory_usage(topology),
                          numa.cell_ids(host_state)]
             entries[id(host_state)] = entry
-            unread.append(host_state)
+            unread.append((index, host_state, entry))
         elif entry[FREE] == host_state.free_ram_mb:
-            result.append(entry[INPUTS])
-            continue
+            result[index] = entry[INPUTS]
         else:
             if entry[LEDGER] is _UNREAD:
-                unread.append(host_state)
-            stale.append((host_state, entry))
-        result.append(entry)
-    if not unread and not stale:
-        return result
+                unread.append((index, host_state, None))
+            stale.append((index, host_state, entry))
     if unread:
-        for host_state, usage in zip(unread, ledger.LEDGER.usage_of(
-                unread, exclude_uuid=exclude)):
-            entry = entries[id(host_state)]
+        usages = ledger.LEDGER.usage_of([item[1] for item in unread],
+                                        exclude_uuid=exclude)
+        for (index, host_state, new), usage in zip(unread, usages):
+            entry = new or entries[id(host_state)]
             entry[LEDGER] = usage
-            # Up to date unless the request placed something there.
-            entry[INPUTS] = (usage, entry[CELLS])
-    for host_state, entry in stale:
+            if new is not None:
+                # Up to date: the request has placed nothing there yet.
+                entry[INPUTS] = result[index] = (usage, entry[CELLS])
+    for index, host_state, entry in stale:
         usage = entry[LEDGER]
         free = host_state.free_ram_mb
         pending = entry[BASE_FREE] - free
@@ -270,6 +270,5 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None):
                 usage.bound[cell] = (usage.bound.get(cell, 0.0)
                                      + request_.hot_mb(mb))
         entry[FREE] = free
-        entry[INPUTS] = (usage, entry[CELLS])
-    return [entry[INPUTS] if type(entry) is list else entry
-            for entry in result]
+        entry[INPUTS] = result[index] = (usage, entry[CELLS])
+    return result
