@@ -130,6 +130,8 @@ class PmemCacheFilter(_PmemFilter):
     RUN_ON_REBUILD = False
 
     def _filter_hosts(self, hosts, spec_obj, memo):
+        # What an earlier pass kept is not this pass's.
+        memo.kept = None
         request = self._request(spec_obj, memo)
         if request is None:
             return []
@@ -158,7 +160,7 @@ class PmemCacheFilter(_PmemFilter):
             else:
                 verdicts[group] = group.check(None)
         inputs_ = request_memo.hot_ram(hosts, groups, spec_obj, request,
-                                       memo, reads)
+                                       memo, reads, keep=True)
         # Rejections are logged at debug level, a bad cell label once as a
         # warning: the rest of a production scheduler's time is not spent
         # formatting lines that are dropped.

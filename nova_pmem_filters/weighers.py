@@ -112,7 +112,7 @@ class PmemCacheHeadroomWeigher(_PmemWeigher):
                                                memory_mb)
             group.fixed = group.score(None)
         inputs_ = request_memo.hot_ram(hosts, groups, spec_obj, request,
-                                       memo)
+                                       memo, reuse=True)
         if bound:
             return [group.score(*inputs, fit=numa.fit_of(
                 host_state, spec_obj, memo.fits)) if inputs else group.fixed

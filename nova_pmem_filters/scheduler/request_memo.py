@@ -64,7 +64,7 @@ class Memo(object):
 
     __slots__ = ('flavor', 'defaults', 'parsed', 'default_mode',
                  'by_aggregates', 'agg_values', 'seen', 'host_groups',
-                 'groups', 'entries', 'exclude', 'fits',
+                 'groups', 'entries', 'exclude', 'fits', 'kept',
                  '__weakref__')
 
     def __init__(self, flavor):
@@ -94,6 +94,10 @@ class Memo(object):
         self.entries = {}
         # {(host, node): (host topology, {cell: memory MB} or None)}
         self.fits = {}
+        # What PmemCacheFilter's pass read, for the weigher of the same
+        # pass: (the pass's instance, the groups read, {id(host state):
+        # inputs}).
+        self.kept = None
 
 
 # RequestSpec -> Memo.
@@ -192,7 +196,8 @@ def pending_cell_mb(entry, topology):
 FREE, INPUTS, LEDGER, BASE_FREE, BASE_CELLS, CELLS = range(6)
 
 
-def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None):
+def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None,
+            keep=False, reuse=False):
     """The inputs of the cache rules for the hosts whose usage is read.
 
     Counts the instances already on the host (through the ledger) plus the
@@ -205,6 +210,12 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None):
     :param groups_: the hosts' groups (:func:`host_groups`).
     :param reads: the groups whose hosts' usage is read; by default every
         tiered group.
+    :param keep: keep the inputs for a weigher of the same pass (the
+        filter's call).
+    :param reuse: take the inputs a filter of the same pass kept, if it
+        read the same groups (a weigher's call): Nova changes no host
+        between the filters and the weighers of a pass, and each pass of a
+        multi-create has its own instance.
     :returns: in the order of the hosts, ``(HotRam or None when unreadable,
         ids of the NUMA cells with CPUs or None)``, or None for the hosts
         whose usage is not read.
@@ -222,6 +233,10 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None):
             entry[LEDGER] = _UNREAD
     if reads is None:
         reads = {group for group in memo.groups.values() if group.tiered}
+    kept = memo.kept
+    if reuse and kept is not None and kept[0] == exclude and kept[1] == reads:
+        # In C: the weigher's hosts are some of the filter's.
+        return list(map(kept[2].get, map(id, host_states)))
     result = [None] * len(host_states)
     # (index, host state, entry) of the hosts whose usage the ledger gives
     # now, and of those the request placed something on since it was read.
@@ -271,4 +286,7 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None):
                                      + request_.hot_mb(mb))
         entry[FREE] = free
         entry[INPUTS] = result[index] = (usage, entry[CELLS])
+    if keep:
+        memo.kept = (exclude, frozenset(reads),
+                     dict(zip(map(id, host_states), result)))
     return result

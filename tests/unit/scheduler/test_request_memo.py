@@ -63,6 +63,22 @@ class RequestMemoTestCase(fakes.PmemTestCase):
         self.assertEqual(1, usage_of.call_count)
         self.assertEqual(1, self.get_by_filters.call_count)
 
+    def test_the_weigher_takes_the_filters_inputs_of_its_pass_only(self):
+        spec_obj = fakes.request_spec({'pmem:hot_ratio': '1'},
+                                      memory_mb=1024)
+        filters.PmemCacheFilter().filter_all(self.hosts, spec_obj)
+        memo = request_memo.of(spec_obj)
+        exclude, reads, inputs = memo.kept
+        self.assertEqual({id(h) for h in self.hosts}, set(inputs))
+        # Another pass of a multi-create (its own instance), or a filter
+        # that read other groups: the weigher reads for itself.
+        for kept in ((uuids.other, reads, {}), (exclude, frozenset(), {})):
+            memo.kept = kept
+            self.assertEqual([0.25, 0.75, 0.0],
+                             weighers.PmemCacheHeadroomWeigher()
+                             .weigh_objects([mock.Mock(obj=h)
+                                             for h in self.hosts], spec_obj))
+
     def test_what_the_request_placed_counts_on_the_next_pass(self):
         # A multi-create: Nova consumed 1024 MB of mm2 for the first
         # instance; the next pass counts its hot RAM there.
@@ -74,10 +90,20 @@ class RequestMemoTestCase(fakes.PmemTestCase):
         entry = memo.entries[id(self.hosts[1])]
         self.assertEqual(0.0, entry[request_memo.INPUTS][0].total)
         self.hosts[1].free_ram_mb -= 1024
+        # The next pass: Nova runs the filters, then the weighers.
+        cache_filter.filter_all(self.hosts, spec_obj)
         weighed = weighers.PmemCacheHeadroomWeigher().weigh_objects(
             [mock.Mock(obj=h) for h in self.hosts], spec_obj)
         self.assertEqual(1024.0, entry[request_memo.INPUTS][0].total)
         self.assertEqual([0.25, 0.5, 0.0], weighed)
+        # A weigher with no filter before it in the pass reads for itself.
+        memo.kept = None
+        self.hosts[1].free_ram_mb -= 1024
+        weighed = weighers.PmemCacheHeadroomWeigher().weigh_objects(
+            [mock.Mock(obj=h) for h in self.hosts], spec_obj)
+        self.assertEqual(2048.0, entry[request_memo.INPUTS][0].total)
+        self.assertEqual([0.25, 0.25, 0.0], weighed)
+        self.hosts[1].free_ram_mb += 1024
         self.hosts[1].free_ram_mb -= 3072
         self.assertEqual(['mm1', 'dram1'], [h.host for h in
                                             cache_filter.filter_all(
