@@ -70,25 +70,6 @@ class Kind:
             sockets=self.sockets, cell_cache_gb=self.cell_cache_gb)
 
 
-def parse_host(data, source):
-    """Check one host profile (:class:`hostfile.DiscoveredHost`).
-
-    :raises planner.errors.ScenarioError: naming ``source`` and the key.
-    """
-    try:
-        return hostfile.parse(data, source)
-    except hostfile.ProfileError as exc:
-        raise _scenario_error(exc)
-
-
-def read_host(path):
-    """Read and check one profile file."""
-    try:
-        return hostfile.read(path)
-    except hostfile.ProfileError as exc:
-        raise _scenario_error(exc)
-
-
 def _scenario_error(exc):
     return errors.ScenarioError(exc.source, exc.path, exc.rule)
 

@@ -118,13 +118,6 @@ def in_band(cost, low, high, tolerance=_EDGE):
     return low - slack <= cost <= high + slack
 
 
-def population_key(config):
-    """(((DIMM name, modules per socket), ...), mode): a population."""
-    counts = tuple(sorted((d.name, int(n))
-                          for d, n in config.per_socket.items() if n))
-    return counts, config.mode
-
-
 def _dimm_order(dimm):
     return (dimm.is_pmem, dimm.capacity_gb, dimm.name)
 

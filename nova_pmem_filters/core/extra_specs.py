@@ -167,11 +167,6 @@ def parse_modes(value):
     return frozenset(m.strip() for m in value.split(','))
 
 
-def parse_priority(value):
-    """Parse a ``pmem:priority`` value."""
-    return _match(PRIORITY_KEY, value)
-
-
 def parse_hot_ratio(value):
     """Parse a ``pmem:hot_ratio`` value into a float in (0, 1]."""
     ratio = float(_match(HOT_RATIO_KEY, value))

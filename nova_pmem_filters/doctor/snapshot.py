@@ -108,10 +108,6 @@ class Snapshot:
     fleet: tuple = None
 
 
-class CloudError(Exception):
-    """The cloud cannot be read; the message is one line."""
-
-
 def _get(proxy, path, microversion):
     response = proxy.get(path, microversion=microversion)
     sdk_exceptions.raise_from_response(response)

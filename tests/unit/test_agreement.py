@@ -108,8 +108,10 @@ class DiscoveredHostTestCase(fakes.PmemTestCase):
         self.assertEqual(numa and tiered, cells is not None)
 
         # The planner reads the file and builds a node of its kind.
-        host = fleet.parse_host(data, 'host.json')
-        (node_kind,) = fleet.group([host])
+        directory = self.useFixture(fixtures.TempDir()).path
+        with open(os.path.join(directory, 'host.json'), 'w') as f:
+            json.dump(data, f)
+        (node_kind,) = fleet.load(directory)
         node = node_kind.node()
         self.assertEqual(kind, node.config.mode)
         self.assertTrue(node.profile.known, node.profile.problem)
@@ -124,7 +126,8 @@ class DiscoveredHostTestCase(fakes.PmemTestCase):
         self.assertEqual(kind, sched.mode)
         self.assertEqual(near_gb if tiered else None, sched.dram_cache_gb)
         self.assertEqual(cells, sched.cell_cache_gb)
-        self.assertEqual(near_gb, host.near_memory_gb)
+        self.assertEqual(near_gb,
+                         hostfile.parse(data, 'host.json').near_memory_gb)
         if cells:
             ids = [cell for cell, _gb in cells]
             self.assertEqual(sched.cell_capacities_mb(ids, 1.5)[0],

@@ -262,10 +262,10 @@ class NumaFleetTestCase(testtools.TestCase):
                                                   'dram-384G-80c-2'],
                                                  'redis']))
 
-    def test_parse_host_reads_the_sockets(self):
-        host = fleet.parse_host(dict(DRAM, sockets=[{}, {}, {}]), 'x.json')
-        self.assertEqual(3, host.sockets)
-        self.assertIsNone(fleet.parse_host(DRAM, 'x.json').sockets)
+    def test_load_reads_the_sockets(self):
+        self.write('x.json', dict(DRAM, hostname='x', sockets=[{}, {}, {}]))
+        self.write('y.json', dict(DRAM, hostname='y'))
+        self.assertEqual([None, 3], [k.sockets for k in fleet.load(self.dir)])
 
 
 class DiscoveredKindsFleetTestCase(testtools.TestCase):
