@@ -56,6 +56,7 @@ EVENTS = engine.EVENTS
 NO_RESOURCES = engine.NO_RESOURCES
 REASONS = engine.REASONS
 SECONDS_PER_DAY = engine.SECONDS_PER_DAY
+MAX_SAMPLES = engine.MAX_SAMPLES
 WEIGHERS = engine.WEIGHERS
 Scheduler = engine.Scheduler
 HostKind = engine.HostKind

@@ -43,6 +43,10 @@ REASONS = (NO_RESOURCES, decide.REJECT_CONFLICT, decide.REJECT_MODE,
            decide.REJECT_UNKNOWN, decide.REJECT_CACHE)
 
 SECONDS_PER_DAY = 86400.0
+# The most samples of the fleet's state a replay takes (274 years of daily
+# samples): a trace that would take more is refused, not sampled without
+# end.
+MAX_SAMPLES = 100000
 # The weighers, in the order of their sum.
 WEIGHERS = ('ram', 'cpu', 'tier', 'headroom')
 
@@ -351,11 +355,14 @@ def replay(fleet, flavors, events, sample_days=1.0, progress=None):
     :param flavors: {name: :class:`Flavor`}.
     :param progress: called with the number of events done.
     """
+    step = sample_days * SECONDS_PER_DAY
+    _check_span(events, step, sample_days)
     placed = {}
+    # Instances booted and not deleted, whether Nova placed them or not.
+    running = set()
     decisions = []
     rejected = {r: {} for r in REASONS}
     samples = []
-    step = sample_days * SECONDS_PER_DAY
     next_sample = 0.0
     boots = deletes = 0
     for count, event in enumerate(events, 1):
@@ -365,9 +372,11 @@ def replay(fleet, flavors, events, sample_days=1.0, progress=None):
         flavor = flavors[event.flavor]
         if event.kind == BOOT:
             boots += 1
-            if event.instance in placed:
+            if event.instance in running:
                 raise errors.TraceError(
-                    'instance %s boots twice' % event.instance)
+                    'event %d: instance %s boots again without a delete'
+                    % (count, event.instance))
+            running.add(event.instance)
             host, reason = fleet.choose(flavor)
             if host is None:
                 rejected[reason][flavor.name] = (
@@ -379,6 +388,11 @@ def replay(fleet, flavors, events, sample_days=1.0, progress=None):
                 decisions.append((event.instance, flavor.name,
                                   fleet.names[host], None))
         else:
+            if event.instance not in running:
+                raise errors.TraceError(
+                    'event %d: instance %s is deleted but is not running'
+                    % (count, event.instance))
+            running.discard(event.instance)
             deletes += 1
             entry = placed.pop(event.instance, None)
             if entry is not None:
@@ -390,6 +404,23 @@ def replay(fleet, flavors, events, sample_days=1.0, progress=None):
     return Result(fleet=fleet, decisions=decisions,
                   timeline=pd.DataFrame(samples), rejected=rejected,
                   boots=boots, deletes=deletes)
+
+
+def _check_span(events, step, sample_days):
+    """Refuse a trace longer than :data:`MAX_SAMPLES` samples."""
+    if not events or step <= 0:
+        return
+    limit = MAX_SAMPLES * step
+    if events[-1].time < limit:
+        return
+    count, event = next((n, e) for n, e in enumerate(events, 1)
+                        if e.time >= limit)
+    raise errors.TraceError(
+        'event %d (%s of instance %s at %g s) is %g days into the trace: '
+        'at one sample every %g days, more than %d samples; shorten the '
+        'trace or sample less often' % (
+            count, event.kind, event.instance, event.time,
+            event.time / SECONDS_PER_DAY, sample_days, MAX_SAMPLES))
 
 
 def _share(used, total):

@@ -12,6 +12,7 @@
 """Traces of boots and deletes: synthetic ones and CSV files."""
 
 import csv
+import io
 import math
 
 import numpy as np
@@ -63,58 +64,86 @@ CSV_FIELDS = ('time', 'event', 'instance', 'flavor')
 def read_csv(path, flavors):
     """Events from a CSV file with the columns of ``CSV_FIELDS``.
 
-    ``time`` is in seconds; ``event`` boot or delete. A line that cannot be
-    read is named with its number.
+    ``time`` is in seconds; ``event`` boot or delete. An instance boots
+    while it is not running and is deleted while it is (a boot Nova refused
+    still counts as its boot). A line that cannot be read is named with its
+    number.
     """
-    events = []
     try:
-        handle = open(path, newline='')
+        with open(path, 'rb') as handle:
+            data = handle.read()
     except OSError as exc:
         raise errors.TraceError('%s: cannot read the trace: %s'
                                 % (path, exc.strerror or exc))
-    with handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None or [h.strip() for h in header] != list(CSV_FIELDS):
-            raise errors.TraceError('%s: line 1: expected the header %s'
-                                    % (path, ','.join(CSV_FIELDS)))
-        last = -math.inf
-        for row in reader:
-            line = reader.line_num
-            if not row or not ''.join(row).strip():
-                continue
-            if len(row) != len(CSV_FIELDS):
+    try:
+        text = data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise errors.TraceError('%s: line %d: not UTF-8 text'
+                                % (path, data.count(b'\n', 0, exc.start) + 1))
+    reader = csv.reader(io.StringIO(text, newline=''))
+    try:
+        return _read_events(path, reader, flavors)
+    except csv.Error as exc:
+        raise errors.TraceError('%s: line %d: %s'
+                                % (path, reader.line_num, exc))
+
+
+def _read_events(path, reader, flavors):
+    events = []
+    header = next(reader, None)
+    if header is None or [h.strip() for h in header] != list(CSV_FIELDS):
+        raise errors.TraceError('%s: line 1: expected the header %s'
+                                % (path, ','.join(CSV_FIELDS)))
+    last = -math.inf
+    # The instances running, with the line of their boot.
+    running = {}
+    for row in reader:
+        line = reader.line_num
+        if not row or not ''.join(row).strip():
+            continue
+        if len(row) != len(CSV_FIELDS):
+            raise errors.TraceError(
+                '%s: line %d: expected %d fields (%s), '
+                'got %d' % (path, line, len(CSV_FIELDS),
+                            ','.join(CSV_FIELDS), len(row)))
+        text, kind, uuid, flavor = (v.strip() for v in row)
+        try:
+            when = float(text)
+        except ValueError:
+            when = math.nan
+        if not math.isfinite(when) or when < 0:
+            raise errors.TraceError(
+                '%s: line %d: time %r is not a number of '
+                'seconds, 0 or more' % (path, line, text))
+        if when < last:
+            raise errors.TraceError(
+                '%s: line %d: time %s is before the line '
+                'above' % (path, line, text))
+        if kind not in engine.EVENTS:
+            raise errors.TraceError(
+                '%s: line %d: event %r is not one of %s'
+                % (path, line, kind, ', '.join(engine.EVENTS)))
+        if not uuid:
+            raise errors.TraceError(
+                '%s: line %d: no instance' % (path, line))
+        if flavor not in flavors:
+            raise errors.TraceError(
+                '%s: line %d: unknown flavor %r (known: '
+                '%s)' % (path, line, flavor,
+                         ', '.join(sorted(flavors))))
+        if kind == engine.BOOT:
+            if uuid in running:
                 raise errors.TraceError(
-                    '%s: line %d: expected %d fields (%s), '
-                    'got %d' % (path, line, len(CSV_FIELDS),
-                                ','.join(CSV_FIELDS), len(row)))
-            text, kind, uuid, flavor = (v.strip() for v in row)
-            try:
-                when = float(text)
-            except ValueError:
-                when = math.nan
-            if not math.isfinite(when) or when < 0:
-                raise errors.TraceError(
-                    '%s: line %d: time %r is not a number of '
-                    'seconds, 0 or more' % (path, line, text))
-            if when < last:
-                raise errors.TraceError(
-                    '%s: line %d: time %s is before the line '
-                    'above' % (path, line, text))
-            if kind not in engine.EVENTS:
-                raise errors.TraceError(
-                    '%s: line %d: event %r is not one of %s'
-                    % (path, line, kind, ', '.join(engine.EVENTS)))
-            if not uuid:
-                raise errors.TraceError(
-                    '%s: line %d: no instance' % (path, line))
-            if flavor not in flavors:
-                raise errors.TraceError(
-                    '%s: line %d: unknown flavor %r (known: '
-                    '%s)' % (path, line, flavor,
-                             ', '.join(sorted(flavors))))
-            last = when
-            events.append(engine.Event(when, kind, uuid, flavor))
+                    '%s: line %d: instance %s boots again; it booted on '
+                    'line %d and was not deleted'
+                    % (path, line, uuid, running[uuid]))
+            running[uuid] = line
+        elif running.pop(uuid, None) is None:
+            raise errors.TraceError(
+                '%s: line %d: instance %s is deleted but is not running '
+                '(no boot above, or deleted already)' % (path, line, uuid))
+        last = when
+        events.append(engine.Event(when, kind, uuid, flavor))
     return events
 
 

@@ -116,6 +116,24 @@ class CommandTestCase(testtools.TestCase):
         self.assertIn('line 3', err)
         self.assertNotIn('Traceback', err)
 
+    def test_simulate_bad_traces_exit_2_in_one_line(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmp, 'bad.csv')
+        for data, message in (
+                (b'\x89PNG\r\n\x1a\n\x00', 'line 1: not UTF-8 text'),
+                (b'time,event,instance,flavor\n0,boot,a,redis\n'
+                 b'1,boot,a,redis\n', 'line 3: instance a boots again'),
+                (b'time,event,instance,flavor\n0,boot,a,redis\n'
+                 b'1e12,boot,b,redis\n', 'event 2 (boot of instance b')):
+            with open(path, 'wb') as f:
+                f.write(data)
+            status, out, err = clitools.run_cli(
+                self, ('simulate', '--nodes', 'mm-192-512=2', '--trace',
+                       path))
+            self.assertEqual((2, ''), (status, out))
+            self.assertIn(message, err)
+            self.assertEqual(1, len(err.strip().splitlines()), err)
+
     def test_sweep_grid(self):
         out, _err = self.run_ok('sweep', '--power-price', '0.05,0.3',
                                 '--hot-ratio', '0.2,0.7', '--jobs', '1',

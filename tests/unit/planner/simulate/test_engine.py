@@ -11,12 +11,14 @@
 #    under the License.
 """The engine: Nova's placement of each boot on the fleet."""
 
+import fixtures
 import hypothesis
 from hypothesis import strategies as st
 import numpy as np
 import testtools
 
 from nova_pmem_filters.core import profile
+from planner import errors
 from planner import simulate
 from tests.unit.planner.simulate import base
 
@@ -91,3 +93,46 @@ class ReplayTestCase(testtools.TestCase):
         host, reason = fleet.choose(simulate.flavors_of(base.BUILTIN)['redis'])
         self.assertIsNone(host)
         self.assertEqual('unknown_profile', reason)
+
+
+class ReplayCheckTestCase(testtools.TestCase):
+    """A replay refuses what it cannot replay, naming the event."""
+
+    def events(self, *items):
+        return [simulate.Event(float(when), kind, uuid, 'redis')
+                for when, kind, uuid in items]
+
+    def replay(self, events, **kwargs):
+        return simulate.replay(base.make_fleet(),
+                               simulate.flavors_of(base.BUILTIN), events,
+                               **kwargs)
+
+    def test_a_far_event_is_refused_before_any_sampling(self):
+        events = self.events((0, 'boot', 'a'), (1e12, 'boot', 'b'))
+        exc = self.assertRaises(errors.TraceError, self.replay, events)
+        self.assertIn('event 2 (boot of instance b at 1e+12 s)', str(exc))
+        self.assertIn('more than %d samples' % simulate.MAX_SAMPLES,
+                      str(exc))
+        # Sampled less often (every 10^6 days), the same trace replays.
+        result = self.replay(events, sample_days=1e6)
+        self.assertEqual(13, len(result.timeline))
+
+    def test_the_bound_on_samples(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'planner.simulate.engine.MAX_SAMPLES', 50))
+        day = simulate.SECONDS_PER_DAY
+        result = self.replay(self.events((0, 'boot', 'a'),
+                                         (50 * day - 1, 'delete', 'a')))
+        self.assertEqual(51, len(result.timeline))
+        self.assertRaises(errors.TraceError, self.replay,
+                          self.events((0, 'boot', 'a'),
+                                      (50 * day, 'delete', 'a')))
+
+    def test_boots_and_deletes_in_turn(self):
+        for events, message in (
+                (self.events((0, 'boot', 'a'), (1, 'boot', 'a')),
+                 'event 2: instance a boots again without a delete'),
+                (self.events((0, 'boot', 'a'), (1, 'delete', 'b')),
+                 'event 2: instance b is deleted but is not running')):
+            exc = self.assertRaises(errors.TraceError, self.replay, events)
+            self.assertEqual(message, str(exc))

@@ -82,3 +82,39 @@ class TraceTestCase(testtools.TestCase):
                                     path, flavors)
             self.assertIn(path, str(exc))
             self.assertIn(message, str(exc))
+
+    def test_instances_boot_and_are_deleted_in_turn(self):
+        flavors = simulate.flavors_of(base.BUILTIN)
+        head = 'time,event,instance,flavor\n'
+        for body, message in (
+                ('0,boot,a,redis\n1,boot,a,redis\n',
+                 'line 3: instance a boots again; it booted on line 2'),
+                ('0,boot,a,redis\n1,delete,b,redis\n',
+                 'line 3: instance b is deleted but is not running'),
+                ('0,boot,a,redis\n1,delete,a,redis\n2,delete,a,redis\n',
+                 'line 4: instance a is deleted but is not running')):
+            path = self._csv(head + body)
+            exc = self.assertRaises(errors.TraceError, simulate.read_csv,
+                                    path, flavors)
+            self.assertIn(path, str(exc))
+            self.assertIn(message, str(exc))
+        # Booting again after a delete is a new life of the instance.
+        path = self._csv(head + '0,boot,a,redis\n1,delete,a,redis\n'
+                         '2,boot,a,redis\n')
+        self.assertEqual(3, len(simulate.read_csv(path, flavors)))
+
+    def test_a_file_that_is_not_text_is_named_with_its_line(self):
+        flavors = simulate.flavors_of(base.BUILTIN)
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'trace.bin')
+        for data, message in (
+                (b'time,event,instance,flavor\n0,boot,a,redis\n\xff\xfe\n',
+                 'line 3: not UTF-8 text'),
+                (b'\x89PNG\r\n\x1a\n\x00', 'line 1: not UTF-8 text'),
+                (b'time,event,instance,flavor\n0,boot,a,re\x00dis\n',
+                 'line 2: ')):
+            with open(path, 'wb') as f:
+                f.write(data)
+            exc = self.assertRaises(errors.TraceError, simulate.read_csv,
+                                    path, flavors)
+            self.assertIn(path + ': ' + message, str(exc))
