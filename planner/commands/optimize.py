@@ -94,6 +94,14 @@ class Optimize(base.ShortTableLister):
             plans.append(optimize.best_single(problem, scen=scen,
                                               time_limit=time_limit,
                                               gap=gap))
+        for each in plans:
+            if each.status != 'optimal':
+                self.app.stderr.write(
+                    "optimize: fleet '%s' is not proven optimal: %s\n" % (
+                        each.name,
+                        'no finite gap is proven' if each.gap is None
+                        else 'its gap is %.4g, not within --gap %g (%.1f s)'
+                        % (each.gap, gap, each.seconds)))
         columns = optimize.columns(problem)
         return columns, [tuple(r.get(c) for c in columns)
                          for r in optimize.rows(problem, plans)]

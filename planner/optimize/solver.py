@@ -366,13 +366,24 @@ def _plan(name, problem, master, res, layout, lp_bound, converged, started,
     value = _objective_value(problem, vms, capex, energy)
     # The LP minimised the TCO, or minus what is served.
     bound = lp_bound if problem.objective == 'tco' else -lp_bound
-    gap = (abs(value - bound) / max(abs(value), 1e-9)) if converged else None
+    gap = proven_gap(value, bound) if converged else None
     return Plan(name=name, nodes=nodes, vms=vms, patterns=slots, runs=runs,
                 capex=capex, energy=energy, objective=value,
                 lp_bound=bound, gap=gap,
                 status='optimal' if gap is not None and gap <= 1e-6
                 else 'feasible', seconds=time.monotonic() - started,
                 rounds=rounds, columns=len(master.columns))
+
+
+def proven_gap(value, bound):
+    """(answer - bound) / answer, in absolute values; None if unknown.
+
+    An answer of 0 is proven only by a bound of 0 (gap 0); against any
+    other bound its relative gap has no finite value (None).
+    """
+    if abs(value) > 1e-9:
+        return abs(value - bound) / abs(value)
+    return 0.0 if abs(bound) <= 1e-9 else None
 
 
 def _objective_value(problem, vms, capex, energy):

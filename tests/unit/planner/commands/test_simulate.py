@@ -40,6 +40,26 @@ class CommandTestCase(testtools.TestCase):
         self.assertEqual(600, total['redis'])
         self.assertTrue(any(r['fleet'].startswith('single:') for r in rows))
 
+    def test_optimize_says_when_it_is_not_proven_optimal(self):
+        _out, err = self.run_ok('optimize', '-f', 'json')
+        self.assertEqual('', err)
+        out, err = self.run_ok('optimize', '--demand', 'redis=10',
+                               '--demand', 'mysql=9', '-f', 'json')
+        total = [r for r in json.loads(out) if r['fleet'] == 'optimal'
+                 and r['config'] == 'total'][0]
+        self.assertEqual('feasible', total['status'])
+        self.assertIn("optimize: fleet 'optimal' is not proven optimal: "
+                      "its gap is %.4g, not within --gap 0.001"
+                      % total['gap'], err)
+        # Nothing can be served: the gap to a bound above 0 is not finite.
+        out, err = self.run_ok('optimize', '--objective', 'vms', '--budget',
+                               '1', '--no-single', '-f', 'json')
+        total = [r for r in json.loads(out) if r['config'] == 'total'][0]
+        self.assertEqual((0, None, 'feasible'),
+                         (total['objective'], total['gap'],
+                          total['status']))
+        self.assertIn('no finite gap is proven', err)
+
     def test_optimize_bad_input_is_one_line(self):
         for argv, message in (
                 (('--demand', 'redis'), '--demand redis: expected'),

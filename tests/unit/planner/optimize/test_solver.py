@@ -18,6 +18,7 @@ import testtools
 
 from planner import errors
 from planner import optimize
+from planner.optimize import solver
 from planner import patterns
 from tests.unit.planner.optimize import base
 
@@ -186,3 +187,13 @@ class NumaOptimizeTestCase(testtools.TestCase):
             self.assertEqual(0, vms.get('split', 0))
         self.assertEqual(30, sum(sum(v.values())
                                  for v in plan.vms.values()))
+
+
+class ProvenGapTestCase(testtools.TestCase):
+
+    def test_gap(self):
+        self.assertEqual(0.5, solver.proven_gap(200.0, 100.0))
+        self.assertEqual(0.5, solver.proven_gap(-10.0, -15.0))
+        self.assertEqual(0.0, solver.proven_gap(0.0, 0.0))
+        # An answer of 0 against a bound above it: no finite share.
+        self.assertIsNone(solver.proven_gap(0.0, 1.7))
