@@ -17,29 +17,21 @@ from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import profile
 from nova_pmem_filters.doctor import findings
 
-Finding = findings.Finding
-ERROR = findings.ERROR
-WARNING = findings.WARNING
-_names = findings.names
-_suggest = findings.suggest
-_rejected = findings.rejected
-_rejected_in = findings.rejected_in
-
-AGGREGATE_KEYS = profile.AGGREGATE_KEYS
-CACHE_KEYS = profile.CACHE_KEYS
-
 
 def _looks_like_ours(key):
     normal = key.strip().lower().replace('-', '_').replace('.', '_')
-    if normal in AGGREGATE_KEYS:
+    if normal in profile.AGGREGATE_KEYS:
         return normal
-    if normal.startswith('pmem') or _suggest(normal, AGGREGATE_KEYS, 0.8):
-        return _suggest(normal, AGGREGATE_KEYS, 0.0) or AGGREGATE_KEYS[0]
+    keys = profile.AGGREGATE_KEYS
+    if normal.startswith('pmem') or findings.suggest(normal, keys, 0.8):
+        return findings.suggest(normal, keys, 0.0) or keys[0]
     return None
 
 
 def _hosts_note(agg):
-    return ('hosts %s' % _names(agg.hosts)) if agg.hosts else 'no hosts yet'
+    if not agg.hosts:
+        return 'no hosts yet'
+    return 'hosts %s' % findings.names(agg.hosts)
 
 
 def check(snap, view):
@@ -48,12 +40,12 @@ def check(snap, view):
         obj = 'aggregate %s' % agg.name
         meta = agg.metadata
         for key in sorted(meta):
-            if key in AGGREGATE_KEYS:
+            if key in profile.AGGREGATE_KEYS:
                 continue
             suggestion = _looks_like_ours(key)
             if suggestion:
-                found.append(Finding(
-                    WARNING, 'misspelt-key', obj,
+                found.append(findings.Finding(
+                    findings.WARNING, 'misspelt-key', obj,
                     'metadata key %r is not one the filters read; it looks '
                     'like %s, so %s ignore it' % (key, suggestion,
                                                   _hosts_note(agg)),
@@ -62,13 +54,14 @@ def check(snap, view):
                     % (suggestion, meta[key], agg.name, key, agg.name)))
         mode = meta.get(profile.MODE_KEY)
         if mode is not None and mode not in kinds.ALL_MODES:
-            hint = _suggest(str(mode).strip().lower().replace('-', '_'),
-                            kinds.ALL_MODES, 0.6)
-            found.append(Finding(
-                ERROR, 'invalid-pmem-mode', obj,
+            hint = findings.suggest(
+                str(mode).strip().lower().replace('-', '_'),
+                kinds.ALL_MODES, 0.6)
+            found.append(findings.Finding(
+                findings.ERROR, 'invalid-pmem-mode', obj,
                 '%s=%r is not one of %s: %s' % (
                     profile.MODE_KEY, mode, ', '.join(kinds.ALL_MODES),
-                    _rejected_in(agg)),
+                    findings.rejected_in(agg)),
                 'openstack aggregate set --property %s=%s %s'
                 % (profile.MODE_KEY, hint or '<mode>', agg.name)))
         if profile.DRAM_CACHE_KEY in meta:
@@ -77,11 +70,11 @@ def check(snap, view):
                 profile.MODE_KEY: kinds.MEMORY_MODE,
                 profile.DRAM_CACHE_KEY: cache}])
             if not parsed.known:
-                found.append(Finding(
-                    ERROR, 'invalid-dram-cache', obj,
+                found.append(findings.Finding(
+                    findings.ERROR, 'invalid-dram-cache', obj,
                     '%s=%r is not a positive number of GB: %s'
                     % (profile.DRAM_CACHE_KEY, cache,
-                       _rejected_in(agg)),
+                       findings.rejected_in(agg)),
                     'openstack aggregate set --property %s=<GB of DRAM '
                     'cache per host> %s (nova-pmem-discover --aggregate '
                     'prints it)' % (profile.DRAM_CACHE_KEY, agg.name)))
@@ -89,8 +82,8 @@ def check(snap, view):
                     view.profiles[h].known
                     and view.profiles[h].mode not in kinds.TIERED
                     for h in agg.hosts):
-                found.append(Finding(
-                    WARNING, 'dram-cache-without-memory-mode', obj,
+                found.append(findings.Finding(
+                    findings.WARNING, 'dram-cache-without-memory-mode', obj,
                     '%s is set but its hosts are not in Memory Mode (%s): '
                     'the cache size is ignored' % (
                         profile.DRAM_CACHE_KEY, ', '.join(sorted(
@@ -108,9 +101,9 @@ def check(snap, view):
                 checked[profile.DRAM_CACHE_KEY] = meta[profile.DRAM_CACHE_KEY]
             parsed = profile.from_metadata([checked])
             if not parsed.known:
-                found.append(Finding(
-                    ERROR, 'invalid-dram-cache-per-cell', obj,
-                    '%s: %s' % (parsed.problem, _rejected_in(agg)),
+                found.append(findings.Finding(
+                    findings.ERROR, 'invalid-dram-cache-per-cell', obj,
+                    '%s: %s' % (parsed.problem, findings.rejected_in(agg)),
                     'openstack aggregate set --property %s=<cell:GB,...> %s '
                     '(nova-pmem-discover --numa --aggregate prints it), or '
                     'openstack aggregate unset --property %s %s to split '
@@ -119,18 +112,20 @@ def check(snap, view):
                        profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
                        profile.DRAM_CACHE_KEY)))
         if (mode in kinds.TIERED
-                and not any(key in meta for key in CACHE_KEYS)):
+                and not any(key in meta for key in profile.CACHE_KEYS)):
             uncached = [h for h in agg.hosts
-                        if not any(key in a.metadata for key in CACHE_KEYS
+                        if not any(key in a.metadata
+                                   for key in profile.CACHE_KEYS
                                    for a in view.aggregates_of.get(h, ()))]
             if uncached or not agg.hosts:
-                found.append(Finding(
-                    ERROR if uncached else WARNING,
+                found.append(findings.Finding(
+                    findings.ERROR if uncached else findings.WARNING,
                     'memory-mode-without-cache', obj,
                     '%s=%s without %s%s' % (
                         profile.MODE_KEY, mode, profile.DRAM_CACHE_KEY,
                         ' (no cache bound to keep): %s'
-                        % _rejected('hosts %s' % _names(uncached))
+                        % findings.rejected(
+                            'hosts %s' % findings.names(uncached))
                         if uncached else
                         ': hosts added to it will be rejected'),
                     'openstack aggregate set --property %s=<GB of DRAM '
@@ -141,8 +136,8 @@ def check(snap, view):
             try:
                 float(multiplier)
             except (TypeError, ValueError):
-                found.append(Finding(
-                    WARNING, 'invalid-weight-multiplier', obj,
+                found.append(findings.Finding(
+                    findings.WARNING, 'invalid-weight-multiplier', obj,
                     '%s=%r is not a number: Nova logs a warning and uses '
                     '[pmem] tier_weight_multiplier for %s'
                     % (profile.TIER_WEIGHT_MULTIPLIER_KEY, multiplier,

@@ -17,20 +17,7 @@ from nova_pmem_filters.core import classes
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
 
-Finding = findings.Finding
-ERROR = findings.ERROR
-WARNING = findings.WARNING
-INFO = findings.INFO
-_names = findings.names
-_memory_mode_hosts = cloud.tiered_hosts
-_unaccounted = cloud.unaccounted
 
-OUR_FILTERS = classes.FILTERS
-OUR_WEIGHERS = classes.WEIGHERS
-FILTERS_PATH = classes.FILTERS_MODULE
-WEIGHERS_PATH = classes.WEIGHERS_MODULE
-ALL_FILTERS = classes.ALL_FILTERS
-ALL_WEIGHERS = classes.ALL_WEIGHERS
 NOVA_WEIGHERS_PREFIX = 'nova.scheduler.weights'
 # What goes missing without each of our weighers.
 WEIGHER_ROLES = {
@@ -61,8 +48,8 @@ def _conf_object(group, option):
 
 def check(snap, view):
     if snap.config is None:
-        return [Finding(
-            INFO, 'nova-conf-not-read', 'nova.conf',
+        return [findings.Finding(
+            findings.INFO, 'nova-conf-not-read', 'nova.conf',
             'no nova.conf was given, so the scheduler settings were not '
             'audited; the [pmem] defaults were assumed (default_host_mode '
             '%s, default_hot_ratio %g, cache_overcommit_ratio %g)'
@@ -74,21 +61,22 @@ def check(snap, view):
     found = []
     available = set(conf.available_filters)
     enabled = set(conf.enabled_filters)
-    mm_hosts = _memory_mode_hosts(view)
-    unaccounted = _unaccounted(snap, view)
-    for name in OUR_FILTERS:
-        is_available = (ALL_FILTERS in available
-                        or '%s.%s' % (FILTERS_PATH, name) in available)
+    mm_hosts = cloud.tiered_hosts(view)
+    unaccounted = cloud.unaccounted(snap, view)
+    for name in classes.FILTERS:
+        path = '%s.%s' % (classes.FILTERS_MODULE, name)
+        is_available = (classes.ALL_FILTERS in available
+                        or path in available)
         if name in enabled and not is_available:
-            found.append(Finding(
-                ERROR, 'filter-not-available',
+            found.append(findings.Finding(
+                findings.ERROR, 'filter-not-available',
                 _conf_object('filter_scheduler', 'available_filters'),
                 '%s is in enabled_filters but not in available_filters: '
                 'nova-scheduler does not start (SchedulerHostFilterNotFound)'
                 % name,
                 'add the line "available_filters = %s" to '
                 '[filter_scheduler], keeping Nova\'s own '
-                '(nova.scheduler.filters.all_filters)' % ALL_FILTERS))
+                '(nova.scheduler.filters.all_filters)' % classes.ALL_FILTERS))
         if name in enabled:
             continue
         if name == 'PmemCacheFilter' and not (mm_hosts and unaccounted):
@@ -98,51 +86,54 @@ def check(snap, view):
         why = ('host memory modes and pmem:modes are ignored: flavors land '
                'on any host' if name == 'PmemModeFilter' else
                'nothing keeps the hot RAM of %s within the DRAM cache of '
-               'the Memory-Mode hosts' % _names(f.name for f in unaccounted))
-        found.append(Finding(
-            ERROR, 'filter-not-enabled',
+               'the Memory-Mode hosts'
+               % findings.names(f.name for f in unaccounted))
+        found.append(findings.Finding(
+            findings.ERROR, 'filter-not-enabled',
             _conf_object('filter_scheduler', 'enabled_filters'),
             '%s is not enabled: %s' % (name, why),
             'append %s to [filter_scheduler] enabled_filters%s and restart '
             'nova-scheduler' % (name, '' if is_available else
                                 ', add "available_filters = %s"'
-                                % ALL_FILTERS)))
+                                % classes.ALL_FILTERS)))
     weighers = set(conf.weight_classes)
-    if ALL_WEIGHERS not in weighers:
-        missing = [w for w in OUR_WEIGHERS
-                   if '%s.%s' % (WEIGHERS_PATH, w) not in weighers]
+    if classes.ALL_WEIGHERS not in weighers:
+        missing = [w for w in classes.WEIGHERS
+                   if '%s.%s' % (classes.WEIGHERS_MODULE, w) not in weighers]
         if missing:
-            found.append(Finding(
-                WARNING, 'weighers-not-configured',
+            found.append(findings.Finding(
+                findings.WARNING, 'weighers-not-configured',
                 _conf_object('filter_scheduler', 'weight_classes'),
                 '%s %s not in weight_classes: %s'
                 % (' and '.join(missing),
                    'is' if len(missing) == 1 else 'are',
                    '; '.join(WEIGHER_ROLES[w] for w in missing)),
                 'set [filter_scheduler] weight_classes = '
-                'nova.scheduler.weights.all_weighers,%s' % ALL_WEIGHERS))
-    if (any(w.startswith(WEIGHERS_PATH) for w in weighers)
+                'nova.scheduler.weights.all_weighers,%s'
+                % classes.ALL_WEIGHERS))
+    if (any(w.startswith(classes.WEIGHERS_MODULE) for w in weighers)
             and not any(w.startswith(NOVA_WEIGHERS_PREFIX)
                         for w in weighers)):
-        found.append(Finding(
-            WARNING, 'nova-weighers-dropped',
+        found.append(findings.Finding(
+            findings.WARNING, 'nova-weighers-dropped',
             _conf_object('filter_scheduler', 'weight_classes'),
             'weight_classes lists our weighers but none of Nova\'s: it '
             'replaces Nova\'s default, so the RAM, CPU, disk and other '
             'weighers of Nova are off',
             'set [filter_scheduler] weight_classes = '
-            'nova.scheduler.weights.all_weighers,%s' % ALL_WEIGHERS))
+            'nova.scheduler.weights.all_weighers,%s' % classes.ALL_WEIGHERS))
     workers = conf.scheduler_workers
     if ('PmemCacheFilter' in enabled and mm_hosts and unaccounted
             and (workers is None or workers > 1)):
-        found.append(Finding(
-            WARNING, 'filter-only-cache-accounting',
+        found.append(findings.Finding(
+            findings.WARNING, 'filter-only-cache-accounting',
             _conf_object('scheduler', 'workers'),
             '%s, and the DRAM-cache bound of flavors %s is kept by '
             'PmemCacheFilter alone: workers schedule concurrently and can '
             'admit more hot RAM than a cache holds (%s)'
             % ('%d nova-scheduler workers' % workers if workers else
                'workers is unset, so nova-scheduler runs one worker per CPU',
-               _names(f.name for f in unaccounted), MEASURED_OVER_ADMISSION),
+               findings.names(f.name for f in unaccounted),
+               MEASURED_OVER_ADMISSION),
             PLACEMENT_ACCOUNTING_FIX + ', or set [scheduler] workers = 1'))
     return found

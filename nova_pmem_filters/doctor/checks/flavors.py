@@ -18,12 +18,6 @@ from nova_pmem_filters.core import placement
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
 
-Finding = findings.Finding
-ERROR = findings.ERROR
-WARNING = findings.WARNING
-_suggest = findings.suggest
-_memory_mode_hosts = cloud.tiered_hosts
-_memory_mode_flavors = cloud.tiered_flavors
 
 PMEM_SPEC_KEYS = tuple(sorted(extra_specs.RULES))
 
@@ -40,7 +34,7 @@ def _spec_lookalike(key):
     if normal in PMEM_SPEC_KEYS:
         return normal
     if normal.startswith(extra_specs.NAMESPACE):
-        return _suggest(normal, PMEM_SPEC_KEYS, 0.6)
+        return findings.suggest(normal, PMEM_SPEC_KEYS, 0.6)
     return None
 
 
@@ -48,7 +42,7 @@ def _spec_fix(key, value, flavor):
     if key in extra_specs.RULES:
         return ('openstack flavor set --property %s=<%s> %s'
                 % (key, extra_specs.RULES[key][0], flavor))
-    right = _suggest(key, PMEM_SPEC_KEYS, 0.0)
+    right = findings.suggest(key, PMEM_SPEC_KEYS, 0.0)
     try:
         extra_specs.validate(right, value)
     except extra_specs.InvalidExtraSpec:
@@ -59,10 +53,10 @@ def _spec_fix(key, value, flavor):
 
 def check(snap, view):
     found = []
-    mm_hosts = _memory_mode_hosts(view)
+    mm_hosts = cloud.tiered_hosts(view)
     any_accounted = any(
         placement.requested_near_memory(f.extra_specs) is not None
-        for f, _r in _memory_mode_flavors(snap, view))
+        for f, _r in cloud.tiered_flavors(snap, view))
     for flavor in snap.flavors:
         obj = 'flavor %s' % flavor.name
         specs = flavor.extra_specs
@@ -73,16 +67,16 @@ def check(snap, view):
                 extra_specs.validate(key, specs[key])
             except extra_specs.InvalidExtraSpec as exc:
                 bad = True
-                found.append(Finding(
-                    ERROR, 'invalid-extra-spec', obj,
+                found.append(findings.Finding(
+                    findings.ERROR, 'invalid-extra-spec', obj,
                     '%s: the filters reject every host for it (NoValidHost) '
                     'and count all RAM of its instances as hot' % exc,
                     _spec_fix(key, specs[key], flavor.name)))
         for key in sorted(specs):
             lookalike = _spec_lookalike(key)
             if lookalike:
-                found.append(Finding(
-                    WARNING, 'misspelt-key', obj,
+                found.append(findings.Finding(
+                    findings.WARNING, 'misspelt-key', obj,
                     'extra spec %r is not read by the filters; it looks '
                     'like %s' % (key, lookalike),
                     'openstack flavor set --property %s=%s %s && openstack '
@@ -93,8 +87,8 @@ def check(snap, view):
             continue
         request, _error = view.requests[flavor.name]
         if request.conflict:
-            found.append(Finding(
-                ERROR, 'vpmem-modes-conflict', obj,
+            found.append(findings.Finding(
+                findings.ERROR, 'vpmem-modes-conflict', obj,
                 '%s: PmemModeFilter rejects every host for it' %
                 request.conflict,
                 'add app_direct to %s, or remove %s'
@@ -106,8 +100,9 @@ def check(snap, view):
                                                 request.hot_ratio)
             if requested != expected:
                 less = requested < expected
-                found.append(Finding(
-                    ERROR if less else WARNING, 'near-memory-mismatch', obj,
+                found.append(findings.Finding(
+                    findings.ERROR if less else findings.WARNING,
+                    'near-memory-mismatch', obj,
                     'requests %d MB of %s, but %d MB RAM x hot ratio %g is '
                     '%d MB: Placement admits %s instances than the DRAM '
                     'cache holds' % (requested, placement.NEAR_MEMORY_RC,
@@ -117,8 +112,8 @@ def check(snap, view):
                     % (placement.NEAR_MEMORY_KEY, expected, flavor.name)))
         elif (mm_hosts and any_accounted
               and kinds.TIERED & request.modes):
-            found.append(Finding(
-                WARNING, 'placement-accounting-partial', obj,
+            found.append(findings.Finding(
+                findings.WARNING, 'placement-accounting-partial', obj,
                 'it may land on Memory-Mode hosts but does not request %s, '
                 'while other flavors do: Placement does not see the DRAM '
                 'cache its instances use, and admits the other flavors '

@@ -20,13 +20,6 @@ from nova_pmem_filters.core import profile
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
 
-Finding = findings.Finding
-ERROR = findings.ERROR
-WARNING = findings.WARNING
-INFO = findings.INFO
-_names = findings.names
-_rejected = findings.rejected
-_hot_mb = cloud.hot_mb
 
 # Tolerance of Placement capacities against the cache bound: the provider
 # config rounds the total down to a whole MB.
@@ -60,11 +53,11 @@ def check(snap, view):
         obj = 'host %s' % host
         label = view.profiles[host]
         if label.problem_code == profile.DISAGREE:
-            found.append(Finding(
-                ERROR, 'aggregates-disagree', obj,
+            found.append(findings.Finding(
+                findings.ERROR, 'aggregates-disagree', obj,
                 '%s (%s): %s' % (label.problem, ', '.join(
                     a.name for a in view.aggregates_of[host]),
-                    _rejected('the host')),
+                    findings.rejected('the host')),
                 'keep the host in one aggregate per memory profile, or make '
                 'its aggregates carry the same values'))
         prof = view.discovered.get(host)
@@ -83,8 +76,9 @@ def check(snap, view):
         known = set(nodes) | {n for ns in nodes.values() for n in ns}
         for prof in snap.fleet:
             if prof.hostname not in known:
-                found.append(Finding(
-                    INFO, 'fleet-host-unknown', 'host %s' % prof.hostname,
+                found.append(findings.Finding(
+                    findings.INFO, 'fleet-host-unknown',
+                    'host %s' % prof.hostname,
                     'the discovered profile %s names a host that is not a '
                     'compute of this cloud' % prof.source,
                     'check the hostname in the profile, or remove the file '
@@ -94,8 +88,8 @@ def check(snap, view):
 
 def _compare_discovered(obj, label, prof):
     if prof.mode != label.mode:
-        return [Finding(
-            ERROR, 'profile-mismatch', obj,
+        return [findings.Finding(
+            findings.ERROR, 'profile-mismatch', obj,
             'its aggregates say %s but discovery (%s) found %s: flavors are '
             'placed by the wrong memory mode'
             % (label.mode, prof.source, prof.mode),
@@ -106,8 +100,9 @@ def _compare_discovered(obj, label, prof):
     if abs(label.dram_cache_gb - prof.dram_cache_gb) < 0.01:
         return []
     larger = label.dram_cache_gb > prof.dram_cache_gb
-    return [Finding(
-        ERROR if larger else WARNING, 'profile-mismatch', obj,
+    return [findings.Finding(
+        findings.ERROR if larger else findings.WARNING, 'profile-mismatch',
+        obj,
         'its aggregates give a DRAM cache of %g GB but discovery (%s) found '
         '%g GB: PmemCacheFilter admits %s hot RAM than the cache holds'
         % (label.dram_cache_gb, prof.source, prof.dram_cache_gb,
@@ -131,8 +126,8 @@ def _check_provider(obj, host, provider, view, traits_in_use,
             wrong = not expected <= actual or bool(
                 (actual & others) - expected)
         if wrong:
-            found.append(Finding(
-                WARNING, 'mode-trait-mismatch', obj,
+            found.append(findings.Finding(
+                findings.WARNING, 'mode-trait-mismatch', obj,
                 'Placement traits %s, expected %s (from %s): flavors that '
                 'require a CUSTOM_PMEM_MODE_* trait are placed by the wrong '
                 'mode' % (', '.join(sorted(actual)) or 'none',
@@ -143,11 +138,11 @@ def _check_provider(obj, host, provider, view, traits_in_use,
     inventory = provider.inventories.get(placement.NEAR_MEMORY_RC)
     if inventory is None:
         if near_requested:
-            found.append(Finding(
-                ERROR, 'near-memory-inventory-missing', obj,
+            found.append(findings.Finding(
+                findings.ERROR, 'near-memory-inventory-missing', obj,
                 'no %s inventory in Placement, but flavors %s request it: '
                 'they never land on this host' % (
-                    placement.NEAR_MEMORY_RC, _names(near_requested)),
+                    placement.NEAR_MEMORY_RC, findings.names(near_requested)),
                 'give the host the provider config of nova-pmem-discover '
                 '--provider-config and restart nova-compute'))
         return found
@@ -172,9 +167,10 @@ def _check_near_inventory(obj, host, inventory, view):
                 config.cache_overcommit_ratio, 1.0):
             return None
         larger = actual > expected
-        return Finding(
-            ERROR if larger else WARNING, 'near-memory-inventory-mismatch',
-            obj, 'Placement offers %g MB of %s, but the DRAM cache of %g GB '
+        return findings.Finding(
+            findings.ERROR if larger else findings.WARNING,
+            'near-memory-inventory-mismatch', obj,
+            'Placement offers %g MB of %s, but the DRAM cache of %g GB '
             'at cache_overcommit_ratio %g bounds hot RAM to %g MB: Placement '
             'admits %s than PmemCacheFilter'
             % (actual, placement.NEAR_MEMORY_RC, cache_gb,
@@ -192,8 +188,8 @@ def _check_near_inventory(obj, host, inventory, view):
                                            prof.dram_cache_gb))['total']
     if abs(inventory.get('total', 0) - expected_total) <= _MB_TOLERANCE:
         return None
-    return Finding(
-        WARNING, 'near-memory-inventory-mismatch', obj,
+    return findings.Finding(
+        findings.WARNING, 'near-memory-inventory-mismatch', obj,
         'Placement has %s MB of %s, but discovery (%s) found %g GB of DRAM '
         '(%d MB)' % (inventory.get('total'), placement.NEAR_MEMORY_RC,
                      prof.source, prof.dram_gb, expected_total),
@@ -237,29 +233,30 @@ def _check_cache_use(obj, host, label, snap, view):
             capacity = label.cache_capacity_mb(ratio)
             placed.sort(key=lambda item: (-item[1], item[0].name,
                                           item[0].id))
-            found.append(Finding(
-                ERROR, 'cache-overcommitted', obj,
+            found.append(findings.Finding(
+                findings.ERROR, 'cache-overcommitted', obj,
                 'the hot RAM placed on it, %g MB, exceeds its DRAM-cache '
                 'bound of %g MB (%g GB x cache_overcommit_ratio %g): %s'
                 % (used.total, capacity, label.dram_cache_gb, ratio,
-                   _names('%s (%s, %g MB hot)' % (s.name, s.id, hot)
-                          for s, hot, _cells in placed)),
+                   findings.names('%s (%s, %g MB hot)' % (s.name, s.id, hot)
+                                  for s, hot, _cells in placed)),
                 _MIGRATE + '; if the cache size was lowered on purpose, new '
                 'boots already respect it'))
         if used.bound and cells is None:
-            found.append(Finding(
-                INFO, 'cache-cells-unchecked', obj,
+            found.append(findings.Finding(
+                findings.INFO, 'cache-cells-unchecked', obj,
                 'NUMA-bound instances are on it (%s) and PmemCacheFilter '
                 'bounds each NUMA cell\'s hot RAM, but the doctor does not '
                 'know its cells: only the host-wide bound was checked'
-                % _names(s.name for s, _hot, cell_mb in placed if cell_mb),
+                % findings.names(s.name for s, _hot, cell_mb in placed
+                                 if cell_mb),
                 'give the doctor --fleet DIR with the host\'s profile from '
                 'nova-pmem-discover --numa, or set %s on its aggregate'
                 % profile.DRAM_CACHE_PER_CELL_KEY))
         return found
     if cell_view.capacities is None:
-        return [Finding(
-            ERROR, 'invalid-dram-cache-per-cell', obj,
+        return [findings.Finding(
+            findings.ERROR, 'invalid-dram-cache-per-cell', obj,
             '%s: PmemCacheFilter rejects the host for every flavor that '
             'is NUMA-bound or lands next to NUMA-bound instances'
             % cell_view.problem,
@@ -277,16 +274,18 @@ def _check_cache_use(obj, host, label, snap, view):
              for s, hot, cell_mb in placed
              if cell_mb is None or cell in cell_mb),
             key=lambda item: (-item[1], item[0].name, item[0].id))
-        found.append(Finding(
-            ERROR, 'cache-overcommitted', '%s (NUMA cell %d)' % (obj, cell),
+        found.append(findings.Finding(
+            findings.ERROR, 'cache-overcommitted',
+            '%s (NUMA cell %d)' % (obj, cell),
             'the hot RAM placed on NUMA cell %d, %g MB, exceeds the cell\'s '
             'DRAM-cache bound of %g MB (cache_overcommit_ratio %g), though '
             'the host-wide sum may fit: PmemCacheFilter bounds each cell '
             'once NUMA-bound instances are on the host: %s'
             % (cell, cell_view.used[cell], cell_view.capacities[cell], ratio,
-               _names('%s (%s, %g MB hot on the cell%s)'
-                      % (s.name, s.id, mb, ', floating' if floating else '')
-                      for s, mb, floating in on_cell)),
+               findings.names(
+                   '%s (%s, %g MB hot on the cell%s)'
+                   % (s.name, s.id, mb, ', floating' if floating else '')
+                   for s, mb, floating in on_cell)),
             _MIGRATE + ' on the cell (a NUMA-bound instance moves with its '
             'cells)'))
     return found

@@ -17,11 +17,6 @@ from nova_pmem_filters.core import vpmem
 from nova_pmem_filters.doctor import findings
 from nova_pmem_filters.doctor import snapshot
 
-Finding = findings.Finding
-WARNING = findings.WARNING
-INFO = findings.INFO
-_names = findings.names
-
 
 VPMEM_DOC = 'doc/source/numa-vpmem.rst'
 
@@ -83,12 +78,12 @@ def check(snap, view):
         multi = [s for s in servers if s.numa_nodes
                  and len(s.numa_nodes) > 1]
         if multi:
-            found.append(Finding(
-                WARNING, 'vpmem-guest-numa-nodes', obj,
+            found.append(findings.Finding(
+                findings.WARNING, 'vpmem-guest-numa-nodes', obj,
                 'instances with vPMEM and several guest NUMA nodes see '
                 'their vPMEM on guest node 0 only (Nova attaches every '
                 'vPMEM there); the vCPUs of the other nodes reach it '
-                'across sockets: %s' % _names(
+                'across sockets: %s' % findings.names(
                     '%s (%s, host nodes %s)' % (
                         s.name, s.id, ','.join(str(n) for n in s.numa_nodes))
                     for s in multi),
@@ -129,21 +124,22 @@ def check(snap, view):
                         'does not say which %s namespace it holds (%s)'
                         % (what, local, label, _where(names)))
         if remote:
-            found.append(Finding(
-                WARNING, 'vpmem-numa-remote', obj,
+            found.append(findings.Finding(
+                findings.WARNING, 'vpmem-numa-remote', obj,
                 'instances whose vPMEM namespace is on another NUMA node '
                 'than their guest node 0, so every access crosses sockets: '
-                '%s' % _names(remote),
+                '%s' % findings.names(remote),
                 'carve namespaces of each label on every socket '
                 '(nova-pmem-discover --libvirt --plan spreads them), then '
                 'cold-migrate these instances (openstack server migrate '
                 'SERVER): Nova draws a namespace without regard to NUMA, '
                 'so check again with the doctor (see %s)' % VPMEM_DOC))
         if unknown:
-            found.append(Finding(
-                INFO, 'vpmem-numa-unknown', obj,
+            found.append(findings.Finding(
+                findings.INFO, 'vpmem-numa-unknown', obj,
                 'cannot tell whether the vPMEM of these instances is on the '
-                'NUMA node of their guest node 0: %s' % _names(unknown),
+                'NUMA node of their guest node 0: %s'
+                % findings.names(unknown),
                 'run nova-pmem-discover on the host into the --fleet '
                 'directory; on the host, virsh dumpxml INSTANCE shows the '
                 '/dev/daxX.Y each vPMEM uses and ndctl list -N -v its '
