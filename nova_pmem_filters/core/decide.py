@@ -110,13 +110,10 @@ def cell_view(prof, ratio, cells, used, request, memory_mb, fit=None):
         fit; None for a flavor that floats (it charges every cell in
         proportion to its near memory).
     """
-    capacities, problem = prof.cell_capacities_mb(cells, ratio)
+    placed = placed_cells(prof, ratio, cells, used)
+    capacities, used_cells = placed.capacities, placed.used
     if capacities is None:
-        return CellView(None, None, None, problem=problem)
-    used_cells = None
-    if used is not None:
-        used_cells = cache.cell_usage_mb(used.floating, used.bound,
-                                         capacities)
+        return placed
     if fit is not None:
         claimed = fit()
         new = None if claimed is None else {
@@ -127,6 +124,22 @@ def cell_view(prof, ratio, cells, used, request, memory_mb, fit=None):
     if used_cells is not None and new is not None:
         full = cache.full_cell(used_cells, new, capacities)
     return CellView(capacities, used_cells, new, full=full)
+
+
+def placed_cells(prof, ratio, cells, used):
+    """The cells' bounds and the hot MB already charged to each.
+
+    A :class:`CellView` without ``new``: what :func:`cell_view` starts from
+    and what :func:`overcommitted` judges.
+    """
+    capacities, problem = prof.cell_capacities_mb(cells, ratio)
+    if capacities is None:
+        return CellView(None, None, None, problem=problem)
+    used_cells = None
+    if used is not None:
+        used_cells = cache.cell_usage_mb(used.floating, used.bound,
+                                         capacities)
+    return CellView(capacities, used_cells, None)
 
 
 def reads_usage(prof, accounted=False, bound=False):
@@ -220,14 +233,13 @@ def overcommitted(prof, ratio, used, cells=None):
     if not reads_usage(prof) or used is None:
         return None, []
     if cells is not None and uses_cells(prof, cells, used, False):
-        capacities, problem = prof.cell_capacities_mb(cells, ratio)
-        if capacities is None:
-            return CellView(None, None, None, problem=problem), []
-        charged = cache.cell_usage_mb(used.floating, used.bound, capacities)
-        over = [cell for cell in sorted(capacities)
-                if not cache.fits_cache(charged[cell], 0.0,
-                                        capacities[cell])]
-        return CellView(capacities, charged, None), over
+        view = placed_cells(prof, ratio, cells, used)
+        if view.capacities is None:
+            return view, []
+        over = [cell for cell in sorted(view.capacities)
+                if not cache.fits_cache(view.used[cell], 0.0,
+                                        view.capacities[cell])]
+        return view, over
     if cache.fits_cache(used.total, 0.0, prof.cache_capacity_mb(ratio)):
         return None, []
     return None, [None]
