@@ -47,6 +47,16 @@ class HotRam(object):
     def copy(self):
         return HotRam(self.total, self.bound)
 
+    def add(self, hot_mb, cells=None):
+        """Count one instance: its hot MB, on ``cells`` if NUMA-bound.
+
+        :param cells: ``((host cell, hot MB), ...)`` (:func:`bound_cells`),
+            or None for an instance that floats.
+        """
+        self.total += hot_mb
+        for cell, mb in cells or ():
+            self.bound[cell] = self.bound.get(cell, 0.0) + mb
+
     def __eq__(self, other):
         return (isinstance(other, HotRam) and self.total == other.total
                 and self.bound == other.bound)

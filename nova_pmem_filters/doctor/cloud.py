@@ -92,17 +92,14 @@ def hot_ram(servers, config):
 
     :returns: (cache.HotRam, [(server, hot MB, {cell: hot MB} or None)]).
     """
-    total = 0.0
-    bound = {}
+    used = cache.HotRam(0.0)
     placed = []
     for server in servers:
         hot = hot_mb(server, config)
         cells = cache.bound_cells(server.numa_cells, hot, server.ram_mb)
-        total += hot
-        for cell, mb in cells or ():
-            bound[cell] = bound.get(cell, 0.0) + mb
+        used.add(hot, cells)
         placed.append((server, hot, dict(cells) if cells else None))
-    return cache.HotRam(total, bound), placed
+    return used, placed
 
 
 def tiered_hosts(view):

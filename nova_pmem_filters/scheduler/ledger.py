@@ -238,8 +238,7 @@ class HotRamLedger(object):
 
         for index, host_state in walked:
             instances = host_state.instances or {}
-            total = 0.0
-            bound = {}
+            total = cache.HotRam(0.0)
             oldest = now
             whole = True
             for uuid, inst in instances.items():
@@ -253,14 +252,9 @@ class HotRamLedger(object):
                         continue
                     total = None
                     break
-                total += entry[1]
-                if entry[3] is not None:
-                    for cell, mb in entry[3]:
-                        bound[cell] = bound.get(cell, 0.0) + mb
+                total.add(entry[1], entry[3])
                 if entry[2] < oldest:
                     oldest = entry[2]
-            if total is not None:
-                total = cache.HotRam(total, bound)
             used[index] = total
             if total is not None and whole:
                 # nova-compute replaces the Instance objects it pushes, so

@@ -64,3 +64,14 @@ class CacheArithmeticTestCase(testtools.TestCase):
         self.assertEqual(0.0, cache.cache_headroom_mb(2048.0, 2048.0))
         # Overcommitted hosts have no headroom, never a negative one.
         self.assertEqual(0.0, cache.cache_headroom_mb(4096.0, 2048.0))
+
+
+class HotRamTestCase(testtools.TestCase):
+
+    def test_add_counts_floating_and_bound_instances(self):
+        used = cache.HotRam(0.0)
+        used.add(1024.0)
+        used.add(512.0, cache.bound_cells([(0, 1024), (1, 1024)], 512.0))
+        used.add(256.0, ((1, 256.0),))
+        self.assertEqual(cache.HotRam(1792.0, {0: 256.0, 1: 512.0}), used)
+        self.assertEqual(1024.0, used.floating)
