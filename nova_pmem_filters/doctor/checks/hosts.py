@@ -13,6 +13,7 @@
 traits and near-memory inventory, and the hot RAM placed on it.
 """
 
+from nova_pmem_filters.core import cache
 from nova_pmem_filters.core import decide
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
@@ -264,12 +265,11 @@ def _check_cache_use(obj, host, label, snap, view):
             'naming the host\'s NUMA nodes (nova-pmem-discover --numa '
             '--aggregate prints it)' % profile.DRAM_CACHE_PER_CELL_KEY)]
     found = []
-    share = {cell: cap / sum(cell_view.capacities.values())
-             for cell, cap in cell_view.capacities.items()}
     for cell in over:
         # Its instances: those bound to it, and the floating ones' share.
         on_cell = sorted(
-            ((s, cell_mb[cell] if cell_mb else hot * share[cell],
+            ((s, cell_mb[cell] if cell_mb
+              else cache.spread_mb(hot, cell_view.capacities)[cell],
               cell_mb is None)
              for s, hot, cell_mb in placed
              if cell_mb is None or cell in cell_mb),

@@ -214,6 +214,23 @@ class CellCacheUseTestCase(cases.DoctorTestCase):
         self.assertIn('f (id-f, 32768 MB hot on the cell, floating)',
                       found[('cache-overcommitted', self.CELL0)].problem)
 
+    def test_no_cache_at_all_charges_floating_instances_equally(self):
+        # cache_overcommit_ratio 0: every cell's bound is 0 and a floating
+        # instance charges each cell alike, as PmemCacheFilter charges it
+        # (the doctor divided by the cells' total, 0).
+        servers = self.crowded(cases.server('f', 'mm1', 64,
+                                            **{'pmem:hot_ratio': '1'}))
+        snap = cases.with_aggregate(
+            cases.replace(cases.clean(), servers=servers,
+                          config=cases.config(cache_overcommit_ratio=0.0)),
+            'pmem-mm', pmem_dram_cache_gb_per_cell='0:96,1:96')
+        problems = {f.object: f.problem for f in checks.run(snap)
+                    if f.code == 'cache-overcommitted'}
+        self.assertIn('f (id-f, 32768 MB hot on the cell, floating)',
+                      problems[self.CELL0])
+        self.assertIn('f (id-f, 32768 MB hot on the cell, floating)',
+                      problems['host mm1 (NUMA cell 1)'])
+
     def test_cells_from_the_discovered_profile(self):
         fleet = tuple(dataclasses.replace(cases.discovered(h), cell_ids=(0, 1))
                       if h == 'mm1' else cases.discovered(h)
