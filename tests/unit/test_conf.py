@@ -22,9 +22,8 @@ import testtools
 
 from nova_pmem_filters.conf import opts as conf_opts
 from nova_pmem_filters.conf import pmem
+from tests.unit import paths
 
-_TOP = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
 _OPT_NAMES = ['default_host_mode', 'default_flavor_modes',
               'default_hot_ratio', 'cache_overcommit_ratio',
               'tier_weight_multiplier', 'cache_headroom_weight_multiplier',
@@ -101,7 +100,7 @@ class ListOptsTestCase(testtools.TestCase):
         self.assertIn('[pmem]', generated)
         for name in _OPT_NAMES:
             self.assertIn('#%s = ' % name, generated)
-        sample = os.path.join(_TOP, 'etc', 'nova-pmem-filters',
-                              'nova-pmem-filters.conf.sample')
+        sample = paths.of('etc', 'nova-pmem-filters',
+                          'nova-pmem-filters.conf.sample')
         with open(sample) as f:
             self.assertEqual(f.read(), generated)

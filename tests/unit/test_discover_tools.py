@@ -31,10 +31,10 @@ import testtools
 
 from nova_pmem_filters.discover import cli
 from nova_pmem_filters.discover import runner
+from tests.unit import paths
 
 DATA = os.path.join(os.path.dirname(__file__), 'discover_data')
-DOC = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'doc',
-                   'source', 'discovery.rst')
+DOC = paths.of('doc', 'source', 'discovery.rst')
 NO_PMEM = 'Initialization failed. No PMem modules in the system.'
 
 

@@ -24,14 +24,12 @@ import fixtures
 import testtools
 
 from tests.integration import scenarios
-
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+from tests.unit import paths
 
 
 def load_test_totals():
     spec = importlib.util.spec_from_file_location(
-        'test_totals', os.path.join(TOP, 'tools', 'test_totals.py'))
+        'test_totals', paths.of('tools', 'test_totals.py'))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -20,11 +20,10 @@ import testtools
 from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import profile
+from tests.unit import paths
 
-_TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-EXAMPLE = os.path.join(_TOP, 'etc', 'examples', 'fleet',
-                       'compute-mm-01.json')
+EXAMPLE = paths.of('etc', 'examples', 'fleet',
+                   'compute-mm-01.json')
 
 
 def example():

@@ -35,6 +35,7 @@ from nova_pmem_filters.doctor import cli
 from nova_pmem_filters.doctor import snapshot
 from tests.unit.doctor import cases
 from tests.unit import httpstub
+from tests.unit import paths
 
 PAGE = 2
 
@@ -182,8 +183,7 @@ class StubCloud(fixtures.Fixture):
             [sys.executable, '-m', 'nova_pmem_filters.doctor.cli',
              '--os-cloud', 'stub'] + list(argv),
             capture_output=True, text=True, timeout=120,
-            cwd=os.path.dirname(os.path.dirname(os.path.dirname(
-                os.path.abspath(__file__)))))
+            cwd=paths.ROOT)
         return proc.returncode, proc.stdout, proc.stderr
 
 

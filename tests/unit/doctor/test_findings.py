@@ -19,14 +19,14 @@ import testtools
 
 from nova_pmem_filters.doctor import checks
 from tests.unit.doctor import cases
+from tests.unit import paths
 
 
 class CodesTestCase(testtools.TestCase):
 
     def test_every_code_is_documented_and_tested(self):
         here = os.path.dirname(os.path.abspath(__file__))
-        doc = os.path.join(here, os.pardir, os.pardir, os.pardir, 'doc',
-                           'source', 'doctor.rst')
+        doc = paths.of('doc', 'source', 'doctor.rst')
         with open(doc) as f:
             documented = re.findall(r'^``([a-z-]+)``$', f.read(), re.M)
         self.assertEqual(sorted(checks.CODES), sorted(documented))
