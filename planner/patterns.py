@@ -186,40 +186,27 @@ def single_limit(capacity, demand):
     return 0
 
 
-def best_pattern(capacity, demands, values, limits=None, gap=0.0,
-                 time_limit=None):
-    """The pattern of largest total value that one node holds.
+def node_rows(capacity, demands, use, limits):
+    """One node's constraints as the rows of an integer program.
 
-    :param values: value of one VM of each demand (the duals of the
-        optimiser); workloads of value 0 or less are left out.
-    :param limits: per-demand upper bounds (default: :func:`single_limit`).
-    :param gap, time_limit: let the solver stop early; the third value
-        returned then bounds what it did not prove.
-    :returns: (value, counts, bound): counts a tuple of ints and bound an
-        upper bound on the best value (equal to value when proven);
-        (0.0, zeros, 0.0) if no VM of positive value fits.
+    Variables: the count a_i of each workload i in ``use``, then, for each
+    vPMEM workload in ``use``, its count on each socket (the namespaces of
+    a socket fit its region). Every capacity carries the model's tolerance,
+    so the rows admit what :func:`fits` admits (a solver's own tolerance
+    may still let a row slip by a hair: check what it returns with
+    :func:`fits`). The pricing problem and the optimiser's integer stage
+    both build a node from these rows.
+
+    :returns: (rows, lbs, ubs, var_ubs): each row a list of (variable,
+        coefficient); var_ubs the upper bound of each variable.
     """
-    k = len(demands)
-    limits = list(limits if limits is not None
-                  else [single_limit(capacity, d) for d in demands])
-    use = [i for i in range(k) if values[i] > 0 and limits[i] > 0]
-    zero = tuple(0 for _ in range(k))
-    if not use:
-        return 0.0, zero, 0.0
     vpmem = [i for i in use if demands[i].vpmem_gb]
     sockets = len(capacity.regions)
-    # Variables: a_i for i in use, then y_(i, s) for vPMEM workloads.
     n_a = len(use)
-    n_y = len(vpmem) * sockets
-    c = np.zeros(n_a + n_y)
-    c[:n_a] = [-values[i] for i in use]
     rows, lbs, ubs = [], [], []
 
     def add(coeffs, ub, lb=-np.inf):
-        row = np.zeros(n_a + n_y)
-        for j, v in coeffs:
-            row[j] += v
-        rows.append(row)
+        rows.append(coeffs)
         lbs.append(lb)
         ubs.append(ub)
 
@@ -242,9 +229,44 @@ def best_pattern(capacity, demands, values, limits=None, gap=0.0,
         if vpmem:
             add([(n_a + v * sockets + s, demands[i].vpmem_gb)
                  for v, i in enumerate(vpmem)], capacity.regions[s])
-    bounds_ub = np.array([limits[i] for i in use]
-                         + [limits[i] for i in vpmem for _s in range(sockets)],
-                         dtype=float)
+    var_ubs = np.array([limits[i] for i in use]
+                       + [limits[i] for i in vpmem for _s in range(sockets)],
+                       dtype=float)
+    return rows, lbs, ubs, var_ubs
+
+
+def _dense(coeffs, width):
+    row = np.zeros(width)
+    for j, v in coeffs:
+        row[j] += v
+    return row
+
+
+def best_pattern(capacity, demands, values, limits=None, gap=0.0,
+                 time_limit=None):
+    """The pattern of largest total value that one node holds.
+
+    :param values: value of one VM of each demand (the duals of the
+        optimiser); workloads of value 0 or less are left out.
+    :param limits: per-demand upper bounds (default: :func:`single_limit`).
+    :param gap, time_limit: let the solver stop early; the third value
+        returned then bounds what it did not prove.
+    :returns: (value, counts, bound): counts a tuple of ints and bound an
+        upper bound on the best value (equal to value when proven);
+        (0.0, zeros, 0.0) if no VM of positive value fits.
+    """
+    k = len(demands)
+    limits = list(limits if limits is not None
+                  else [single_limit(capacity, d) for d in demands])
+    use = [i for i in range(k) if values[i] > 0 and limits[i] > 0]
+    zero = tuple(0 for _ in range(k))
+    if not use:
+        return 0.0, zero, 0.0
+    rows, lbs, ubs, bounds_ub = node_rows(capacity, demands, use, limits)
+    n_a = len(use)
+    c = np.zeros(len(bounds_ub))
+    c[:n_a] = [-values[i] for i in use]
+    rows = [_dense(row, len(bounds_ub)) for row in rows]
     constraints = (sp_optimize.LinearConstraint(np.array(rows), lbs, ubs)
                    if rows else ())
     tighten = 0.0
@@ -259,8 +281,8 @@ def best_pattern(capacity, demands, values, limits=None, gap=0.0,
         if time_limit is not None:
             options['time_limit'] = time_limit
         res = sp_optimize.milp(
-            c, integrality=np.ones(n_a + n_y),
-            bounds=sp_optimize.Bounds(np.zeros(n_a + n_y), bounds_ub),
+            c, integrality=np.ones(len(bounds_ub)),
+            bounds=sp_optimize.Bounds(np.zeros(len(bounds_ub)), bounds_ub),
             constraints=constraints, options=options)
         # Minimising -value: the dual bound is minus an upper bound.
         bound = (-res.mip_dual_bound

@@ -36,8 +36,10 @@ Objectives:
   fleet breaks ties.
 
 Caps: capex budget, facility power (kW, PUE included) in every period, rack
-units. With ``tco`` a cap is elastic: if the demand does not fit, the
-answer names each cap that would have to grow and to what, at least.
+units. With ``tco`` the LP lets a cap grow at a prohibitive price (so that
+column generation always has a fleet); the integer stages hold it. If no
+fleet meets the demand within the caps, the error names each cap that is
+too small with the least value a fleet meeting the demand needs.
 
 Workloads with ``numa_nodes`` are refused when they have demand (patterns
 do not model the per-socket constraints of the node model); with no demand
@@ -48,14 +50,17 @@ so far (HiGHS) gives each workload a value per node of c; the pricing
 problem finds the node pattern of highest value (a small integer program);
 a pattern worth more than a node costs joins. When none does, the LP value
 is the bound of the LP relaxation over *all* patterns, a valid bound on the
-optimum. The integer program over the generated patterns then gives the
-answer, and the gap between the two is proven.
+optimum. The integer program over the generated patterns gives a fleet;
+then the exact integer stage (``exact``), where nodes may also run
+patterns column generation never produced, improves it or proves it
+within the requested gap.
 
 One module per idea: ``problem`` (the candidates, the demand and the caps),
 ``master`` (the LP and the integer program over the patterns), ``pricing``
 (the patterns worth adding and the bounds that prove none is left),
-``solver`` (column generation, whole nodes and the plan) and ``tabulate``
-(the plan as the rows of a table).
+``exact`` (the integer program with free nodes), ``solver`` (column
+generation, whole nodes, the caps' least values and the plan) and
+``tabulate`` (the plan as the rows of a table).
 """
 
 from planner.optimize import problem

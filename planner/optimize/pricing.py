@@ -81,31 +81,41 @@ def pricing_bound(cand, demand_list, values):
 _PRICING_GAP = 1e-3
 
 
-def _node_limits(problem, master, incumbent):
-    """K[c,t]: nodes of c in period t that an optimal fleet can have."""
+def node_limits(problem, master, incumbent, hard_caps=False):
+    """K[c,t]: the most nodes of c in period t of some optimal fleet.
+
+    A fleet needs no node that serves nothing when it is bought, so it has
+    at most a node per VM of the periods so far; with TCO, no more nodes
+    than a fleet at hand (``incumbent``) pays for; under a cap, no more
+    than the cap holds. ``hard_caps``: count the caps even where the master
+    problem lets them grow (the integer stage holds them).
+    """
     limits = {}
-    total = [sum(p.vms.values()) for p in problem.periods]
-    for ci, cand in enumerate(problem.candidates):
-        for t, period in enumerate(problem.periods):
-            # At most a node per VM served, in some optimal fleet.
-            k = float(total[t])
-            if problem.objective == 'tco' and incumbent is not None:
-                # A node bought for period t stays: it costs its capex and
-                # its energy from t on, and the optimum costs no more than
-                # a fleet at hand.
-                per_node = cand.capex + sum(
-                    problem.energy(cand, p) for p in problem.periods[t:])
-                if per_node > 0:
-                    k = min(k, incumbent / per_node)
-            for kind, tt, value in master.caps:
-                if master.elastic:
-                    break
-                if kind == 'budget' and cand.capex > 0:
-                    k = min(k, value / cand.capex)
-                elif kind == 'power_kw' and tt == t and problem.kw(cand):
-                    k = min(k, value / problem.kw(cand))
-                elif kind == 'rack_units' and cand.rack_units:
-                    k = min(k, value / cand.rack_units)
+    most = 0.0
+    for t, period in enumerate(problem.periods):
+        most = max(most, float(sum(period.vms.values())))
+        for ci, cand in enumerate(problem.candidates):
+            k = most
+            if problem.objective == 'tco' or master.keep_served is not None:
+                if incumbent is not None:
+                    # A node bought for period t stays: it costs its capex
+                    # and its energy from t on, and the optimum costs no
+                    # more than the fleet at hand.
+                    per_node = cand.capex + sum(
+                        problem.energy(cand, p)
+                        for p in problem.periods[t:])
+                    if per_node > 0:
+                        k = min(k, incumbent / per_node)
+            if hard_caps or not master.elastic:
+                for kind, tt, value in master.caps:
+                    if kind == 'budget' and cand.capex > 0:
+                        k = min(k, value / cand.capex)
+                    elif (kind == 'power_kw' and tt >= t
+                          and problem.kw(cand)):
+                        # Nodes of period t stay on in the later ones.
+                        k = min(k, value / problem.kw(cand))
+                    elif kind == 'rack_units' and cand.rack_units:
+                        k = min(k, value / cand.rack_units)
             limits[ci, t] = k
     return limits
 
@@ -215,7 +225,7 @@ def price_all(problem, master, res, priced, per_call, incumbent):
         upper[ci, t] = top
         if pays and master.add(ci, t, counts):
             added += 1
-    limits = _node_limits(problem, master, incumbent)
+    limits = node_limits(problem, master, incumbent)
     lower = res.fun - sum(limits[key] * max(0.0, upper[key] - priced[key][0])
                           for key in priced)
     return added, lower

@@ -20,6 +20,7 @@ from scipy import optimize as sp_optimize
 from scipy import sparse
 
 from planner import errors
+from planner.optimize import exact
 from planner.optimize import master as master_mod
 from planner.optimize import pricing
 from planner.optimize import problem as problem_mod
@@ -170,10 +171,25 @@ def _residual(problem, master, lp_res, lp_layout, time_limit, gap):
 
 
 class _Solution(object):
-    def __init__(self, x, fun, message='found from the LP'):
+    """A fleet: the master's vector in the layout it was found in."""
+
+    def __init__(self, x, fun, layout, message='found from the LP'):
         self.x = x
         self.fun = fun
+        self.layout = layout
         self.message = message
+
+    def vector(self, master):
+        """The vector in the master's current layout (more columns)."""
+        current = master.layout()
+        if tuple(self.layout) == tuple(current):
+            return self.x
+        return master_mod.expand(self.x, self.layout, current)
+
+    def configs(self, master):
+        """Indexes of the configurations the fleet has nodes of."""
+        return {ci for ci in range(master.nc) for t in range(master.nt)
+                if self.x[master._n(ci, t)] > 0.5}
 
 
 def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
@@ -264,85 +280,211 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
                     continue
             break
     lp_res, lp_layout = res, layout
-    _check_caps(problem, master, lp_res, layout)
+    # With TCO the master problem lets a cap grow (so that column
+    # generation always has a fleet); the integer stages hold it.
+    hard = master.elastic and bool(master.caps)
+    best = _incumbent(problem, master, lp_res, lp_layout, bound, deadline,
+                      gap)
+    if best is not None and hard and _grows_a_cap(master, best):
+        best = None
+    if generate:
+        best, bound = _exact_stage(problem, master, best, bound, deadline,
+                                   gap, hard, scen)
+    elif best is None:
+        raise errors.Infeasible('no fleet of one workload per node meets '
+                                'the demand within the caps')
+    if problem.objective != 'tco':
+        best = _cheapest_serving(problem, master, best, deadline, gap)
+    layout = master.layout()
+    return _plan('optimal', problem, master, best.vector(master), layout,
+                 bound, bool(np.isfinite(bound)), started, rounds)
+
+
+def _incumbent(problem, master, lp_res, lp_layout, bound, deadline, gap):
+    """The best fleet of the patterns generated so far, or None."""
     best = None
     if pricing.farley_applies(problem, master):
         # Quick fleets from the LP first: its patterns rounded down and
         # what they leave covered by a small integer program, or all of
-        # them rounded up. If one is close enough, the big one is spared.
+        # them rounded up. If one is close enough, the rest is spared.
         remaining = max(deadline - time.monotonic(), 1.0)
         for vec, cost in (_residual(problem, master, lp_res, lp_layout,
                                     remaining / 4, gap),
                           _round_up(problem, master, lp_res, lp_layout)):
             if vec is not None and (best is None or cost < best.fun):
-                best = _Solution(vec, cost)
-    layout = master.layout()
-    if best is not None and best.fun - bound <= gap * abs(best.fun):
-        mip = best
-    elif pricing.farley_applies(problem, master):
+                best = _Solution(vec, cost, master.layout())
+        if best is not None and best.fun - bound <= gap * abs(best.fun):
+            return best
         remaining = max(deadline - time.monotonic(), 1.0)
+        if best is None or exact.free_nodes(problem, master, best.fun,
+                                            False)[2]:
+            # Half the time left for the exact stage's proof.
+            remaining /= 2
+        else:
+            # No proof is affordable: the time goes to the best fleet.
+            remaining *= 0.8
         x = _cover(problem, master, problem.periods[0].vms, remaining,
                    gap / 2)
         vec, cost = (None, None) if x is None else _vector(problem, master,
                                                            x)
         if vec is not None and (best is None or cost < best.fun):
-            best = _Solution(vec, cost)
-        mip = best or _Solution(None, None, 'no fleet found in time')
-    else:
-        remaining = max(deadline - time.monotonic(), 1.0)
-        mip, layout = master.solve_mip(remaining, gap)
-        if best is not None and (mip.x is None or best.fun < mip.fun):
-            mip = best
-    if mip.x is None:
-        raise errors.Infeasible('no integer fleet of the candidates meets the '
-                                'demand within the caps (%s)' % mip.message)
-    _check_caps(problem, master, mip, layout, integer=True)
-    if problem.objective != 'tco':
-        # As much served, by the cheapest fleet that serves it.
-        master.keep_served = -mip.fun * (1 - 1e-9)
-        remaining = max(deadline - time.monotonic(), 1.0)
-        second, layout = master.solve_mip(remaining, gap)
-        if second.x is not None:
-            mip = second
-    return _plan('optimal', problem, master, mip, layout, bound,
-                 bool(np.isfinite(bound)), started, rounds)
+            best = _Solution(vec, cost, master.layout())
+        return best
+    remaining = max(deadline - time.monotonic(), 1.0) / 2
+    mip, layout = master.solve_mip(remaining, gap)
+    if mip.x is not None:
+        best = _Solution(np.array(mip.x), float(mip.fun), layout)
+    return best
 
 
-def _check_caps(problem, master, res, layout, integer=False):
-    if not master.elastic or not master.caps:
-        return
-    _x0, _s0, k0, _nvar = layout
-    short = []
-    words = {'budget': ('the capex budget of %s', 'of nodes'),
-             'power_kw': ('the power cap of %s kW (PUE included)', 'kW'),
-             'rack_units': ('the cap of %s rack units', 'rack units')}
-    for k, (kind, t, value) in enumerate(master.caps):
-        slack = res.x[k0 + k]
-        if slack > 1e-6 * max(value, 1.0):
-            where = (' in period %s' % problem.periods[t].name
-                     if t is not None and len(problem.periods) > 1 else '')
-            cap, unit = words[kind]
-            short.append('%s%s is too small: the demand needs at least %s '
-                         '%s' % (cap % _num(value), where,
-                                 _num(value + slack), unit))
+def _grows_a_cap(master, best):
+    _x0, _s0, k0, nvar = best.layout
+    return any(best.x[k0 + k] > 1e-6 * max(value, 1.0)
+               for k, (_kind, _t, value) in enumerate(master.caps))
+
+
+def _exact_stage(problem, master, best, bound, deadline, gap, hard, scen):
+    """The integer program with free nodes, when the fleet is not proven.
+
+    Returns (best fleet, bound); raises Infeasible when no fleet exists.
+    """
+    proven = best is not None and best.fun - bound <= gap * max(
+        abs(best.fun), 1e-9)
+    remaining = deadline - time.monotonic()
+    if not proven and remaining > 0:
+        focus = best.configs(master) if best is not None else ()
+        out = exact.solve(
+            problem, master, None if best is None else best.fun,
+            max(remaining, 1.0), gap, hard,
+            lower=bound if np.isfinite(bound) else None, focus=focus,
+            step=_least_better(problem, best))
+        if out.vector is not None and (best is None
+                                       or out.value < best.fun):
+            best = _Solution(out.vector, out.value, master.layout())
+        if out.bound is not None:
+            bound = max(bound, out.bound)
+        if out.infeasible:
+            raise errors.Infeasible(_infeasible(problem, scen, master,
+                                                deadline, gap))
+    if best is None:
+        raise errors.Infeasible(
+            'no fleet of whole nodes that meets the demand%s was found '
+            'within the time limit; it is not proven that none exists: '
+            'give optimize more --time-limit'
+            % (' within the caps' if master.caps else ''))
+    return best, bound
+
+
+def _least_better(problem, best):
+    """How much better than ``best`` any better fleet is, if known.
+
+    VMs served are whole: a fleet that serves more serves one VM more at
+    least, and from nothing served, at least one VM of the least weight.
+    None: no such step (TCO, or no fleet at hand).
+    """
+    if best is None or problem.objective == 'tco':
+        return None
+    if problem.objective == 'vms':
+        return 1.0 - 1e-6
+    if abs(best.fun) < 1e-9:
+        weights = [t for c in problem.candidates for t in c.throughput
+                   if t > 0]
+        return min(weights) * (1 - 1e-6) if weights else None
+    return None
+
+
+def _cheapest_serving(problem, master, best, deadline, gap):
+    """As much served, by the cheapest fleet that serves it."""
+    master.keep_served = -best.fun * (1 - 1e-9)
+    cost, _a, _b, layout = master._build()
+    tco = float(cost @ best.vector(master))
+    remaining = max(deadline - time.monotonic(), 1.0)
+    second, second_layout = master.solve_mip(remaining / 2, gap)
+    if second.x is not None and second.fun < tco:
+        best = _Solution(np.array(second.x), float(second.fun),
+                         second_layout)
+        tco = float(second.fun)
+    out = exact.solve(problem, master, tco,
+                      max(deadline - time.monotonic(), 1.0), gap, False,
+                      focus=best.configs(master))
+    if out.vector is not None and out.value < tco:
+        best = _Solution(out.vector, out.value, master.layout())
+    return best
+
+
+def _infeasible(problem, scen, master, deadline, gap):
+    """Why no fleet exists: each cap too small, with the least it needs."""
+    if not master.caps:
+        return 'no fleet of whole nodes of the candidates meets the demand'
+    words = {'budget': ('the capex budget of %s', ''),
+             'power_kw': ('the power cap of %s kW (PUE included)', ' kW'),
+             'rack_units': ('the cap of %s rack units', ' rack units')}
+    short, least = [], []
+    seen = set()
+    for kind, _t, value in master.caps:
+        if kind in seen:
+            continue
+        seen.add(kind)
+        need, proven = _least(problem, scen, kind, deadline, gap)
+        cap, unit = words[kind]
+        if need is None:
+            continue
+        text = '%s%s' % (_num(need), unit)
+        if need > value * (1 + 1e-9) + 1e-9:
+            short.append('%s is too small: the demand needs at least %s%s'
+                         % (cap % _num(value), text,
+                            '' if proven else ' (a proven lower bound)'))
+        else:
+            least.append('%s %s' % (kind.replace('_', ' '), text))
     if short:
-        raise errors.Infeasible('the demand does not fit the caps%s: %s'
-                                % (' with whole nodes' if integer else '',
-                                   '; '.join(short)))
+        return 'the demand does not fit the caps: %s' % '; '.join(short)
+    return ('the demand does not fit the caps together, although each '
+            'alone could be met (the least each needs: %s): raise one of '
+            'them' % ', '.join(least))
+
+
+def _least(problem, scen, kind, deadline, gap):
+    """The least value of a cap that a fleet meeting the demand needs.
+
+    Nodes bought stay, so every cap binds in the last period: the least
+    is the optimum of the same demand with each node costing what it
+    takes of the cap, and no energy. Returns (value, proven optimal).
+    """
+    def weight(cand):
+        if kind == 'budget':
+            return cand.capex
+        if kind == 'power_kw':
+            return problem.kw(cand)
+        return cand.rack_units
+
+    candidates = tuple(dataclasses.replace(c, capex=weight(c), watts=0.0)
+                       for c in problem.candidates)
+    sub = dataclasses.replace(problem, objective='tco',
+                              candidates=candidates, budget=None,
+                              power_kw=None, rack_units=None,
+                              price_per_kwh=0.0)
+    left = deadline - time.monotonic()
+    try:
+        plan = solve(sub, scen=scen, time_limit=max(left / 3, 2.0), gap=gap)
+    except errors.Infeasible:
+        return None, False
+    if plan.status == 'optimal':
+        return plan.objective, True
+    return plan.lp_bound, False
 
 
 def _num(value):
     return ('%d' % value) if float(value).is_integer() else '%.6g' % value
 
 
-def _plan(name, problem, master, res, layout, lp_bound, converged, started,
+def _plan(name, problem, master, vec, layout, lp_bound, converged, started,
           rounds):
     x0, s0, _k0, _nvar = layout
     nodes, vms, slots, capex, energy, runs = {}, {}, {}, {}, {}, {}
     last = len(problem.periods) - 1
     for ci, cand in enumerate(problem.candidates):
         for t, period in enumerate(problem.periods):
-            n = int(round(res.x[master._n(ci, t)]))
+            n = int(round(vec[master._n(ci, t)]))
             key = (cand.name, period.name)
             nodes[key] = n
             vms[key] = {w: 0 for w in problem.workloads}
@@ -351,7 +493,7 @@ def _plan(name, problem, master, res, layout, lp_bound, converged, started,
             energy[key] = n * problem.energy(cand, period)
             capex[key] = (n * cand.capex if t == last else 0.0)
     for j, (ci, t, counts) in enumerate(master.columns):
-        count = int(round(res.x[x0 + j]))
+        count = int(round(vec[x0 + j]))
         if count:
             key = (problem.candidates[ci].name, problem.periods[t].name)
             runs[key].append((dict(zip(problem.workloads, counts)), count))
@@ -359,7 +501,7 @@ def _plan(name, problem, master, res, layout, lp_bound, converged, started,
                 slots[key][problem.workloads[w]] += a * count
     for j, (w, ci, t) in enumerate(master.serve):
         key = (problem.candidates[ci].name, problem.periods[t].name)
-        vms[key][problem.workloads[w]] += res.x[s0 + j]
+        vms[key][problem.workloads[w]] += vec[s0 + j]
     for key in vms:
         # Served VMs are whole; the solver may leave a hair.
         vms[key] = {w: int(round(v)) for w, v in vms[key].items()}
