@@ -163,11 +163,66 @@ def _residual(problem, master, lp_res, lp_layout, time_limit, gap):
         # The gap asked of the whole, as a share of what is left to cover.
         whole = max(abs(lp_res.fun), 1.0)
         sub_gap = min(1.0, gap * whole / max(whole - covered, 1e-9) / 2)
-        more = _cover(problem, master, rest, time_limit, sub_gap)
+        started = time.monotonic()
+        more = _cover(problem, master, rest, time_limit / 2, sub_gap)
+        cost = None
+        if more is not None:
+            cost = sum(m * _unit(problem, ci) for m, (ci, _t, _c)
+                       in zip(more, master.columns))
+        # What is left over, on free nodes of the configurations the LP
+        # uses: a node may hold the few VMs of several workloads.
+        configs = sorted({ci for j, (ci, _t, _c) in enumerate(master.columns)
+                          if lp[x0 + j] > 1e-9})
+        runs = _leftover(problem, master, configs, rest, cost,
+                         time_limit - (time.monotonic() - started))
+        if runs is not None:
+            for ci, counts, _n in runs:
+                master.add(ci, 0, counts)
+            index = {key: j for j, key in enumerate(master.columns)}
+            more = np.zeros(len(master.columns))
+            for ci, counts, n in runs:
+                more[index[ci, 0, tuple(counts)]] += n
         if more is None:
             return None, None
-        x = x + more
+        x = np.concatenate([x, np.zeros(len(more) - len(x))]) + more
     return _vector(problem, master, x)
+
+
+def _unit(problem, ci):
+    """TCO of one node of candidate ci over the one period."""
+    cand = problem.candidates[ci]
+    return cand.capex + problem.energy(cand, problem.periods[0])
+
+
+def _leftover(problem, master, configs, rest, incumbent, time_limit):
+    """The least-cost nodes of ``configs`` for the VMs in ``rest``.
+
+    The exact integer stage on that small problem alone (one period, no
+    caps): its free nodes run any pattern. Returns [(candidate index,
+    counts, nodes)] if it beats ``incumbent`` (a TCO, or None), else None.
+    """
+    if not configs or time_limit <= 0:
+        return None
+    period = problem.periods[0]
+    sub = dataclasses.replace(
+        problem, periods=(dataclasses.replace(period, vms=rest),),
+        candidates=tuple(problem.candidates[ci] for ci in configs))
+    sub_master = master_mod.Master(sub)
+    index = {ci: k for k, ci in enumerate(configs)}
+    for ci, _t, counts in master.columns:
+        if ci in index:
+            sub_master.add(index[ci], 0, counts)
+    out = exact.solve(sub, sub_master, incumbent, max(time_limit, 0.5),
+                      1e-6, False)
+    if out.vector is None:
+        return None
+    x0 = sub_master.layout()[0]
+    runs = []
+    for j, (k, _t, counts) in enumerate(sub_master.columns):
+        n = int(round(out.vector[x0 + j]))
+        if n:
+            runs.append((configs[k], counts, n))
+    return runs
 
 
 class _Solution(object):
