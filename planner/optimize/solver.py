@@ -140,10 +140,12 @@ def _vector(problem, master, x):
     return vec, float(cost @ vec)
 
 
-def _residual(problem, master, lp_res, lp_layout, time_limit, gap):
+def _residual(problem, master, lp_res, lp_layout, time_limit, gap,
+              mix=True):
     """A fleet from the LP: patterns rounded down, the rest covered.
 
-    One period, no caps. Returns (vector, TCO), or (None, None).
+    One period, no caps. ``mix``: the rest may also go to free nodes that
+    mix workloads. Returns (vector, TCO), or (None, None).
     """
     current = master.layout()
     lp = master_mod.expand(
@@ -173,8 +175,10 @@ def _residual(problem, master, lp_res, lp_layout, time_limit, gap):
         # uses: a node may hold the few VMs of several workloads.
         configs = sorted({ci for j, (ci, _t, _c) in enumerate(master.columns)
                           if lp[x0 + j] > 1e-9})
-        runs = _leftover(problem, master, configs, rest, cost,
-                         time_limit - (time.monotonic() - started))
+        runs = None
+        if mix:
+            runs = _leftover(problem, master, configs, rest, cost,
+                             time_limit - (time.monotonic() - started))
         if runs is not None:
             for ci, counts, _n in runs:
                 master.add(ci, 0, counts)
@@ -339,7 +343,7 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
     # generation always has a fleet); the integer stages hold it.
     hard = master.elastic and bool(master.caps)
     best = _incumbent(problem, master, lp_res, lp_layout, bound, deadline,
-                      gap)
+                      gap, generate)
     if best is not None and hard and _grows_a_cap(master, best):
         best = None
     if generate:
@@ -355,8 +359,13 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
                  bound, bool(np.isfinite(bound)), started, rounds)
 
 
-def _incumbent(problem, master, lp_res, lp_layout, bound, deadline, gap):
-    """The best fleet of the patterns generated so far, or None."""
+def _incumbent(problem, master, lp_res, lp_layout, bound, deadline, gap,
+               mix=True):
+    """The best fleet of the patterns generated so far, or None.
+
+    ``mix``: leftover VMs may share free nodes (False for one workload per
+    node).
+    """
     best = None
     if pricing.farley_applies(problem, master):
         # Quick fleets from the LP first: its patterns rounded down and
@@ -364,7 +373,7 @@ def _incumbent(problem, master, lp_res, lp_layout, bound, deadline, gap):
         # them rounded up. If one is close enough, the rest is spared.
         remaining = max(deadline - time.monotonic(), 1.0)
         for vec, cost in (_residual(problem, master, lp_res, lp_layout,
-                                    remaining / 4, gap),
+                                    remaining / 4, gap, mix),
                           _round_up(problem, master, lp_res, lp_layout)):
             if vec is not None and (best is None or cost < best.fun):
                 best = _Solution(vec, cost, master.layout())

@@ -70,6 +70,11 @@ class OptimizeTestCase(testtools.TestCase):
         single = optimize.solve(problem, scen=scen, time_limit=60,
                                 generate=False)
         self.assertLessEqual(plan.objective, single.objective + 1e-6)
+        # Without generation every node holds one workload.
+        for runs in single.runs.values():
+            for pattern, _n in runs:
+                self.assertEqual(1, sum(1 for v in pattern.values() if v),
+                                 pattern)
 
     def test_brute_force_agrees(self):
         # Two workloads, one configuration: every fleet of up to 12 nodes
