@@ -1,0 +1,232 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""A process's working set and NUMA placement, from /proc and /sys.
+
+Working set by reference bits (Documentation/admin-guide/mm/soft-dirty.rst
+and proc.rst, "clear_refs"): writing ``1`` to ``/proc/PID/clear_refs``
+clears the referenced bit of every page of the process; after the window,
+``Referenced:`` of ``/proc/PID/smaps_rollup`` (Linux 4.14+; else the sum
+over ``/proc/PID/smaps``) is the memory touched since. Writing clear_refs
+needs the rights to ptrace the process (root on a compute host).
+
+A process that exits during the window, or is replaced by another one with
+the same pid (its start time in ``/proc/PID/stat`` changes), or whose files
+we may not read or write, gets a :class:`Measurement` with a ``gap`` and no
+number: never an exception for one bad pid, never a wrong number.
+
+``numa_maps`` raises :class:`ReadError` on unreadable or truncated input:
+its caller (the observer) turns that into the instance's gap.
+"""
+
+import collections
+import glob
+import os
+import re
+import time
+
+Measurement = collections.namedtuple('Measurement', 'working_set_mb gap')
+
+KIB_PER_MIB = 1024.0
+_REFERENCED_RE = re.compile(r'^Referenced:\s+([0-9]+) kB$')
+_NODE_RE = re.compile(r'^N([0-9]+)=([0-9]+)$')
+_PAGESIZE_RE = re.compile(r'^kernelpagesize_kB=([0-9]+)$')
+_NODE_DIR_RE = re.compile(r'^node([0-9]+)$')
+
+
+class ReadError(ValueError):
+    """A file of /proc or /sys we cannot use, naming the file (and line)."""
+
+
+def _path(proc, pid, name):
+    return os.path.join(proc, str(pid), name)
+
+
+def _reason(pid, path, exc):
+    if isinstance(exc, (FileNotFoundError, ProcessLookupError)):
+        return 'pid %s: exited (%s: %s)' % (pid, path, exc.strerror)
+    if isinstance(exc, PermissionError):
+        return 'pid %s: %s: permission denied' % (pid, path)
+    return 'pid %s: %s: %s' % (pid, path, exc.strerror or exc)
+
+
+def start_time(pid, proc='/proc'):
+    """The start time of pid (clock ticks after boot), or None if gone."""
+    path = _path(proc, pid, 'stat')
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses.
+    fields = text[text.rfind(')') + 2:].split()
+    if len(fields) < 20:
+        return None
+    return fields[19]
+
+
+def clear(pid, proc='/proc'):
+    """Clear the referenced bits of pid's pages; None, or why not."""
+    path = _path(proc, pid, 'clear_refs')
+    try:
+        with open(path, 'w') as f:
+            f.write('1')
+    except OSError as exc:
+        return _reason(pid, path, exc)
+    return None
+
+
+def _sum_referenced(path, text, pid):
+    total = 0
+    found = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.startswith('Referenced:'):
+            continue
+        match = _REFERENCED_RE.match(line.strip())
+        if not match:
+            return None, 'pid %s: %s line %d: not "Referenced: <n> kB": %r' % (
+                pid, path, number, line[:80])
+        total += int(match.group(1))
+        found = True
+    if not found:
+        # A zombie's (or a kernel thread's) smaps is empty.
+        return None, ('pid %s: %s: no "Referenced:" line (exited, or a '
+                      'truncated file)' % (pid, path))
+    if text and not text.endswith('\n'):
+        return None, 'pid %s: %s: truncated (no final newline)' % (pid, path)
+    return total / KIB_PER_MIB, None
+
+
+def referenced(pid, proc='/proc'):
+    """The memory pid referenced since its bits were cleared."""
+    path = _path(proc, pid, 'smaps_rollup')
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        if not os.path.isdir(os.path.join(proc, str(pid))):
+            return Measurement(None, 'pid %s: exited (no %s)' % (
+                pid, os.path.join(proc, str(pid))))
+        # Before Linux 4.14: no smaps_rollup.
+        path = _path(proc, pid, 'smaps')
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError as exc:
+            return Measurement(None, _reason(pid, path, exc))
+    except OSError as exc:
+        return Measurement(None, _reason(pid, path, exc))
+    mb, gap = _sum_referenced(path, text, pid)
+    return Measurement(mb, gap)
+
+
+def reference_bits(pids, window_s, sleep=time.sleep, proc='/proc'):
+    """Working set of each pid over a window, by reference bits.
+
+    Clear the referenced bits (write '1' to /proc/PID/clear_refs), wait
+    window_s, sum 'Referenced:' of /proc/PID/smaps_rollup (fall back to
+    summing /proc/PID/smaps).
+    Returns {pid: Measurement}. A pid that exits during the window, or
+    whose files cannot be read/written (permission denied), gets
+    Measurement(None, '<clear reason>') -- never raises for one bad pid,
+    never a wrong number.
+    """
+    result = {}
+    started = {}
+    for pid in pids:
+        started[pid] = start_time(pid, proc)
+        if started[pid] is None:
+            result[pid] = Measurement(None, 'pid %s: not running' % pid)
+            continue
+        gap = clear(pid, proc)
+        if gap:
+            result[pid] = Measurement(None, gap)
+    sleep(window_s)
+    for pid in pids:
+        if pid in result:
+            continue
+        measured = referenced(pid, proc)
+        if measured.gap is None and start_time(pid, proc) != started[pid]:
+            # The pid now names another process: its bits were never
+            # cleared.
+            measured = Measurement(None, 'pid %s: exited during the window'
+                                   % pid)
+        result[pid] = measured
+    return result
+
+
+def numa_maps(pid, proc='/proc'):
+    """{node_id (int): MB} of the process's pages, from /proc/PID/numa_maps.
+
+    Each line's N<node>=<pages> fields times its kernelpagesize_kB
+    (hugetlb lines count in huge pages).
+
+    :raises ReadError: naming the file (and line) when it cannot be read,
+        is truncated (no final newline, or a line with pages but no
+        kernelpagesize_kB) or garbled.
+    """
+    path = _path(proc, pid, 'numa_maps')
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as exc:
+        raise ReadError('%s: cannot read: %s' % (path, exc.strerror))
+    if text and not text.endswith('\n'):
+        raise ReadError('%s: truncated (no final newline)' % path)
+    total = collections.defaultdict(float)
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = line.split()
+        if len(fields) < 2:
+            raise ReadError('%s line %d: expected "<address> <policy> ...", '
+                            'got %r' % (path, number, line[:80]))
+        pages = {}
+        page_kb = None
+        for field in fields[2:]:
+            node = _NODE_RE.match(field)
+            if node:
+                pages[int(node.group(1))] = int(node.group(2))
+                continue
+            size = _PAGESIZE_RE.match(field)
+            if size:
+                page_kb = int(size.group(1))
+        if pages and page_kb is None:
+            raise ReadError('%s line %d: N<node>= fields without '
+                            'kernelpagesize_kB (truncated?): %r'
+                            % (path, number, line[:80]))
+        for node, count in pages.items():
+            total[node] += count * page_kb / KIB_PER_MIB
+    return dict(total)
+
+
+def node_cpus(sysfs='/sys'):
+    """{node_id: True if the NUMA node has CPUs}, from sysfs.
+
+    Read from /sys/devices/system/node/node*/cpulist. CPU-less nodes are
+    the far tier (CXL or PMem onlined as kmem).
+
+    :raises ReadError: when a cpulist cannot be read or no node is found.
+    """
+    directory = os.path.join(sysfs, 'devices', 'system', 'node')
+    found = {}
+    for path in glob.glob(os.path.join(directory, 'node[0-9]*')):
+        match = _NODE_DIR_RE.match(os.path.basename(path))
+        if not match:
+            continue
+        source = os.path.join(path, 'cpulist')
+        try:
+            with open(source) as f:
+                found[int(match.group(1))] = bool(f.read().strip())
+        except OSError as exc:
+            raise ReadError('%s: cannot read: %s' % (source, exc.strerror))
+    if not found:
+        raise ReadError('%s: no node<N> directory (a kernel without NUMA '
+                        'support?)' % directory)
+    return found
