@@ -13,10 +13,10 @@
 
 ``pip install nova-pmem-filters`` brings what nova-scheduler and nova-api
 need; each tool's libraries come with an extra (``[planner]``,
-``[doctor]``, ``[discover]``, or ``[all]``). The console scripts start
-here: without its extra a tool says, in one line, which extra to install,
-instead of a traceback. This module imports nothing but the standard
-library.
+``[doctor]``, ``[discover]``, ``[observe]``, or ``[all]``). The console
+scripts start here: without its extra a tool says, in one line, which
+extra to install, instead of a traceback. This module imports nothing but
+the standard library.
 """
 
 import importlib
@@ -28,6 +28,7 @@ EXTRAS = {
                           'numpy', 'pandas', 'scipy', 'tqdm', 'yaml']),
     'doctor': frozenset(['cliff', 'keystoneauth1', 'openstack']),
     'discover': frozenset(['jsonschema', 'yaml']),
+    'observe': frozenset(['prometheus_client']),
 }
 
 
@@ -65,3 +66,9 @@ def discover():
     # The status of a tool that cannot run (discover.errors.EXIT_TOOL).
     sys.exit(run('nova-pmem-discover', 'discover',
                  'nova_pmem_filters.discover.cli', 1))
+
+
+def observe():
+    # A window that cannot be made (observe.cli.EXIT_FAILED).
+    sys.exit(run('nova-pmem-observe', 'observe',
+                 'nova_pmem_filters.observe.cli', 1))

@@ -30,6 +30,7 @@ from nova_pmem_filters.discover import derive
 from nova_pmem_filters.discover import errors
 from nova_pmem_filters.discover import outputs
 from nova_pmem_filters.discover import runner
+from nova_pmem_filters import oneline
 
 PROG = 'nova-pmem-discover'
 
@@ -158,27 +159,10 @@ def main(argv=None, stdout=None, stderr=None):
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     argv = sys.argv[1:] if argv is None else list(argv)
-    debug = '--debug' in argv
-    try:
-        args = build_parser().parse_args(argv)
-        return _run(args, stdout)
-    except errors.DiscoveryError as exc:
-        stderr.write('%s: error: %s\n' % (PROG, exc))
-        return exc.exit_code
-    except SystemExit as exc:
-        # --help and --version exit through argparse.
-        return exc.code if isinstance(exc.code, int) else 0
-    except KeyboardInterrupt:
-        stderr.write('%s: interrupted\n' % PROG)
-        return 130
-    except Exception as exc:
-        if debug:
-            raise
-        # Never a traceback on a compute host's console: one line.
-        stderr.write('%s: error: unexpected %s: %s (use --debug)\n'
-                     % (PROG, type(exc).__name__,
-                        ' '.join(str(exc).split())[:300]))
-        return errors.EXIT_TOOL
+    return oneline.run(
+        PROG, stderr, '--debug' in argv,
+        lambda: _run(build_parser().parse_args(argv), stdout),
+        ((errors.DiscoveryError, None),), errors.EXIT_TOOL)
 
 
 if __name__ == '__main__':

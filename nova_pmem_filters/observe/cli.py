@@ -1,0 +1,314 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The ``nova-pmem-observe`` command.
+
+argparse, as ``nova-pmem-discover``: no subcommands, and no interactive
+shell on a compute host. One window by default: the document is written
+atomically (``--output``), exported (``--textfile``) and printed as a short
+table or ``-f json``. With ``--interval`` it runs as a service: a window
+every interval, a failed window logged and skipped, SIGTERM and SIGINT end
+it cleanly between or inside a window (a window cut short is dropped).
+
+Exit status: 0 success; 1 a window could not be made or written; 2 bad
+options, profile or output path. Every failure is one line on stderr.
+"""
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+from nova_pmem_filters.core import hostfile
+from nova_pmem_filters.core import observation
+from nova_pmem_filters import fileutil
+from nova_pmem_filters.observe import domains
+from nova_pmem_filters.observe import host
+from nova_pmem_filters.observe import prometheus
+from nova_pmem_filters import oneline
+
+PROG = 'nova-pmem-observe'
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+LOG = logging.getLogger(__name__)
+# The observer's modules log under this name; the command shows it on stderr.
+LOG_ROOT = 'nova_pmem_filters.observe'
+
+
+class ObserveError(Exception):
+    """A failure with a one-line message and an exit status."""
+
+    def __init__(self, message, exit_code=EXIT_FAILED):
+        self.exit_code = exit_code
+        super().__init__(' '.join(str(message).split()))
+
+
+class UsageError(ObserveError):
+
+    def __init__(self, message):
+        super().__init__(message, EXIT_USAGE)
+
+
+class _Parser(argparse.ArgumentParser):
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _seconds(raw):
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError('not a number: %r' % raw)
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(
+            'must be more than 0 and at most 86400 seconds')
+    return value
+
+
+def _listen(raw):
+    """ADDR:PORT, [IPv6]:PORT or :PORT (every address)."""
+    addr, sep, port = raw.rpartition(':')
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError('expected ADDR:PORT, got %r' % raw)
+    addr = addr.strip('[]') or '0.0.0.0'
+    return addr, int(port)
+
+
+def build_parser():
+    parser = _Parser(
+        prog=PROG,
+        description="Measure the working set of this compute host's Nova "
+                    'instances (DAMON or page reference bits), where their '
+                    'pages sit and the far-memory traffic, in one window; '
+                    'write the observation JSON and Prometheus metrics.')
+    parser.add_argument('--profile', metavar='FILE',
+                        help='the host profile nova-pmem-discover wrote: '
+                        'near memory of the host and its cells, and '
+                        'whether ipmctl counts far-memory traffic')
+    parser.add_argument('--window', type=_seconds, default=60.0,
+                        metavar='SECONDS',
+                        help='length of the measuring window (default 60)')
+    parser.add_argument('--interval', type=_seconds, metavar='SECONDS',
+                        help='run as a service: a window every SECONDS '
+                        '(at least --window)')
+    parser.add_argument('--method', choices=host.CHOICES, default=host.AUTO,
+                        help='auto (default): DAMON where the kernel offers '
+                        'it unused, else reference bits')
+    parser.add_argument('--output', metavar='FILE_OR_DIR',
+                        help='write the observation JSON atomically: to '
+                        'FILE (replaced each window) or, for an existing '
+                        'directory, to DIR/HOSTNAME-STARTED.json')
+    parser.add_argument('--textfile', metavar='PATH',
+                        help='write the metrics to this node_exporter '
+                        'textfile (*.prom), atomically')
+    parser.add_argument('--listen', type=_listen, metavar='ADDR:PORT',
+                        help='serve the metrics on http://ADDR:PORT/metrics')
+    parser.add_argument('--libvirt-dir', default=domains.DEFAULT_DIR,
+                        metavar='DIR',
+                        help="libvirt's status files of running domains "
+                        '(default %s)' % domains.DEFAULT_DIR)
+    parser.add_argument('--proc', default='/proc', help=argparse.SUPPRESS)
+    parser.add_argument('--sysfs', default='/sys', help=argparse.SUPPRESS)
+    parser.add_argument('--hostname', help='host name to report (default: '
+                        "the profile's, else this host's)")
+    parser.add_argument('-f', '--format', choices=('table', 'json'),
+                        default='table', help='what to print (default '
+                        'table); a service prints nothing')
+    parser.add_argument('--debug', action='store_true',
+                        help='show a traceback on unexpected errors')
+    return parser
+
+
+def _check(args):
+    if args.interval is not None and args.interval < args.window:
+        raise UsageError('--interval (%g) must be at least --window (%g)'
+                         % (args.interval, args.window))
+    if not os.path.isdir(args.libvirt_dir):
+        raise UsageError('--libvirt-dir %s: not a directory'
+                         % args.libvirt_dir)
+    for option, path in (('--output', args.output),
+                         ('--textfile', args.textfile)):
+        if path is None or os.path.isdir(path) and option == '--output':
+            continue
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise UsageError('%s %s: no such directory %s'
+                             % (option, path, parent))
+    prof = None
+    if args.profile:
+        try:
+            prof = hostfile.read(args.profile)
+        except hostfile.ProfileError as exc:
+            raise UsageError('--profile %s' % exc)
+    return prof
+
+
+def output_path(target, doc):
+    """Where a document goes: ``target`` or a file named for it in it."""
+    if not os.path.isdir(target):
+        return target
+    stamp = doc['started'].replace('-', '').replace(':', '')
+    return os.path.join(target, '%s-%s.json' % (doc['hostname'], stamp))
+
+
+def _write(args, doc, collector, reg):
+    collector.update(doc)
+    if args.output:
+        path = output_path(args.output, doc)
+        try:
+            fileutil.write_atomic(path, json.dumps(doc, indent=2) + '\n')
+        except OSError as exc:
+            raise ObserveError('--output %s: cannot write: %s'
+                               % (path, exc.strerror or exc))
+    if args.textfile:
+        try:
+            prometheus.write_textfile(args.textfile, reg)
+        except OSError as exc:
+            raise ObserveError('--textfile %s: cannot write: %s'
+                               % (args.textfile, exc.strerror or exc))
+
+
+def _fmt(value, digits=1):
+    return '-' if value is None else '%.*f' % (digits, value)
+
+
+def table_lines(doc):
+    """A short table of the instances, the host and the gaps."""
+    rows = [('uuid', 'name', 'flavor', 'method', 'ws_mb', 'hot', 'cell')]
+    for inst in doc['instances']:
+        rows.append((inst['uuid'], inst.get('name') or '-',
+                     inst.get('flavor') or '-', inst.get('method') or '-',
+                     _fmt(inst.get('working_set_mb')),
+                     _fmt(inst.get('hot_ratio'), 3),
+                     '-' if inst.get('cell') is None else str(inst['cell'])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ['  '.join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+             for r in rows]
+    h = doc['host']
+    lines.append('host %s: working set %s MB of near memory %s MB, window '
+                 '%gs' % (doc['hostname'], _fmt(h['working_set_mb']),
+                          _fmt(h['near_memory_mb']), doc['window_s']))
+    for cell in h.get('cells') or ():
+        lines.append('cell %s: working set %s MB of near memory %s MB'
+                     % (cell['id'], _fmt(cell['working_set_mb']),
+                        _fmt(cell['near_memory_mb'])))
+    far = doc['far_memory']
+    shown = ['%s %s' % (k, _fmt(v)) for k, v in sorted(far.items())
+             if v is not None]
+    if shown:
+        lines.append('far memory: ' + ', '.join(shown))
+    for inst in doc['instances']:
+        if inst.get('gap'):
+            lines.append('gap: instance %s: %s' % (inst['uuid'],
+                                                   inst['gap']))
+    lines.extend('gap: %s' % gap for gap in doc['gaps'])
+    return lines
+
+
+def _observe(args, prof, sleep=time.sleep, **kwargs):
+    paths = host.default_paths(proc=args.proc, sysfs=args.sysfs,
+                               libvirt=args.libvirt_dir)
+    return host.observe(args.window, method=args.method, prof=prof,
+                        hostname=args.hostname, paths=paths, sleep=sleep,
+                        **kwargs)
+
+
+def _service(args, prof, collector, reg, stop, monotonic=time.monotonic,
+             **kwargs):
+    """Windows until ``stop`` is set; a failed window is logged, skipped."""
+    # A window waits on ``stop``, so SIGTERM ends it at once.
+    kwargs.pop('sleep', None)
+    windows = 0
+    while not stop.is_set():
+        begin = monotonic()
+        try:
+            doc = _observe(args, prof, sleep=stop.wait, **kwargs)
+            if stop.is_set():
+                LOG.info('stopping: the window cut short is dropped')
+                break
+            _write(args, doc, collector, reg)
+            windows += 1
+            LOG.info('window %d: %d instances, %d gaps', windows,
+                     len(doc['instances']), len(doc['gaps']))
+        except Exception as exc:
+            LOG.error('window failed: %s: %s', type(exc).__name__,
+                      ' '.join(str(exc).split())[:300])
+        stop.wait(max(0.0, args.interval - (monotonic() - begin)))
+    return 0
+
+
+def _run(args, stdout, stop=None, **kwargs):
+    prof = _check(args)
+    collector = prometheus.DocumentCollector()
+    reg = prometheus.registry(collector)
+    server = None
+    if args.listen:
+        try:
+            server = prometheus.serve(args.listen[0], args.listen[1], reg)
+        except OSError as exc:
+            raise UsageError('--listen %s:%d: %s' % (
+                args.listen[0], args.listen[1], exc.strerror or exc))
+        LOG.info('serving metrics on http://%s:%d/metrics',
+                 args.listen[0], server.server_address[1])
+    try:
+        if args.interval is not None:
+            stop = stop or threading.Event()
+            _install_signals(stop)
+            return _service(args, prof, collector, reg, stop, **kwargs)
+        doc = _observe(args, prof, **kwargs)
+        _write(args, doc, collector, reg)
+        if args.format == 'json':
+            stdout.write(json.dumps(doc, indent=2) + '\n')
+        else:
+            stdout.write('\n'.join(table_lines(doc)) + '\n')
+        return 0
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+
+def _install_signals(stop):
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda _signum, _frame: stop.set())
+
+
+def main(argv=None, stdout=None, stderr=None, **kwargs):
+    """Run the command; ``kwargs`` go to ``host.observe`` (tests)."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = '--debug' in argv
+    handler = logging.StreamHandler(stderr)
+    handler.setFormatter(logging.Formatter(
+        '%(asctime)s ' + PROG + ' %(levelname)s %(message)s'))
+    logger = logging.getLogger(LOG_ROOT)
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if debug else logging.INFO)
+    try:
+        return oneline.run(
+            PROG, stderr, debug,
+            lambda: _run(build_parser().parse_args(argv), stdout, **kwargs),
+            ((ObserveError, None),
+             (observation.ObservationError, EXIT_FAILED)), EXIT_FAILED)
+    finally:
+        logger.removeHandler(handler)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,313 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""One observation window of one host: the document of ``core.observation``.
+
+:func:`observe` lists the running Nova instances (``domains``), measures
+the working set of all of them in ONE window (DAMON or reference bits),
+then reads where their pages sit (``numa_maps``) and brackets the window
+with the far-memory counters of the host: ipmctl's media counters on a
+Memory-Mode host, ``/proc/vmstat`` promotions and demotions on a host with
+CPU-less (kernel-tiered) memory nodes.
+
+Everything that touches the host is a parameter (paths, the measuring
+modules, the clocks and ``sleep``), so a test runs a whole window on fake
+trees in no time. Every failure is a gap string and its number ``null``.
+"""
+
+import collections
+import datetime
+import logging
+import os
+import socket
+import time
+
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import observation
+from nova_pmem_filters.core import profile as core_profile
+from nova_pmem_filters.observe import counters
+from nova_pmem_filters.observe import damon
+from nova_pmem_filters.observe import domains
+from nova_pmem_filters.observe import procfs
+
+LOG = logging.getLogger(__name__)
+
+AUTO = 'auto'
+DAMON = 'damon'
+REFERENCE_BITS = 'reference_bits'
+CHOICES = (AUTO, DAMON, REFERENCE_BITS)
+# Hardware modes whose far memory ipmctl counts (a mixed host runs part of
+# its PMem in Memory Mode).
+IPMCTL_MODES = frozenset([kinds.MEMORY_MODE, kinds.MIXED])
+MB = 1024.0 * 1024.0
+
+# The host-touching modules; a test passes its own.
+Backends = collections.namedtuple('Backends', 'procfs damon counters')
+Paths = collections.namedtuple('Paths', 'proc sysfs libvirt vmstat')
+
+
+def default_backends():
+    return Backends(procfs=procfs, damon=damon, counters=counters)
+
+
+def default_paths(proc='/proc', sysfs='/sys', libvirt=domains.DEFAULT_DIR):
+    return Paths(proc=proc, sysfs=sysfs, libvirt=libvirt,
+                 vmstat=os.path.join(proc, 'vmstat'))
+
+
+def _one_line(exc):
+    return ' '.join(str(exc).split()) or type(exc).__name__
+
+
+def _damon_admin(paths):
+    return os.path.join(paths.sysfs, 'kernel', 'mm', 'damon', 'admin')
+
+
+def choose_method(method, backends, paths):
+    """The measuring method to use: (method or None, gap or None).
+
+    ``auto`` is DAMON where the kernel offers it unused, else reference
+    bits; ``damon`` asked for and unusable is a gap (nothing measured)
+    rather than a silent fall-back to the more intrusive method.
+    """
+    if method == REFERENCE_BITS:
+        return REFERENCE_BITS, None
+    try:
+        usable, reason = backends.damon.usable(admin=_damon_admin(paths))
+    except Exception as exc:
+        usable, reason = False, _one_line(exc)
+    if usable:
+        return DAMON, None
+    if method == DAMON:
+        return None, 'damon: not usable: %s' % reason
+    LOG.info('DAMON not usable (%s): measuring with reference bits', reason)
+    return REFERENCE_BITS, None
+
+
+def _profile_section(prof):
+    """The document's ``profile``: the near memory the profile gives."""
+    if prof is None:
+        return None
+    near = core_profile.near_memory_gb(prof.mode, prof.dram_gb,
+                                       prof.dram_cache_gb)
+    cells = [{'id': cell, 'near_memory_mb': gb * 1024.0}
+             for cell, gb in prof.cell_cache_gb or ()]
+    return {'pmem_mode': prof.mode,
+            'near_memory_mb': None if near is None else near * 1024.0,
+            'cells': cells}
+
+
+def _cell(numa_mb, nodes):
+    """The node with CPUs holding most of an instance's pages, or None."""
+    candidates = [(mb, -node) for node, mb in numa_mb.items()
+                  if nodes.get(node) and mb > 0]
+    if not candidates:
+        return None
+    return -max(candidates)[1]
+
+
+class _FarMemory(object):
+    """The far-memory counters read before and after the window."""
+
+    def __init__(self, prof, nodes, backends, paths, gaps):
+        self.backends = backends
+        self.paths = paths
+        self.gaps = gaps
+        self.ipmctl = (prof is not None
+                       and prof.hardware_mode in IPMCTL_MODES)
+        # Kernel tiering demotes to CPU-less memory nodes (CXL memory or
+        # PMem as system RAM); elsewhere vmstat's counters stay at zero.
+        self.vmstat = not self.ipmctl and any(
+            not cpus for cpus in nodes.values())
+        self.before = {}
+
+    def _read(self):
+        found = {}
+        if self.ipmctl:
+            try:
+                found['ipmctl'] = self.backends.counters.ipmctl_performance(
+                    self.backends.counters.run_ipmctl_performance())
+            except Exception as exc:
+                self.gaps.append('ipmctl: %s' % _one_line(exc))
+                self.ipmctl = False
+        if self.vmstat:
+            try:
+                found['vmstat'] = self.backends.counters.vmstat(
+                    self.paths.vmstat)
+            except Exception as exc:
+                self.gaps.append('%s: %s' % (self.paths.vmstat,
+                                             _one_line(exc)))
+                self.vmstat = False
+        return found
+
+    def start(self):
+        self.before = self._read()
+
+    def finish(self, seconds):
+        after = self._read()
+        rates = {'media_read_mb_per_s': None, 'media_write_mb_per_s': None,
+                 'promote_pages_per_s': None, 'demote_pages_per_s': None}
+        counters_mod = self.backends.counters
+        if 'ipmctl' in self.before and 'ipmctl' in after:
+            try:
+                rates.update(counters_mod.media_rates(
+                    self.before['ipmctl'], after['ipmctl'], seconds))
+            except Exception as exc:
+                self.gaps.append('ipmctl: %s' % _one_line(exc))
+        if 'vmstat' in self.before and 'vmstat' in after:
+            try:
+                rates.update(counters_mod.tiering_rates(
+                    self.before['vmstat'], after['vmstat'], seconds))
+            except Exception as exc:
+                self.gaps.append('%s: %s' % (self.paths.vmstat,
+                                             _one_line(exc)))
+        return rates
+
+
+def _measure(method, pids, window_s, backends, paths, sleep):
+    if method == DAMON:
+        return backends.damon.measure(pids, window_s,
+                                      admin=_damon_admin(paths), sleep=sleep)
+    return backends.procfs.reference_bits(pids, window_s, sleep=sleep,
+                                          proc=paths.proc)
+
+
+def _instance(inst, method, measurement, window_gap, nodes, backends,
+              paths, gaps):
+    doc = {'uuid': inst.uuid, 'name': inst.name, 'flavor': inst.flavor,
+           'flavor_ram_mb': inst.flavor_ram_mb,
+           'flavor_vcpus': inst.flavor_vcpus, 'pid': inst.pid,
+           'method': None, 'working_set_mb': None, 'hot_ratio': None,
+           'numa_mb': {}, 'cell': None, 'gap': None}
+    if window_gap:
+        doc['gap'] = window_gap
+    elif measurement is None:
+        doc['gap'] = ('process %d was not measured (it ended during the '
+                      'window?)' % inst.pid)
+    elif measurement.gap or measurement.working_set_mb is None:
+        doc['gap'] = measurement.gap or 'no working set measured'
+    else:
+        ws = float(measurement.working_set_mb)
+        doc['method'] = method
+        doc['working_set_mb'] = round(ws, 3)
+        doc['hot_ratio'] = round(ws / inst.flavor_ram_mb, 4)
+    if doc['gap'] is not None and not window_gap:
+        # A process that exited or that we may not read has no numa_maps
+        # either: one gap is enough.
+        return doc
+    try:
+        numa = backends.procfs.numa_maps(inst.pid, proc=paths.proc)
+    except Exception as exc:
+        gaps.append('instance %s: numa_maps of process %d: %s'
+                    % (inst.uuid, inst.pid, _one_line(exc)))
+        return doc
+    doc['numa_mb'] = {str(node): round(float(mb), 3)
+                      for node, mb in sorted(numa.items())}
+    doc['cell'] = _cell(numa, nodes)
+    return doc
+
+
+def _host(instances, prof_section, nodes, gaps):
+    measured = [i for i in instances if i['working_set_mb'] is not None]
+    if len(measured) < len(instances):
+        gaps.append('host working set counts %d of %d instances'
+                    % (len(measured), len(instances)))
+    near_cells = {c['id']: c['near_memory_mb']
+                  for c in (prof_section or {}).get('cells') or ()}
+    cell_ids = sorted(near_cells) or sorted(n for n, c in nodes.items()
+                                            if c)
+    cells = []
+    for cell in cell_ids:
+        ws = sum(i['working_set_mb'] for i in measured if i['cell'] == cell)
+        cells.append({'id': cell, 'working_set_mb': round(ws, 3),
+                      'near_memory_mb': near_cells.get(cell)})
+    return {
+        'working_set_mb': round(sum(i['working_set_mb'] for i in measured),
+                                3),
+        'near_memory_mb': (prof_section or {}).get('near_memory_mb'),
+        'cells': cells,
+    }
+
+
+def _iso(seconds):
+    return datetime.datetime.fromtimestamp(
+        seconds, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def observe(window_s, method=AUTO, prof=None, hostname=None, paths=None,
+            backends=None, clock=time.time, monotonic=time.monotonic,
+            sleep=time.sleep):
+    """Measure one window; returns the observation document (a dict).
+
+    :param prof: the host's ``hostfile.DiscoveredHost`` or None.
+    :param sleep: how the window is waited; a service passes one that
+        returns early on SIGTERM.
+    """
+    if method not in CHOICES:
+        raise ValueError('method: expected one of %s, got %r'
+                         % (', '.join(CHOICES), method))
+    paths = paths or default_paths()
+    backends = backends or default_backends()
+    gaps = []
+    started = clock()
+
+    try:
+        insts, domain_gaps = domains.instances(paths.libvirt)
+        gaps.extend(domain_gaps)
+    except domains.DomainError as exc:
+        insts = []
+        gaps.append(str(exc))
+    try:
+        nodes = {int(n): bool(c) for n, c in
+                 backends.procfs.node_cpus(sysfs=paths.sysfs).items()}
+    except Exception as exc:
+        nodes = {}
+        gaps.append('NUMA nodes: %s' % _one_line(exc))
+
+    used, window_gap = choose_method(method, backends, paths)
+    if window_gap:
+        gaps.append(window_gap)
+    far = _FarMemory(prof, nodes, backends, paths, gaps)
+    far.start()
+    begin = monotonic()
+    results = {}
+    if used and insts:
+        try:
+            results = _measure(used, [i.pid for i in insts], window_s,
+                               backends, paths, sleep)
+        except Exception as exc:
+            window_gap = '%s: %s' % (used, _one_line(exc))
+            gaps.append(window_gap)
+    elif far.ipmctl or far.vmstat:
+        # The far-memory rates still need a window.
+        sleep(window_s)
+    seconds = monotonic() - begin
+    far_memory = far.finish(seconds if seconds > 0 else window_s)
+
+    instances = [_instance(inst, used, results.get(inst.pid), window_gap,
+                           nodes, backends, paths, gaps)
+                 for inst in insts]
+    prof_section = _profile_section(prof)
+    doc = {
+        'schema': observation.SCHEMA,
+        'hostname': hostname or (prof.hostname if prof is not None
+                                 else socket.gethostname()),
+        'started': _iso(started),
+        'window_s': float(window_s),
+        'profile': prof_section,
+        'nodes': [{'id': n, 'cpus': nodes[n]} for n in sorted(nodes)],
+        'instances': instances,
+        'host': _host(instances, prof_section, nodes, gaps),
+        'far_memory': far_memory,
+        'gaps': gaps,
+    }
+    # What we write must be what every reader accepts.
+    return observation.parse(doc, '(observation of %s)' % doc['hostname'])

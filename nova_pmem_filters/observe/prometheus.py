@@ -1,0 +1,200 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The observation document as Prometheus metrics.
+
+A custom collector over the latest document (``core.observation``): each
+scrape, or each node_exporter textfile, shows the last complete window, so
+an instance that went away disappears with it instead of lingering as a
+stale labelled Gauge. Units are base units (bytes, seconds) as Prometheus
+names them; a ``null`` of the document is no sample, never a zero.
+
+The far-memory numbers of the document are rates over its window, so they
+are gauges named ``..._per_second``; counting them as ``_total`` counters
+would need the raw counters, which the document does not keep.
+"""
+
+import calendar
+import threading
+import time
+
+import prometheus_client
+from prometheus_client import core as prom_core
+
+MB = 1024 * 1024
+PREFIX = 'nova_pmem_'
+INSTANCE_LABELS = ['uuid', 'name', 'flavor']
+
+
+def _gauge(name, documentation, labels=None):
+    return prom_core.GaugeMetricFamily(PREFIX + name, documentation,
+                                       labels=labels)
+
+
+def _seconds(iso):
+    return float(calendar.timegm(time.strptime(iso, '%Y-%m-%dT%H:%M:%SZ')))
+
+
+def metrics(doc):
+    """The metric families of one document, in a fixed order."""
+    window = _gauge('observation_window_seconds',
+                    'Length of the observation window.')
+    window.add_metric([], doc['window_s'])
+    yield window
+    started = _gauge('observation_start_time_seconds',
+                     'Start of the observation window, Unix time.')
+    try:
+        started.add_metric([], _seconds(doc['started']))
+    except (TypeError, ValueError):
+        pass
+    yield started
+    gaps = _gauge('observation_gaps',
+                  'Measurements that could not be made in the window: '
+                  'host gaps plus instances without a working set.')
+    gaps.add_metric([], len(doc.get('gaps') or ())
+                    + sum(1 for i in doc['instances'] if i.get('gap')))
+    yield gaps
+    count = _gauge('observation_instances',
+                   'Running Nova instances found on the host.')
+    count.add_metric([], len(doc['instances']))
+    yield count
+
+    ws = _gauge('instance_working_set_bytes',
+                'Memory the instance touched in the window.',
+                INSTANCE_LABELS + ['method'])
+    hot = _gauge('instance_hot_ratio',
+                 'Working set over flavor RAM (what pmem:hot_ratio '
+                 'declares).', INSTANCE_LABELS + ['method'])
+    ram = _gauge('instance_flavor_memory_bytes', "The flavor's RAM.",
+                 INSTANCE_LABELS)
+    measured = _gauge('instance_measured',
+                      '1 when the working set was measured, 0 on a gap.',
+                      INSTANCE_LABELS)
+    numa = _gauge('instance_numa_memory_bytes',
+                  "Resident memory of the instance's process per NUMA "
+                  'node.', INSTANCE_LABELS + ['node'])
+    for inst in doc['instances']:
+        labels = [inst['uuid'], inst.get('name') or '',
+                  inst.get('flavor') or '']
+        method = inst.get('method') or ''
+        if inst.get('working_set_mb') is not None:
+            ws.add_metric(labels + [method], inst['working_set_mb'] * MB)
+        if inst.get('hot_ratio') is not None:
+            hot.add_metric(labels + [method], inst['hot_ratio'])
+        if inst.get('flavor_ram_mb') is not None:
+            ram.add_metric(labels, inst['flavor_ram_mb'] * MB)
+        measured.add_metric(labels, 0 if inst.get('gap') else 1)
+        for node, mb in sorted((inst.get('numa_mb') or {}).items()):
+            numa.add_metric(labels + [str(node)], mb * MB)
+    yield ws
+    yield hot
+    yield ram
+    yield measured
+    yield numa
+
+    host = doc.get('host') or {}
+    host_ws = _gauge('host_working_set_bytes',
+                     'Sum of the measured working sets of the host.')
+    if host.get('working_set_mb') is not None:
+        host_ws.add_metric([], host['working_set_mb'] * MB)
+    yield host_ws
+    near = _gauge('host_near_memory_bytes',
+                  'Near memory of the host (DRAM cache or DRAM in front of '
+                  'the far tier) from its discovered profile.')
+    if host.get('near_memory_mb') is not None:
+        near.add_metric([], host['near_memory_mb'] * MB)
+    yield near
+    cell_ws = _gauge('cell_working_set_bytes',
+                     'Working set of the instances whose pages sit mostly '
+                     'on the cell.', ['cell'])
+    cell_near = _gauge('cell_near_memory_bytes',
+                       'Near memory of the cell from the host profile.',
+                       ['cell'])
+    for cell in host.get('cells') or ():
+        if cell.get('working_set_mb') is not None:
+            cell_ws.add_metric([str(cell['id'])], cell['working_set_mb'] * MB)
+        if cell.get('near_memory_mb') is not None:
+            cell_near.add_metric([str(cell['id'])],
+                                 cell['near_memory_mb'] * MB)
+    yield cell_ws
+    yield cell_near
+
+    far = doc.get('far_memory') or {}
+    for key, name, unit, help_text in (
+            ('media_read_mb_per_s', 'far_memory_media_read_bytes_per_second',
+             MB, 'PMem media reads over the window (ipmctl, Memory Mode).'),
+            ('media_write_mb_per_s',
+             'far_memory_media_write_bytes_per_second', MB,
+             'PMem media writes over the window (ipmctl, Memory Mode).'),
+            ('promote_pages_per_s', 'tiering_promotions_per_second', 1,
+             'Pages promoted to near memory over the window '
+             '(/proc/vmstat).'),
+            ('demote_pages_per_s', 'tiering_demotions_per_second', 1,
+             'Pages demoted to far memory over the window '
+             '(/proc/vmstat).')):
+        family = _gauge(name, help_text)
+        if far.get(key) is not None:
+            family.add_metric([], far[key] * unit)
+        yield family
+
+
+class DocumentCollector(object):
+    """The metrics of the latest document (none before the first)."""
+
+    def __init__(self, doc=None):
+        self._lock = threading.Lock()
+        self._doc = doc
+
+    def update(self, doc):
+        with self._lock:
+            self._doc = doc
+
+    def collect(self):
+        with self._lock:
+            doc = self._doc
+        if doc is None:
+            return
+        yield from metrics(doc)
+
+    def describe(self):
+        # Registering must not collect: there may be no document yet.
+        return []
+
+
+def registry(collector):
+    """A registry of ``collector`` alone (no process or platform metrics)."""
+    reg = prometheus_client.CollectorRegistry(auto_describe=False)
+    reg.register(collector)
+    return reg
+
+
+def write_textfile(path, reg):
+    """Write the node_exporter textfile ``path`` atomically.
+
+    :raises OSError: when its directory cannot be written.
+    """
+    prometheus_client.write_to_textfile(path, reg)
+
+
+def serve(addr, port, reg):
+    """Serve ``/metrics`` on ``addr:port`` in a daemon thread.
+
+    :returns: the server; ``server.server_address[1]`` is the port bound
+        (port 0 binds an ephemeral one), ``server.shutdown()`` stops it.
+    """
+    server, _thread = prometheus_client.start_http_server(
+        port, addr=addr, registry=reg)
+    return server
+
+
+def render(reg):
+    """The exposition text of ``reg``."""
+    return prometheus_client.generate_latest(reg).decode('utf-8')

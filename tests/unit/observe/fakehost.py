@@ -1,0 +1,108 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Fake compute hosts for the observer's tests: libvirt, /proc and /sys.
+
+Domain XML comes from Nova's own ``nova.virt.libvirt.config`` classes,
+wrapped in a ``<domstatus>`` element as libvirtd writes its status files.
+"""
+
+import os
+
+from nova.virt.libvirt import config as vconfig
+
+UUID_A = 'a1b2c3d4-0000-4000-8000-00000000000a'
+UUID_B = 'a1b2c3d4-0000-4000-8000-00000000000b'
+
+
+def guest_xml(uuid, name, flavor='m1.redis', memory_mb=4096, vcpus=2,
+              nova=True):
+    """A libvirt domain definition as Nova's libvirt driver writes it."""
+    guest = vconfig.LibvirtConfigGuest()
+    guest.virt_type = 'kvm'
+    guest.name = name
+    guest.uuid = uuid
+    guest.memory = memory_mb * 1024
+    guest.vcpus = vcpus
+    if nova:
+        meta = vconfig.LibvirtConfigGuestMetaNovaInstance()
+        meta.package = '34.0.0'
+        meta.name = 'vm-' + name
+        meta.creationTime = 1700000000
+        meta.flavor = vconfig.LibvirtConfigGuestMetaNovaFlavor()
+        meta.flavor.name = flavor
+        meta.flavor.id = '42'
+        meta.flavor.memory = memory_mb
+        meta.flavor.vcpus = vcpus
+        meta.flavor.disk = 20
+        meta.flavor.swap = 0
+        meta.flavor.ephemeral = 0
+        meta.owner = vconfig.LibvirtConfigGuestMetaNovaOwner()
+        meta.owner.userid = 'u1'
+        meta.owner.username = 'demo'
+        meta.owner.projectid = 'p1'
+        meta.owner.projectname = 'demo'
+        guest.metadata.append(meta)
+    return guest.to_xml()
+
+
+def status_xml(domain_xml, state='running', pid=4242):
+    """``domain_xml`` in a libvirt status file (virDomainObjFormat)."""
+    if isinstance(domain_xml, bytes):
+        domain_xml = domain_xml.decode('utf-8')
+    return ("<!--\nWARNING: THIS IS AN AUTO-GENERATED FILE. CHANGES TO IT "
+            "ARE LIKELY TO BE\nOVERWRITTEN AND LOST.\n-->\n"
+            "<domstatus state='%s' reason='booted' pid='%d'>\n"
+            "  <monitor path='/var/lib/libvirt/qemu/domain-1/monitor.sock' "
+            "type='unix'/>\n"
+            "  <vcpus>\n    <vcpu id='0' pid='%d'/>\n  </vcpus>\n"
+            "%s</domstatus>\n" % (state, pid, pid + 1, domain_xml))
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def add_domain(libvirt_dir, name, uuid, pid, state='running', **kwargs):
+    write(os.path.join(libvirt_dir, name + '.xml'),
+          status_xml(guest_xml(uuid, name, **kwargs), state=state, pid=pid))
+    write(os.path.join(libvirt_dir, name + '.pid'), '%d' % pid)
+
+
+def add_process(proc, pid, referenced_kb, numa_pages, page_kb=4):
+    """A qemu process of /proc: stat, clear_refs, smaps_rollup, numa_maps.
+
+    ``numa_pages`` is {node: pages of page_kb}.
+    """
+    base = os.path.join(proc, str(pid))
+    write(os.path.join(base, 'stat'),
+          '%d (qemu-kvm) S 1 %d %d 0 -1 4194560 1 0 0 0 10 5 0 0 20 0 4 0 '
+          '12345 100000 2000 18446744073709551615\n' % (pid, pid, pid))
+    write(os.path.join(base, 'clear_refs'), '')
+    write(os.path.join(base, 'smaps_rollup'),
+          '00400000-7ffd00000000 ---p 00000000 00:00 0 [rollup]\n'
+          'Rss:             9999999 kB\n'
+          'Referenced:      %d kB\n'
+          'Anonymous:       9999999 kB\n' % referenced_kb)
+    fields = ' '.join('N%d=%d' % (n, p) for n, p in sorted(numa_pages.items()))
+    write(os.path.join(base, 'numa_maps'),
+          '7f0000000000 default anon=%d dirty=%d %s kernelpagesize_kB=%d\n'
+          % (sum(numa_pages.values()), sum(numa_pages.values()), fields,
+             page_kb))
+
+
+def add_nodes(sysfs, cpus):
+    """NUMA nodes of sysfs; ``cpus`` is {node: cpulist ('' for none)}."""
+    for node, cpulist in cpus.items():
+        write(os.path.join(sysfs, 'devices', 'system', 'node',
+                           'node%d' % node, 'cpulist'), cpulist + '\n')

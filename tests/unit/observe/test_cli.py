@@ -1,0 +1,159 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""nova-pmem-observe end to end on fake trees, in-process."""
+
+import io
+import json
+import os
+import threading
+
+import fixtures
+import testtools
+
+from nova_pmem_filters.core import hostfile
+from nova_pmem_filters.core import observation
+from nova_pmem_filters.observe import cli
+from tests.unit.observe import fakehost
+
+
+class CliTestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.root = self.useFixture(fixtures.TempDir()).path
+        self.libvirt = os.path.join(self.root, 'qemu')
+        self.proc = os.path.join(self.root, 'proc')
+        self.sysfs = os.path.join(self.root, 'sys')
+        os.makedirs(self.libvirt)
+        fakehost.add_nodes(self.sysfs, {0: '0-7'})
+        fakehost.add_domain(self.libvirt, 'instance-1', fakehost.UUID_A,
+                            pid=7, flavor='m1.small', memory_mb=2048)
+        fakehost.add_process(self.proc, 7, referenced_kb=524288,
+                             numa_pages={0: 262144})
+        self.slept = []
+
+    def main(self, *argv, **kwargs):
+        out = io.StringIO()
+        err = io.StringIO()
+        kwargs.setdefault('sleep', self.slept.append)
+        status = cli.main(['--libvirt-dir', self.libvirt, '--proc',
+                           self.proc, '--sysfs', self.sysfs,
+                           '--hostname', 'compute-01'] + list(argv),
+                          stdout=out, stderr=err, **kwargs)
+        return status, out.getvalue(), err.getvalue()
+
+    def test_one_shot_json_output_and_textfile(self):
+        out_dir = os.path.join(self.root, 'observations')
+        os.mkdir(out_dir)
+        prom = os.path.join(self.root, 'nova_pmem.prom')
+        status, out, err = self.main(
+            '--window', '5', '-f', 'json', '--output', out_dir,
+            '--textfile', prom, clock=lambda: 1795608000.0)
+        self.assertEqual(0, status, err)
+        self.assertEqual([5.0], self.slept)
+        doc = json.loads(out)
+        self.assertEqual(512.0, doc['instances'][0]['working_set_mb'])
+        self.assertEqual(0.25, doc['instances'][0]['hot_ratio'])
+        self.assertEqual('reference_bits', doc['instances'][0]['method'])
+        # The directory holds one file per window, read back as the
+        # planner and the doctor read it.
+        self.assertEqual(['compute-01-20261125T120000Z.json'],
+                         os.listdir(out_dir))
+        self.assertEqual([doc], observation.load(out_dir))
+        with open(prom) as f:
+            self.assertIn('nova_pmem_instance_hot_ratio{', f.read())
+
+    def test_one_shot_table(self):
+        status, out, err = self.main('--window', '1')
+        self.assertEqual(0, status, err)
+        lines = out.splitlines()
+        self.assertEqual(['uuid', 'name', 'flavor', 'method', 'ws_mb', 'hot',
+                          'cell'], lines[0].split())
+        self.assertEqual([fakehost.UUID_A, 'instance-1', 'm1.small',
+                          'reference_bits', '512.0', '0.250', '0'],
+                         lines[1].split())
+        self.assertIn('host compute-01: working set 512.0 MB of near memory '
+                      '- MB', lines[2])
+
+    def test_output_file_with_profile(self):
+        profile = os.path.join(self.root, 'profile.json')
+        hostfile.write(profile, {
+            'schema': hostfile.SCHEMA, 'hostname': 'compute-01',
+            'mode': 'dram', 'scheduler_mode': 'dram',
+            'visible_memory_gb': 64.0, 'dram_gb': 64.0,
+            'dram_cache_gb': 0.0})
+        target = os.path.join(self.root, 'last.json')
+        status, out, err = self.main('--profile', profile, '--output',
+                                     target)
+        self.assertEqual(0, status, err)
+        doc = observation.read(target)
+        self.assertEqual(65536.0, doc['host']['near_memory_mb'])
+
+    def assertOneLineError(self, status, err, expected_status, *parts):
+        self.assertEqual(expected_status, status)
+        self.assertEqual(1, len(err.splitlines()), err)
+        self.assertTrue(err.startswith('nova-pmem-observe: error: '), err)
+        for part in parts:
+            self.assertIn(part, err)
+
+    def test_bad_profile_is_one_line(self):
+        profile = os.path.join(self.root, 'profile.json')
+        fakehost.write(profile, '{"schema": "nova-pmem-host-profile/1"')
+        status, out, err = self.main('--profile', profile)
+        self.assertOneLineError(status, err, 2, profile, 'not valid JSON')
+        self.assertEqual('', out)
+
+    def test_bad_window_is_one_line(self):
+        status, out, err = self.main('--window', 'soon')
+        self.assertOneLineError(status, err, 2, '--window', "'soon'")
+
+    def test_interval_shorter_than_window(self):
+        status, out, err = self.main('--window', '10', '--interval', '5')
+        self.assertOneLineError(status, err, 2, '--interval')
+
+    def test_missing_libvirt_dir(self):
+        missing = os.path.join(self.root, 'nope')
+        status, out, err = self.main('--libvirt-dir', missing)
+        self.assertOneLineError(status, err, 2, missing)
+
+    def test_missing_output_directory(self):
+        target = os.path.join(self.root, 'nope', 'x.json')
+        status, out, err = self.main('--output', target)
+        self.assertOneLineError(status, err, 2, target)
+
+    def test_bad_listen(self):
+        status, out, err = self.main('--listen', 'localhost')
+        self.assertOneLineError(status, err, 2, '--listen', 'ADDR:PORT')
+
+    def test_service_survives_a_bad_window(self):
+        stop = threading.Event()
+        calls = []
+
+        def clock():
+            calls.append(1)
+            if len(calls) == 2:
+                raise RuntimeError('the clock broke')
+            if len(calls) == 3:
+                stop.set()
+            return 1795608000.0 + len(calls)
+
+        target = os.path.join(self.root, 'last.json')
+        status, out, err = self.main(
+            '--window', '0.01', '--interval', '0.01', '--output', target,
+            stop=stop, clock=clock)
+        self.assertEqual(0, status, err)
+        self.assertEqual('', out)
+        self.assertEqual(3, len(calls))
+        self.assertIn('window failed: RuntimeError: the clock broke', err)
+        # The first window was written; the third was cut short by stop.
+        self.assertEqual('2026-11-25T12:00:01Z',
+                         observation.read(target)['started'])
