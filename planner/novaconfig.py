@@ -287,7 +287,7 @@ def settings(scen, workloads=None, placement_accounting=False):
         add('flavor', workload.name, 'create',
             '%d vCPU, %d MB' % (workload.vcpus, workload.ram_mb),
             'openstack flavor create --vcpus %d --ram %d --disk 0 %s'
-            % (workload.vcpus, workload.ram_mb, workload.name))
+            % (workload.vcpus, workload.ram_mb, workload.flavor_name))
         specs = dict(workload.extra_specs)
         if placement_accounting:
             specs.update(placement.near_memory_spec(workload.ram_mb,
@@ -295,5 +295,5 @@ def settings(scen, workloads=None, placement_accounting=False):
         for key, value in sorted(specs.items()):
             add('flavor', workload.name, key, value,
                 'openstack flavor set --property %s=%s %s'
-                % (key, value, workload.name))
+                % (key, value, workload.flavor_name))
     return pd.DataFrame(rows, columns=COLUMNS)

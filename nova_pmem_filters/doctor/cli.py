@@ -13,9 +13,10 @@
 
 Reads the cloud through openstacksdk (``clouds.yaml``, ``OS_CLOUD``, the
 usual ``--os-*`` options; admin credentials), and optionally the local
-nova.conf (``--config-file``) and a directory of discovered host profiles
-(``--fleet DIR``). Lists findings; exits 0 when clean (info findings only),
-1 with warnings, 2 with errors. A cloud that cannot be read, bad
+nova.conf (``--config-file``), a directory of discovered host profiles
+(``--fleet DIR``) and one of observations (``--observations DIR``). Lists
+findings; exits 0 when clean (info findings only), 1 with warnings, 2 with
+errors. A cloud that cannot be read, bad
 credentials or a bad file are one line on stderr and exit status 2.
 """
 
@@ -31,6 +32,7 @@ from openstack import exceptions as sdk_exceptions
 import pbr.version
 
 from nova_pmem_filters.core import hostfile
+from nova_pmem_filters.core import observation
 from nova_pmem_filters.doctor import checks
 from nova_pmem_filters.doctor import novaconf
 from nova_pmem_filters.doctor import snapshot
@@ -106,6 +108,12 @@ class Check(lister.Lister):
                  'as nova-pmem-discover prints them): compare each host\'s '
                  'aggregates, Placement traits and near-memory inventory '
                  'with what discovery found')
+        parser.add_argument(
+            '--observations', metavar='DIR',
+            help='a directory of nova-pmem-observe documents (the .json '
+                 'files, one per host and window): compare the flavors\' '
+                 'hot ratios, the hosts\' near memory and where NUMA-bound '
+                 'instances\' memory sits with what was measured')
         return parser
 
     def take_action(self, parsed_args):
@@ -121,11 +129,18 @@ class Check(lister.Lister):
                 fleet = hostfile.load(parsed_args.fleet)
             except hostfile.ProfileError as exc:
                 raise DoctorError(str(exc))
+        observations = None
+        if parsed_args.observations:
+            try:
+                observations = observation.load(parsed_args.observations)
+            except observation.ObservationError as exc:
+                raise DoctorError(str(exc))
         try:
             conn = connection.from_config(options=self.app.options,
                                           app_name='nova-pmem-doctor',
                                           app_version=version_string())
-            snap = snapshot.gather(conn, config=config, fleet=fleet)
+            snap = snapshot.gather(conn, config=config, fleet=fleet,
+                                   observations=observations)
         except CLOUD_ERRORS as exc:
             raise DoctorError(_cloud_error(exc))
         findings = checks.run(snap)

@@ -51,6 +51,9 @@ CODES = (
     'cache-overcommitted', 'cache-cells-unchecked', 'fleet-host-unknown',
     # instances with vPMEM
     'vpmem-numa-remote', 'vpmem-numa-unknown', 'vpmem-guest-numa-nodes',
+    # observations (--observations DIR)
+    'hot-ratio-under-declared', 'working-set-over-near-memory',
+    'numa-memory-remote', 'numa-memory-slow-tier',
 )
 
 

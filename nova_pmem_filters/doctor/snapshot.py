@@ -106,6 +106,8 @@ class Snapshot:
     config: object = None
     # Discovered hosts (core.hostfile.DiscoveredHost), or None.
     fleet: tuple = None
+    # Observation documents (core.observation), or None.
+    observations: tuple = None
 
 
 def _get(proxy, path, microversion):
@@ -217,7 +219,7 @@ def _providers(conn, node_names):
     return providers
 
 
-def gather(conn, config=None, fleet=None):
+def gather(conn, config=None, fleet=None, observations=None):
     """Read the cloud through an openstacksdk Connection.
 
     :raises openstack.exceptions.SDKException, keystoneauth1 exceptions:
@@ -233,4 +235,6 @@ def gather(conn, config=None, fleet=None):
     return Snapshot(aggregates=aggregates, flavors=_flavors(conn),
                     computes=computes, servers=_servers(conn, tiered),
                     providers=_providers(conn, node_names), config=config,
-                    fleet=tuple(fleet) if fleet is not None else None)
+                    fleet=tuple(fleet) if fleet is not None else None,
+                    observations=(tuple(observations)
+                                  if observations is not None else None))

@@ -20,12 +20,18 @@ from planner import errors
 from planner import scenario
 
 
-def add_scenario_argument(parser):
+def add_scenario_argument(parser, observations=True):
     parser.add_argument(
         '--scenario', metavar='FILE|NAME', default=None,
         help='scenario YAML file, or the name of a built-in scenario '
              '(%s); default: %s' % (', '.join(scenario.builtin_names()),
                                     scenario.BUILTIN_SCENARIO))
+    if observations:
+        parser.add_argument(
+            '--observations', metavar='DIR', default=None,
+            help='a directory of nova-pmem-observe documents: workloads '
+                 'whose hot_ratio is "observed" are planned with the value '
+                 'they recommend (replaces the scenario\'s observations)')
     return parser
 
 
@@ -51,7 +57,8 @@ def number(option, text, positive=False):
 
 
 def load_scenario(parsed_args):
-    return scenario.load(parsed_args.scenario)
+    return scenario.load(parsed_args.scenario,
+                         observations=parsed_args.observations)
 
 
 def _cell(value):

@@ -37,7 +37,10 @@ class Sweep(base.ShortTableLister):
     """Optimise a grid of scenario variants in parallel; one row each."""
 
     def get_parser(self, prog_name):
-        parser = base.add_scenario_argument(super().get_parser(prog_name))
+        # Its points are parsed where they run: only the scenario's own
+        # observations key reaches them.
+        parser = base.add_scenario_argument(super().get_parser(prog_name),
+                                            observations=False)
         parser.add_argument('--power-price', metavar='PRICES',
                             help='power prices per kWh, e.g. 0.05,0.1,0.2')
         parser.add_argument('--hot-ratio', metavar='RATIOS',

@@ -20,8 +20,10 @@ import yaml
 
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import observation
 from nova_pmem_filters.core import profile
 from planner import errors
+from planner import observed
 from planner import population
 from planner.scenario import schemas
 from planner.scenario import types
@@ -266,8 +268,50 @@ def explicit_specs(specs, request):
     return specs
 
 
-def _build_workload(name, raw, source):
+def _observed(name, raw, source, ratios):
+    """``raw`` with its observed hot ratio, and that ratio's source."""
+    path = ['workloads', name, 'hot_ratio']
+    if ratios is None:
+        raise errors.ScenarioError(
+            source, path, "'%s' needs observations: give the scenario's "
+            "observations key or --observations DIR, a directory of "
+            "nova-pmem-observe documents" % observed.OBSERVED)
+    directory, by_flavor = ratios
+    flavor = raw.get('flavor', name)
+    found = by_flavor.get(flavor)
+    if found is None:
+        raise errors.ScenarioError(
+            source, path, 'no measured instance of flavor %r in %s '
+            '(flavors measured: %s)' % (flavor, directory, ', '.join(
+                sorted(by_flavor)) or 'none'))
+    return (dict(raw, hot_ratio=found.recommended),
+            observed.describe(found, directory))
+
+
+def _observations(raw, source, directory):
+    """(directory, {flavor: FlavorRatios}), or None when none is given.
+
+    ``directory`` (from the command line) wins over the scenario's
+    ``observations`` key, which is relative to the scenario file.
+    """
+    if directory is not None:
+        return directory, observed.load(directory)
+    if 'observations' not in raw:
+        return None
+    directory = raw['observations']
+    if not source.startswith('built-in '):
+        directory = os.path.join(os.path.dirname(source), directory)
+    try:
+        return directory, observation.by_flavor(observation.load(directory))
+    except observation.ObservationError as exc:
+        raise errors.ScenarioError(source, ['observations'], str(exc))
+
+
+def _build_workload(name, raw, source, ratios=None):
     path = ['workloads', name]
+    ratio_source = raw.get('hot_ratio_source', '')
+    if raw.get('hot_ratio') == observed.OBSERVED:
+        raw, ratio_source = _observed(name, raw, source, ratios)
     specs = workload_extra_specs(raw)
     key_to_field = {extra_specs.MODES_KEY: 'modes',
                     extra_specs.PRIORITY_KEY: 'priority',
@@ -308,7 +352,8 @@ def _build_workload(name, raw, source):
         calibration=raw.get('calibration'),
         description=raw.get('description', ''),
         numa_nodes=numa_nodes, bound=bound,
-        bandwidth_gbps=raw.get('bandwidth_gbps'))
+        bandwidth_gbps=raw.get('bandwidth_gbps'),
+        flavor=raw.get('flavor'), hot_ratio_source=ratio_source)
 
 
 def _check_numa_nodes(nodes, raw, source, path):
@@ -326,10 +371,13 @@ def _check_numa_nodes(nodes, raw, source, path):
                 % (nodes, field, value, unit, types.NUMA_NODES_KEY, nodes))
 
 
-def parse(text, source, catalog=None):
+def parse(text, source, catalog=None, observations=None):
     """Build a :class:`Scenario` from YAML text.
 
     :param source: the file name to use in error messages.
+    :param observations: a directory of observation documents for the
+        workloads whose hot ratio is ``observed``, in place of the
+        scenario's ``observations`` key.
     :raises planner.errors.ScenarioError: on the first problem found.
     """
     raw = _read_yaml(text, source)
@@ -355,7 +403,8 @@ def parse(text, source, catalog=None):
             source, ['baseline'], 'unknown config %r '
             '(known: %s)' % (baseline,
                              ', '.join(sorted(configs))))
-    workloads = {name: _build_workload(name, w, source)
+    ratios = _observations(raw, source, observations)
+    workloads = {name: _build_workload(name, w, source, ratios)
                  for name, w in raw['workloads'].items()}
     policies = types.Policies(
         **{k: v for k, v in raw.get('policies', {}).items()
@@ -418,13 +467,14 @@ def _build_demand(raw, workloads, economics, source):
     return tuple(result)
 
 
-def load(path=None):
+def load(path=None, observations=None):
     """Load a scenario file, or a built-in scenario by name.
 
     :param path: a file path, a built-in scenario name, or None for the
         default built-in scenario.
+    :param observations: see :func:`parse`.
     """
-    return parse(*read_text(path))
+    return parse(*read_text(path), observations=observations)
 
 
 def read_text(path=None):

@@ -106,8 +106,12 @@ WORKLOAD_SCHEMA = _obj({
     'ram_gb': _POSITIVE,
     'used_gb': _POSITIVE,
     'used_source': _TEXT,
+    # The Nova flavor the workload stands for (default: the workload's
+    # name, as nova-config creates it): observations are matched by it.
+    'flavor': {'type': 'string', 'minLength': 1},
     # Flavor extra specs are strings in Nova; numbers are accepted here and
-    # turned into the string the flavor would carry.
+    # turned into the string the flavor would carry. 'observed': the value
+    # the observations recommend for the flavor (see planner.observed).
     'hot_ratio': {'type': ['number', 'string']},
     'hot_ratio_source': _TEXT,
     'priority': _TEXT,
@@ -179,4 +183,7 @@ SCENARIO_SCHEMA = _obj({
     'performance': PERFORMANCE_SCHEMA,
     'economics': ECONOMICS_SCHEMA,
     'demand': DEMAND_SCHEMA,
+    # A directory of nova-pmem-observe documents, relative to the scenario
+    # file, for workloads whose hot_ratio is 'observed'.
+    'observations': {'type': 'string', 'minLength': 1},
 }, required=['name', 'configs', 'workloads'])

@@ -164,6 +164,15 @@ class Workload:
     # model.per_vm_throughput); bandwidth_gbps: what one VM draws.
     bound: str = 'latency'
     bandwidth_gbps: float = None
+    # The Nova flavor's name when it differs from the workload's.
+    flavor: str = None
+    # Where the hot ratio comes from, in words ('observed: ...' when it
+    # was measured).
+    hot_ratio_source: str = ''
+
+    @property
+    def flavor_name(self):
+        return self.flavor or self.name
 
     @property
     def ram_mb(self):

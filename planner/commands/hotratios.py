@@ -1,0 +1,47 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""hot-ratios command."""
+
+from planner.commands import base
+from planner import observed
+from planner import scenario
+
+
+class HotRatios(base.ShortTableLister):
+    """Recommend each flavor's pmem:hot_ratio from observed working sets."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--observations', metavar='DIR', required=True,
+            help='a directory of nova-pmem-observe documents (the .json '
+                 'files, one per host and window)')
+        parser.add_argument(
+            '--scenario', metavar='FILE|NAME', default=None,
+            help='scenario YAML file, or the name of a built-in scenario '
+                 '(%s), whose workloads give the declared hot ratios: a '
+                 'flavor matches the workload whose flavor (default: its '
+                 'name) it is; default: none' % ', '.join(
+                     scenario.builtin_names()))
+        return parser
+
+    def short_columns(self, column_names):
+        return observed.SHORT_COLUMNS
+
+    def take_action(self, parsed_args):
+        ratios = observed.load(parsed_args.observations)
+        scen = (scenario.load(parsed_args.scenario,
+                              observations=parsed_args.observations)
+                if parsed_args.scenario else None)
+        columns = observed.COLUMNS
+        return columns, [tuple(r[c] for c in columns)
+                         for r in observed.rows(ratios, scen)]

@@ -1,0 +1,94 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Measured hot ratios: the planner's reading of ``nova-pmem-observe`` files.
+
+The rules (which instances count, the distribution of a flavor, the value
+to declare) are the core's (:mod:`nova_pmem_filters.core.observation`); this
+module turns them into the ``hot-ratios`` listing and into the hot ratio of
+a scenario workload that says ``hot_ratio: observed``.
+"""
+
+import shlex
+
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import observation
+from planner import errors
+
+# The value of a workload's hot_ratio that asks for the measured one.
+OBSERVED = 'observed'
+
+COLUMNS = ('flavor', 'instances', 'windows', 'p50', 'p95', 'max',
+           'declared', 'workload', 'recommended', 'under_declared',
+           'command')
+SHORT_COLUMNS = ('flavor', 'instances', 'windows', 'p50', 'p95', 'max',
+                 'declared', 'recommended', 'command')
+
+# Digits of the distribution's figures in the listing.
+_DIGITS = 4
+
+
+def load(directory):
+    """{flavor: FlavorRatios} of the observations in ``directory``.
+
+    :raises planner.errors.PlannerError: naming the file and the key.
+    """
+    try:
+        return observation.by_flavor(observation.load(directory))
+    except observation.ObservationError as exc:
+        raise errors.PlannerError(str(exc)) from exc
+
+
+def describe(found, directory):
+    """The hot_ratio_source of a workload planned with ``found``."""
+    p95 = observation.quantile(found.ratios, observation.RECOMMEND_QUANTILE)
+    return ('observed: p95 of %d instances in %d windows, %s (%.4g, rounded '
+            'up to %g: %g)' % (found.instances, found.windows, directory,
+                               p95, observation.RECOMMEND_STEP,
+                               found.recommended))
+
+
+def set_command(flavor, value):
+    """The ``openstack`` command that declares ``value`` for ``flavor``."""
+    return 'openstack flavor set --property %s=%g %s' % (
+        extra_specs.HOT_RATIO_KEY, value, shlex.quote(flavor))
+
+
+def rows(ratios, scen=None):
+    """One dict per observed flavor, with its declaration in ``scen``.
+
+    A flavor is matched to the scenario workload whose ``flavor`` (default:
+    the workload's name, as ``nova-config`` creates it) is its name.
+    """
+    workloads = {}
+    if scen is not None:
+        for workload in scen.workloads.values():
+            workloads.setdefault(workload.flavor_name, workload)
+    result = []
+    for flavor, found in sorted(ratios.items()):
+        workload = workloads.get(flavor)
+        declared = workload.hot_ratio if workload is not None else None
+        recommended = found.recommended
+        result.append({
+            'flavor': flavor, 'instances': found.instances,
+            'windows': found.windows,
+            'p50': round(observation.quantile(found.ratios, 0.5), _DIGITS),
+            'p95': round(observation.quantile(
+                found.ratios, observation.RECOMMEND_QUANTILE), _DIGITS),
+            'max': round(max(found.ratios), _DIGITS),
+            'declared': declared,
+            'workload': workload.name if workload is not None else None,
+            'recommended': recommended,
+            'under_declared': (None if declared is None else
+                               observation.under_declared(declared,
+                                                          found.ratios)),
+            'command': set_command(flavor, recommended)})
+    return result

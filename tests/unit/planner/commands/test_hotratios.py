@@ -1,0 +1,139 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""hot-ratios, and scenario workloads whose hot ratio is observed."""
+
+import json
+import os
+import textwrap
+
+import fixtures
+import testtools
+
+from planner import errors
+from planner import scenario
+from tests.unit import clitools
+from tests.unit import obsdocs
+
+GB = 1024
+
+
+class HotRatiosTestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        # m1.db: 0.2 and 0.6 -> p95 at 0.95: 0.2 + 0.95 x 0.4 = 0.58, up
+        # to 0.6. An unmeasured instance (a gap) does not count.
+        gap = dict(obsdocs.instance('g', 'm1.db', 8 * GB, 0.9),
+                   method=None, working_set_mb=None, hot_ratio=None,
+                   gap='the process exited')
+        self.obs = obsdocs.write(os.path.join(self.dir, 'obs'), [
+            obsdocs.document('h1', [
+                obsdocs.instance('a', 'm1.db', 8 * GB, 0.2),
+                obsdocs.instance('b', 'm1.db', 8 * GB, 0.6), gap])])
+
+    def run_cli(self, *argv):
+        return clitools.run_cli(self, argv)
+
+    def scenario_file(self, workload, top=''):
+        path = os.path.join(self.dir, 's.yaml')
+        with open(path, 'w') as f:
+            f.write(textwrap.dedent('''\
+                name: s
+                configs:
+                  dram:
+                    platform: ice-lake-2s
+                    cpu: xeon-gold-6330
+                    mode: dram
+                    per_socket: {ddr4-32: 8}
+                workloads:
+                ''') + textwrap.indent(workload, '  ') + top)
+        return path
+
+    def test_without_scenario(self):
+        status, out, err = self.run_cli('hot-ratios', '--observations',
+                                        self.obs, '-f', 'json')
+        self.assertEqual(0, status, err)
+        self.assertEqual([{
+            'flavor': 'm1.db', 'instances': 2, 'windows': 1, 'p50': 0.4,
+            'p95': 0.58, 'max': 0.6, 'declared': None, 'workload': None,
+            'recommended': 0.6, 'under_declared': None,
+            'command': 'openstack flavor set --property pmem:hot_ratio=0.6 '
+                       'm1.db'}], json.loads(out))
+
+    def test_declared_by_the_workload_of_that_flavor(self):
+        path = self.scenario_file(
+            'db: {vcpus: 2, ram_gb: 8, flavor: m1.db, hot_ratio: 0.3}\n')
+        status, out, err = self.run_cli(
+            'hot-ratios', '--observations', self.obs, '--scenario', path,
+            '-f', 'value', '-c', 'workload', '-c', 'declared',
+            '-c', 'under_declared')
+        self.assertEqual(0, status, err)
+        # -f value prints the chosen columns in the listing's order.
+        self.assertEqual('0.3 db True\n', out)
+        # nova-config creates and sets the flavor under that name.
+        status, out, err = self.run_cli('nova-config', '--scenario', path,
+                                        '-f', 'value', '-c', 'command')
+        self.assertEqual(0, status, err)
+        self.assertIn('--disk 0 m1.db\n', out)
+        self.assertIn('pmem:hot_ratio=0.3 m1.db\n', out)
+
+    def test_bad_input_is_one_line_and_exit_2(self):
+        bad = os.path.join(self.dir, 'bad')
+        os.mkdir(bad)
+        with open(os.path.join(bad, 'h.json'), 'w') as f:
+            json.dump(dict(obsdocs.document('h', []), window_s='long'), f)
+        for directory, words in (
+                (os.path.join(self.dir, 'nope'), ('nope', 'not a '
+                                                  'directory')),
+                (bad, ('h.json["window_s"]', 'expected a number'))):
+            status, out, err = self.run_cli('hot-ratios', '--observations',
+                                            directory)
+            self.assertEqual(2, status)
+            self.assertEqual('', out)
+            self.assertEqual(1, len(err.splitlines()), err)
+            for word in words:
+                self.assertIn(word, err)
+
+    def test_observed_workload(self):
+        path = self.scenario_file(
+            'db: {vcpus: 2, ram_gb: 8, flavor: m1.db, hot_ratio: observed,\n'
+            '     hot_ratio_source: a guess}\n'
+            'web: {vcpus: 2, ram_gb: 4, hot_ratio: 0.3}\n')
+        with open(path, 'a') as f:
+            f.write('observations: obs\n')
+        scen = scenario.load(path)
+        db = scen.workloads['db']
+        self.assertEqual((0.6, 'm1.db'), (db.hot_ratio, db.flavor_name))
+        self.assertTrue(db.hot_ratio_source.startswith(
+            'observed: p95 of 2 instances in 1 windows, %s' % self.obs))
+        self.assertEqual(('', 'web'), (scen.workloads['web'].hot_ratio_source,
+                                       scen.workloads['web'].flavor_name))
+
+    def test_observed_errors(self):
+        def fails(workload, *words, top='', **load):
+            path = self.scenario_file(workload, top)
+            exc = self.assertRaises(errors.PlannerError, scenario.load, path,
+                                    **load)
+            for word in words:
+                self.assertIn(word, str(exc))
+        fails('db: {vcpus: 2, ram_gb: 8, hot_ratio: observed}\n',
+              'workloads.db.hot_ratio', "'observed' needs observations")
+        fails('db: {vcpus: 2, ram_gb: 8, hot_ratio: observed}\n',
+              'workloads.db.hot_ratio', "no measured instance of flavor "
+              "'db'", 'measured: m1.db', observations=self.obs)
+        fails('db: {vcpus: 2, ram_gb: 8, hot_ratio: often}\n',
+              'workloads.db.hot_ratio', 'pmem:hot_ratio')
+        fails('db: {vcpus: 2, ram_gb: 8}\n', 's.yaml: observations:',
+              'not a directory', top='observations: nope\n')
+        fails('db: {vcpus: 2, ram_gb: 8}\n', 'nope', 'not a directory',
+              observations=os.path.join(self.dir, 'nope'))
