@@ -31,6 +31,7 @@ versioned like the host profile (``doc/source/observation-format.rst``)::
         "uuid": "...", "name": "instance-0000002a",
         "flavor": "m1.redis", "flavor_ram_mb": 24576, "flavor_vcpus": 4,
         "pid": 4242,
+        "declared_hot_ratio": 0.25 | null,    # the flavor's pmem:hot_ratio
         "method": "damon" | "reference_bits" | null,
         "working_set_mb": 3900.5 | null,
         "hot_ratio": 0.159 | null,            # working set / flavor RAM
@@ -140,6 +141,11 @@ def parse(data, source):
                                       json.dumps(method)))
         _number(inst, 'working_set_mb', where, source)
         _number(inst, 'hot_ratio', where, source)
+        declared = _number(inst, 'declared_hot_ratio', where, source)
+        if declared is not None and not 0.0 < declared <= 1.0:
+            raise ObservationError(source, where + ['declared_hot_ratio'],
+                                   'expected a number above 0 and at most '
+                                   '1, or null, got %s' % declared)
         numa = inst.get('numa_mb', {})
         if not isinstance(numa, dict):
             raise ObservationError(source, where + ['numa_mb'],

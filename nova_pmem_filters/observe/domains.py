@@ -44,6 +44,8 @@ import collections
 import os
 import xml.etree.ElementTree as etree
 
+from nova_pmem_filters.core import extra_specs
+
 DEFAULT_DIR = '/run/libvirt/qemu'
 # Nova's metadata namespace (nova/virt/libvirt/config.py NOVA_NS); 1.0 is
 # what Nova wrote before the Ocata-era 1.1 and is read the same way.
@@ -55,7 +57,8 @@ NOVA_NAMESPACES = ('http://openstack.org/xmlns/libvirt/nova/1.1',
 RUNNING = frozenset(['running', 'blocked'])
 
 Instance = collections.namedtuple(
-    'Instance', 'uuid name flavor flavor_ram_mb flavor_vcpus pid')
+    'Instance', 'uuid name flavor flavor_ram_mb flavor_vcpus pid '
+    'declared_hot_ratio declared_gap', defaults=(None, None))
 
 
 class DomainError(ValueError):
@@ -124,8 +127,31 @@ def parse_status(text, source):
     vcpus = flavor.findtext('{%s}vcpus' % ns)
     vcpus = (None if vcpus is None else
              _integer(vcpus, source, 'nova:flavor/nova:vcpus', minimum=1))
+    declared, gap = _declared(flavor, ns, name)
     return Instance(uuid=uuid, name=name, flavor=flavor.get('name') or None,
-                    flavor_ram_mb=ram, flavor_vcpus=vcpus, pid=pid)
+                    flavor_ram_mb=ram, flavor_vcpus=vcpus, pid=pid,
+                    declared_hot_ratio=declared, declared_gap=gap)
+
+
+def _declared(flavor, ns, name):
+    """(pmem:hot_ratio the flavor declares, or None; a gap, or None).
+
+    Nova's libvirt driver copies the flavor's extra specs into the metadata
+    (``<nova:extraSpecs><nova:extraSpec name=...>``, in recent releases,
+    34.0.0 among them); older releases do not, and a flavor without the
+    key leaves the scheduler's default (nova.conf), which the observer does
+    not know: both are None. A value the core refuses is None with a gap
+    naming it (the scheduler counts such a flavor's RAM all hot).
+    """
+    for spec in flavor.findall('{%s}extraSpecs/{%s}extraSpec' % (ns, ns)):
+        if spec.get('name') != extra_specs.HOT_RATIO_KEY:
+            continue
+        value = (spec.text or '').strip()
+        try:
+            return extra_specs.parse_hot_ratio(value), None
+        except extra_specs.InvalidExtraSpec as exc:
+            return None, 'domain %s: %s' % (name, exc)
+    return None, None
 
 
 def read_status(path):

@@ -185,8 +185,11 @@ def _instance(inst, method, measurement, window_gap, nodes, backends,
     doc = {'uuid': inst.uuid, 'name': inst.name, 'flavor': inst.flavor,
            'flavor_ram_mb': inst.flavor_ram_mb,
            'flavor_vcpus': inst.flavor_vcpus, 'pid': inst.pid,
+           'declared_hot_ratio': inst.declared_hot_ratio,
            'method': None, 'working_set_mb': None, 'hot_ratio': None,
            'numa_mb': {}, 'cell': None, 'gap': None}
+    if inst.declared_gap:
+        gaps.append(inst.declared_gap)
     if window_gap:
         doc['gap'] = window_gap
     elif measurement is None:

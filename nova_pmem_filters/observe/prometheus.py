@@ -73,6 +73,9 @@ def metrics(doc):
     hot = _gauge('instance_hot_ratio',
                  'Working set over flavor RAM (what pmem:hot_ratio '
                  'declares).', INSTANCE_LABELS + ['method'])
+    declared = _gauge('instance_declared_hot_ratio',
+                      "The flavor's pmem:hot_ratio, where Nova's libvirt "
+                      'metadata carries it.', INSTANCE_LABELS)
     ram = _gauge('instance_flavor_memory_bytes', "The flavor's RAM.",
                  INSTANCE_LABELS)
     measured = _gauge('instance_measured',
@@ -89,6 +92,8 @@ def metrics(doc):
             ws.add_metric(labels + [method], inst['working_set_mb'] * MB)
         if inst.get('hot_ratio') is not None:
             hot.add_metric(labels + [method], inst['hot_ratio'])
+        if inst.get('declared_hot_ratio') is not None:
+            declared.add_metric(labels, inst['declared_hot_ratio'])
         if inst.get('flavor_ram_mb') is not None:
             ram.add_metric(labels, inst['flavor_ram_mb'] * MB)
         measured.add_metric(labels, 0 if inst.get('gap') else 1)
@@ -96,6 +101,7 @@ def metrics(doc):
             numa.add_metric(labels + [str(node)], mb * MB)
     yield ws
     yield hot
+    yield declared
     yield ram
     yield measured
     yield numa

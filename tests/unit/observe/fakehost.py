@@ -24,8 +24,13 @@ UUID_B = 'a1b2c3d4-0000-4000-8000-00000000000b'
 
 
 def guest_xml(uuid, name, flavor='m1.redis', memory_mb=4096, vcpus=2,
-              nova=True):
-    """A libvirt domain definition as Nova's libvirt driver writes it."""
+              nova=True, extra_specs=None):
+    """A libvirt domain definition as Nova's libvirt driver writes it.
+
+    ``extra_specs``: the flavor's, as recent Nova releases (34.0.0 among
+    them) copy them into the metadata (``<nova:extraSpecs>``); None: as
+    older releases, none.
+    """
     guest = vconfig.LibvirtConfigGuest()
     guest.virt_type = 'kvm'
     guest.name = name
@@ -45,6 +50,7 @@ def guest_xml(uuid, name, flavor='m1.redis', memory_mb=4096, vcpus=2,
         meta.flavor.disk = 20
         meta.flavor.swap = 0
         meta.flavor.ephemeral = 0
+        meta.flavor.extra_specs = extra_specs
         meta.owner = vconfig.LibvirtConfigGuestMetaNovaOwner()
         meta.owner.userid = 'u1'
         meta.owner.username = 'demo'

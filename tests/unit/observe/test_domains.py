@@ -37,6 +37,22 @@ class DomainsTestCase(testtools.TestCase):
             flavor='m1.redis', flavor_ram_mb=24576, flavor_vcpus=4,
             pid=4242)], found)
 
+    def test_the_declared_hot_ratio_from_nova_extra_specs(self):
+        fakehost.add_domain(self.dir, 'instance-1', fakehost.UUID_A, pid=1,
+                            extra_specs={'pmem:hot_ratio': '0.25',
+                                         'pmem:modes': 'memory_mode'})
+        fakehost.add_domain(self.dir, 'instance-2', fakehost.UUID_B, pid=2,
+                            extra_specs={'pmem:hot_ratio': '1.5'})
+        found, gaps = domains.instances(self.dir)
+        self.assertEqual([0.25, None],
+                         [i.declared_hot_ratio for i in found])
+        # The value the scheduler refuses is named, not guessed.
+        self.assertIsNone(found[0].declared_gap)
+        self.assertIn('domain instance-2', found[1].declared_gap)
+        self.assertIn("pmem:hot_ratio", found[1].declared_gap)
+        self.assertIn("'1.5'", found[1].declared_gap)
+        self.assertEqual([], gaps)
+
     def test_several_in_file_name_order(self):
         fakehost.add_domain(self.dir, 'instance-2', fakehost.UUID_B, pid=2)
         fakehost.add_domain(self.dir, 'instance-1', fakehost.UUID_A, pid=1)

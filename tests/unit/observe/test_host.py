@@ -73,7 +73,8 @@ class HostTestCase(testtools.TestCase):
         # A: 4 GiB flavor, 1 GiB touched; 3 GiB on node 0, 1 GiB on node 2.
         fakehost.add_domain(self.libvirt, 'instance-0000000a',
                             fakehost.UUID_A, pid=101, flavor='m1.small',
-                            memory_mb=4096, vcpus=2)
+                            memory_mb=4096, vcpus=2,
+                            extra_specs={'pmem:hot_ratio': '0.2'})
         fakehost.add_process(self.proc, 101, referenced_kb=1048576,
                              numa_pages={0: 3 * GIB_PAGES, 2: GIB_PAGES})
         # B: 8 GiB flavor, 2 GiB touched; 2 GiB on node 1, 2 MiB on node 0.
@@ -116,9 +117,12 @@ class HostTestCase(testtools.TestCase):
         self.assertEqual(
             {'uuid': fakehost.UUID_A, 'name': 'instance-0000000a',
              'flavor': 'm1.small', 'flavor_ram_mb': 4096, 'flavor_vcpus': 2,
-             'pid': 101, 'method': 'reference_bits', 'working_set_mb': 1024.0,
+             'pid': 101, 'declared_hot_ratio': 0.2,
+             'method': 'reference_bits', 'working_set_mb': 1024.0,
              'hot_ratio': 0.25, 'numa_mb': {'0': 3072.0, '2': 1024.0},
              'cell': 0, 'gap': None}, a)
+        # B's flavor declares nothing (or an older Nova does not say).
+        self.assertIsNone(b['declared_hot_ratio'])
         self.assertEqual(2048.0, b['working_set_mb'])
         self.assertEqual(0.25, b['hot_ratio'])
         self.assertEqual({'0': 2.0, '1': 2048.0}, b['numa_mb'])

@@ -53,7 +53,8 @@ def document():
         'instances': [
             {'uuid': 'u-1', 'name': 'instance-1', 'flavor': 'm1.redis',
              'flavor_ram_mb': 24576, 'flavor_vcpus': 4, 'pid': 4242,
-             'method': 'damon', 'working_set_mb': 3900.5,
+             'declared_hot_ratio': 0.125, 'method': 'damon',
+             'working_set_mb': 3900.5,
              'hot_ratio': 0.1587, 'numa_mb': {'0': 20000.0, '2': 4000.0},
              'cell': 0, 'gap': None},
             {'uuid': 'u-2', 'name': 'instance-2', 'flavor': 'm1.small',
@@ -98,6 +99,11 @@ class PrometheusTestCase(testtools.TestCase):
             ('nova_pmem_instance_hot_ratio', one_damon)])
         self.assertEqual(24576 * MB, found[
             ('nova_pmem_instance_flavor_memory_bytes', one)])
+        # Declared by u-1's flavor; u-2's declares nothing: no sample.
+        self.assertEqual(0.125, found[
+            ('nova_pmem_instance_declared_hot_ratio', one)])
+        self.assertNotIn(('nova_pmem_instance_declared_hot_ratio',
+                          inst('u-2', 'instance-2', 'm1.small')), found)
         self.assertEqual(4000.0 * MB, found[
             ('nova_pmem_instance_numa_memory_bytes',
              inst('u-1', 'instance-1', 'm1.redis', node='2'))])
