@@ -59,6 +59,8 @@ class ParseTestCase(testtools.TestCase):
                  '["instances"][0]["hot_ratio"]'),
                 (document(instances=[dict(inst, numa_mb={'0': -5})]),
                  '["instances"][0]["numa_mb"]["0"]'),
+                (document(instances=[dict(inst, declared_hot_ratio=1.5)]),
+                 '["instances"][0]["declared_hot_ratio"]'),
                 (document(gaps=[3]), '["gaps"]')):
             exc = self.assertRaises(observation.ObservationError,
                                     observation.parse, doc, 'obs.json')
