@@ -50,17 +50,19 @@ Related options:
     cfg.ListOpt(
         'default_flavor_modes',
         default=list(kinds.MODES),
-        item_type=types.String(choices=kinds.MODES),
+        item_type=types.String(choices=kinds.FLAVOR_MODES),
         help="""
 Host memory modes a flavor may use when it has no ``pmem:modes`` extra spec.
 
 Possible values:
 
-* A comma-separated list of ``dram``, ``memory_mode`` and ``app_direct``.
-  The default, all three, lets unlabelled flavors run anywhere. Restrict it,
-  for example to ``dram``, to keep every flavor off PMem and CXL hosts
-  unless it opts in (``cxl_flat`` and ``cxl_kmem`` hosts pass as
-  ``memory_mode``, ``cxl_devdax`` hosts as ``dram``).
+* A comma-separated list of the ``pmem:modes`` values ``dram``,
+  ``memory_mode``, ``app_direct``, ``cxl_flat``, ``cxl_kmem`` and
+  ``cxl_devdax``. The default, the first three, lets unlabelled flavors run
+  anywhere. Restrict it, for example to ``dram``, to keep every flavor off
+  PMem and CXL hosts unless it opts in (``cxl_flat`` and ``cxl_kmem`` hosts
+  pass as ``memory_mode``, ``cxl_devdax`` hosts as ``dram``; a CXL kind
+  listed here admits exactly the hosts of that kind).
 
 Related options:
 

@@ -42,7 +42,7 @@ PRIORITY_NORMAL = 'normal'
 PRIORITY_LOW = 'low'
 PRIORITIES = (PRIORITY_HIGH, PRIORITY_NORMAL, PRIORITY_LOW)
 
-_MODE_ALTERNATION = '|'.join(kinds.MODES)
+_MODE_ALTERNATION = '|'.join(kinds.FLAVOR_MODES)
 
 # A comma list of modes; blanks around the commas are allowed.
 MODES_PATTERN = (r'\s*(?:%(m)s)\s*(?:,\s*(?:%(m)s)\s*)*'
@@ -60,8 +60,9 @@ MODES_DESCRIPTION = (
     'Comma-separated list of host memory modes this flavor may run on: '
     '%s. A host in none of them is rejected by PmemModeFilter. CXL hosts '
     'pass as the mode they behave as: cxl_flat and cxl_kmem as memory_mode, '
-    'cxl_devdax as dram. Defaults to [pmem] default_flavor_modes.'
-    % ', '.join(kinds.MODES))
+    'cxl_devdax as dram; a CXL kind named in the list admits exactly the '
+    'hosts of that kind. Defaults to [pmem] default_flavor_modes.'
+    % ', '.join(kinds.FLAVOR_MODES))
 PRIORITY_DESCRIPTION = (
     'Memory-tier priority of the flavor: high prefers DRAM-backed hosts '
     '(dram, app_direct, cxl_devdax), low prefers tiered hosts '
@@ -74,7 +75,8 @@ HOT_RATIO_DESCRIPTION = (
 
 # key -> (human description of the allowed values, regex the value matches)
 RULES = {
-    MODES_KEY: ('a comma-separated list of %s' % ', '.join(kinds.MODES),
+    MODES_KEY: ('a comma-separated list of %s'
+                % ', '.join(kinds.FLAVOR_MODES),
                 MODES_PATTERN),
     PRIORITY_KEY: ('one of %s' % ', '.join(PRIORITIES),
                    '|'.join(PRIORITIES)),
@@ -121,6 +123,8 @@ class InvalidExtraSpec(ValueError):
             % (key, value, allowed))
 
 
+# Every kind passes as one of these: a flavor allowing all of them allows
+# every host.
 _ALL_MODES = frozenset(kinds.MODES)
 
 
@@ -141,13 +145,14 @@ class PmemRequest:
         """Whether a host of kind ``mode`` passes the flavor's modes.
 
         A CXL host passes as the mode it behaves as
-        (:func:`nova_pmem_filters.core.kinds.scheduled_as`).
+        (:func:`nova_pmem_filters.core.kinds.scheduled_as`), or by its own
+        name (:func:`nova_pmem_filters.core.kinds.admitted_by`).
         """
-        return kinds.scheduled_as(mode) in self.modes
+        return not kinds.admitted_by(mode).isdisjoint(self.modes)
 
     @property
     def constrains_modes(self):
-        return self.modes != _ALL_MODES
+        return not _ALL_MODES <= self.modes
 
     def hot_mb(self, memory_mb):
         """Hot RAM in MB of an instance of ``memory_mb`` with this request."""

@@ -47,8 +47,9 @@ class Kind:
 
     # The pmem_mode aggregate value.
     name: str
-    # The ``pmem:modes`` value (an Optane mode) the kind passes as: flavors
-    # say dram, memory_mode or app_direct, and a CXL host behaves as one.
+    # The ``pmem:modes`` value (an Optane mode) the kind passes as: a flavor
+    # saying dram, memory_mode or app_direct admits the CXL kinds that
+    # behave as it; a flavor naming a CXL kind admits only that kind.
     scheduled_as: str
     # Guest RAM is a far tier behind near memory: the hot RAM of the
     # instances must stay within the near memory (pmem_dram_cache_gb).
@@ -92,9 +93,13 @@ KINDS = {k.name: k for k in (
 
 # Every kind an aggregate may name, in the table's order.
 ALL_MODES = tuple(KINDS)
-# The values of pmem:modes: the kinds that are scheduled as themselves.
+# The kinds that are scheduled as themselves: every kind passes as one of
+# them, and together they are the default of [pmem] default_flavor_modes.
 MODES = tuple(k.name for k in KINDS.values() if k.scheduled_as == k.name)
 CXL_MODES = tuple(k.name for k in KINDS.values() if k.family == 'cxl')
+# The values of pmem:modes: the modes above, each admitting the kinds
+# scheduled as it, and the CXL kinds, each admitting exactly itself.
+FLAVOR_MODES = MODES + CXL_MODES
 TIERED = frozenset(k.name for k in KINDS.values() if k.tiered)
 DRAM_BACKED = frozenset(k.name for k in KINDS.values() if k.dram_backed)
 
@@ -113,6 +118,16 @@ def scheduled_as(mode):
     """The ``pmem:modes`` value a host kind passes as."""
     kind = KINDS.get(mode)
     return kind.scheduled_as if kind is not None else mode
+
+
+def admitted_by(mode):
+    """The ``pmem:modes`` values that admit a host of kind ``mode``.
+
+    Its own name (a CXL kind is selected by name) and the mode it is
+    scheduled as (the Optane modes keep admitting the CXL kinds that
+    behave as them).
+    """
+    return frozenset((mode, scheduled_as(mode)))
 
 
 def order(mode):

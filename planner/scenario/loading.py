@@ -262,7 +262,7 @@ def explicit_specs(specs, request):
     specs = dict(specs)
     if extra_specs.MODES_KEY not in specs:
         specs[extra_specs.MODES_KEY] = ','.join(
-            m for m in kinds.MODES if m in request.modes)
+            m for m in kinds.FLAVOR_MODES if m in request.modes)
     if extra_specs.HOT_RATIO_KEY not in specs:
         specs[extra_specs.HOT_RATIO_KEY] = _spec_value(request.hot_ratio)
     return specs

@@ -18,10 +18,11 @@ the base class::
     kmem1    80 vCPU  512 GB visible (256 DRAM + 256 CXL)   cxl_kmem
     devdax1  80 vCPU  256 GB DRAM (CXL kept as devdax)      cxl_devdax
 
-Flavors keep saying ``pmem:modes`` with the Optane values: a tiered CXL
-host (flat, kmem) passes as ``memory_mode`` and its near memory (its DRAM,
+Flavors saying ``pmem:modes`` with the Optane values: a tiered CXL host
+(flat, kmem) passes as ``memory_mode`` and its near memory (its DRAM,
 ``pmem_dram_cache_gb``) bounds hot RAM as a Memory-Mode host's DRAM cache
-does; a devdax host passes as ``dram``.
+does; a devdax host passes as ``dram``. A flavor naming a CXL kind in
+``pmem:modes`` lands on hosts of exactly that kind.
 """
 
 from nova_pmem_filters.core import cache
@@ -65,6 +66,27 @@ class CxlRoutingTest(base.PmemTestBase):
             'latency', memory_gb=16, extra_specs={'pmem:modes': 'dram'})
         hosts = {self._host_of(self._boot(flavor)) for _ in range(4)}
         self.assertEqual({base.DRAM_HOST, DEVDAX.name}, hosts)
+
+    def test_cxl_value_selects_exactly_its_kind(self):
+        kmem = self._create_pmem_flavor(
+            'kmem-only', memory_gb=16, extra_specs={
+                'pmem:modes': kinds.CXL_KMEM, 'pmem:hot_ratio': '0.5'})
+        capacity = self._create_pmem_flavor(
+            'capacity', memory_gb=16, extra_specs={
+                'pmem:modes': 'memory_mode', 'pmem:hot_ratio': '0.5'})
+        # RAMWeigher would spread over both tiered hosts; the kmem value
+        # keeps every instance on the kmem host.
+        self.assertEqual({KMEM.name},
+                         {self._host_of(self._boot(kmem)) for _ in range(3)})
+        # memory_mode still admits both tiered kinds, as before: with the
+        # kmem host fuller, the next instances go to the flat host.
+        self.assertEqual({FLAT.name}, {self._host_of(self._boot(capacity))
+                                       for _ in range(2)})
+        for kind, host in ((kinds.CXL_FLAT, FLAT), (kinds.CXL_DEVDAX, DEVDAX)):
+            flavor = self._create_pmem_flavor(
+                kind + '-only', memory_gb=16,
+                extra_specs={'pmem:modes': kind})
+            self.assertEqual(host.name, self._host_of(self._boot(flavor)))
 
     def test_high_priority_prefers_dram_backed_kinds(self):
         flavor = self._create_pmem_flavor(

@@ -26,7 +26,8 @@ VALID = {
     'pmem:hot_ratio': '.25',
 }
 
-MODES_ALLOWED = 'a comma-separated list of dram, memory_mode, app_direct'
+MODES_ALLOWED = ('a comma-separated list of dram, memory_mode, app_direct, '
+                 'cxl_flat, cxl_kmem, cxl_devdax')
 RATIO_ALLOWED = 'a decimal number greater than 0 and at most 1'
 
 # (key, bad value, what the message says is allowed)

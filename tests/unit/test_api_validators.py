@@ -56,6 +56,10 @@ class PmemValidatorsTestCase(test.NoDBTestCase):
             ('pmem:modes', 'app_direct'),
             ('pmem:modes', 'dram,app_direct'),
             ('pmem:modes', ' dram , memory_mode '),
+            ('pmem:modes', 'cxl_flat'),
+            ('pmem:modes', 'cxl_kmem'),
+            ('pmem:modes', 'cxl_devdax'),
+            ('pmem:modes', 'memory_mode, cxl_kmem,cxl_devdax'),
             ('pmem:priority', 'high'),
             ('pmem:priority', 'normal'),
             ('pmem:priority', 'low'),
@@ -70,9 +74,14 @@ class PmemValidatorsTestCase(test.NoDBTestCase):
     def test_invalid_values(self):
         cases = [
             ('pmem:modes', 'dram,', 'a comma-separated list of dram, '
-             'memory_mode, app_direct'),
+             'memory_mode, app_direct, cxl_flat, cxl_kmem, cxl_devdax'),
             ('pmem:modes', 'DRAM', 'a comma-separated list of dram, '
-             'memory_mode, app_direct'),
+             'memory_mode, app_direct, cxl_flat, cxl_kmem, cxl_devdax'),
+            ('pmem:modes', 'cxl', 'a comma-separated list of dram, '
+             'memory_mode, app_direct, cxl_flat, cxl_kmem, cxl_devdax'),
+            ('pmem:modes', 'cxl_kmem,mixed', 'a comma-separated list of '
+             'dram, memory_mode, app_direct, cxl_flat, cxl_kmem, '
+             'cxl_devdax'),
             ('pmem:priority', 'urgent', 'one of high, normal, low'),
             ('pmem:priority', 'High', 'one of high, normal, low'),
             ('pmem:hot_ratio', '0', 'a decimal number greater than 0 and at '

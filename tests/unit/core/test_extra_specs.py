@@ -70,6 +70,12 @@ class ModesTestCase(testtools.TestCase):
             'dram,\tapp_direct': {'dram', 'app_direct'},
             'dram,dram': {'dram'},
             'app_direct,memory_mode,dram': ALL_MODES,
+            'cxl_flat': {'cxl_flat'},
+            'cxl_kmem': {'cxl_kmem'},
+            'cxl_devdax': {'cxl_devdax'},
+            'memory_mode, cxl_kmem': {'memory_mode', 'cxl_kmem'},
+            'cxl_devdax,cxl_flat,cxl_kmem': {'cxl_flat', 'cxl_kmem',
+                                             'cxl_devdax'},
         }
         for value, expected in cases.items():
             req = extra_specs.parse({'pmem:modes': value})
@@ -82,11 +88,37 @@ class ModesTestCase(testtools.TestCase):
         self.assertFalse(req.constrains_modes)
         req = extra_specs.parse({'pmem:modes': 'dram,memory_mode'})
         self.assertTrue(req.constrains_modes)
+        # CXL values admit only hosts the three admit already.
+        req = extra_specs.parse({'pmem:modes': ','.join(kinds.FLAVOR_MODES)})
+        self.assertFalse(req.constrains_modes)
+        req = extra_specs.parse({'pmem:modes': 'dram,memory_mode,cxl_devdax'})
+        self.assertTrue(req.constrains_modes)
+
+    def test_cxl_values_select_their_kind(self):
+        req = extra_specs.parse({'pmem:modes': 'cxl_kmem'})
+        self.assertEqual(['cxl_kmem'],
+                         [m for m in kinds.ALL_MODES if req.allows(m)])
+        # The Optane values keep admitting the CXL kinds that behave as
+        # them.
+        req = extra_specs.parse({'pmem:modes': 'memory_mode'})
+        self.assertEqual(['memory_mode', 'cxl_flat', 'cxl_kmem'],
+                         [m for m in kinds.ALL_MODES if req.allows(m)])
+        req = extra_specs.parse({'pmem:modes': 'dram'})
+        self.assertEqual(['dram', 'cxl_devdax'],
+                         [m for m in kinds.ALL_MODES if req.allows(m)])
+        self.assertFalse(req.allows(None))
+        self.assertFalse(req.allows('mixed'))
+
+    def test_described_values(self):
+        for mode in kinds.FLAVOR_MODES:
+            self.assertIn(mode, extra_specs.MODES_DESCRIPTION)
+            self.assertIn(mode, extra_specs.RULES['pmem:modes'][0])
 
     def test_invalid(self):
         for value in ('', ' ', 'DRAM', 'dram,', ',dram', 'dram,,app_direct',
                       'dram;memory_mode', 'dram memory_mode', 'memory-mode',
-                      'optane', 'dram,optane'):
+                      'optane', 'dram,optane', 'cxl', 'CXL_KMEM',
+                      'cxl_kmem,', 'cxl-kmem', 'mixed', 'cxl_kmemx'):
             exc = self.assertRaises(extra_specs.InvalidExtraSpec,
                                     extra_specs.parse, {'pmem:modes': value})
             self.assertEqual('pmem:modes', exc.key)
@@ -189,7 +221,8 @@ class MessageTestCase(testtools.TestCase):
     def test_message_names_key_value_and_rule(self):
         cases = [
             ('pmem:modes', 'dram,optane',
-             'a comma-separated list of dram, memory_mode, app_direct'),
+             'a comma-separated list of dram, memory_mode, app_direct, '
+             'cxl_flat, cxl_kmem, cxl_devdax'),
             ('pmem:priority', 'urgent', 'one of high, normal, low'),
             ('pmem:hot_ratio', '1.5',
              'a decimal number greater than 0 and at most 1'),

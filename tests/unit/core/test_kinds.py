@@ -51,6 +51,27 @@ class TableTestCase(testtools.TestCase):
             self.assertEqual(kind.tiered,
                              kind.scheduled_as == kinds.MEMORY_MODE)
 
+    def test_flavor_modes(self):
+        # The pmem:modes values: the three modes first, as before CXL, then
+        # each CXL kind by name.
+        self.assertEqual(('dram', 'memory_mode', 'app_direct', 'cxl_flat',
+                          'cxl_kmem', 'cxl_devdax'), kinds.FLAVOR_MODES)
+        self.assertEqual(frozenset(kinds.ALL_MODES),
+                         frozenset(kinds.FLAVOR_MODES))
+
+    def test_admitted_by(self):
+        self.assertEqual(
+            {kinds.DRAM: {'dram'},
+             kinds.MEMORY_MODE: {'memory_mode'},
+             kinds.APP_DIRECT: {'app_direct'},
+             kinds.CXL_FLAT: {'cxl_flat', 'memory_mode'},
+             kinds.CXL_KMEM: {'cxl_kmem', 'memory_mode'},
+             kinds.CXL_DEVDAX: {'cxl_devdax', 'dram'}},
+            {mode: set(kinds.admitted_by(mode)) for mode in kinds.ALL_MODES})
+        for mode in kinds.ALL_MODES:
+            self.assertLessEqual(kinds.admitted_by(mode),
+                                 frozenset(kinds.FLAVOR_MODES))
+
     def test_tiered_and_dram_backed_split_the_kinds(self):
         self.assertEqual(frozenset(['memory_mode', 'cxl_flat', 'cxl_kmem']),
                          kinds.TIERED)
@@ -154,6 +175,54 @@ class RulesTestCase(testtools.TestCase):
         for kind in kinds.CXL_MODES:
             self.assertEqual((True, None), decide.mode_passes(
                 anywhere, _profile(kind, pmem_dram_cache_gb='1')))
+
+    def test_each_flavor_value_on_each_kind(self):
+        # The hosts each single pmem:modes value admits: the three Optane
+        # values as before CXL values existed, each CXL value exactly its
+        # own kind.
+        expected = {
+            'dram': {kinds.DRAM, kinds.CXL_DEVDAX},
+            'memory_mode': {kinds.MEMORY_MODE, kinds.CXL_FLAT,
+                            kinds.CXL_KMEM},
+            'app_direct': {kinds.APP_DIRECT},
+            'cxl_flat': {kinds.CXL_FLAT},
+            'cxl_kmem': {kinds.CXL_KMEM},
+            'cxl_devdax': {kinds.CXL_DEVDAX},
+        }
+        self.assertEqual(set(kinds.FLAVOR_MODES), set(expected))
+        for value, admitted in expected.items():
+            request = self._request(**{'pmem:modes': value})
+            self.assertTrue(request.constrains_modes, value)
+            for kind in kinds.ALL_MODES:
+                prof = _profile(kind, pmem_dram_cache_gb='256')
+                passes, reason = decide.mode_passes(request, prof)
+                self.assertEqual(kind in admitted, passes, (value, kind))
+                self.assertEqual(None if passes else decide.REJECT_MODE,
+                                 reason, (value, kind))
+            # A host of unknown profile passes no constraining value.
+            self.assertEqual((False, decide.REJECT_UNKNOWN),
+                             decide.mode_passes(request, _profile('cxl')))
+
+    def test_mixed_lists(self):
+        # Lists admit the union of their values' hosts.
+        request = self._request(**{'pmem:modes': 'dram,cxl_kmem'})
+        self.assertEqual(
+            [kinds.DRAM, kinds.CXL_KMEM, kinds.CXL_DEVDAX],
+            [k for k in kinds.ALL_MODES if request.allows(k)])
+        # All three Optane values admit every kind, as before: a CXL value
+        # more does not make the flavor constrain modes, so it still runs
+        # on hosts of unknown profile.
+        request = self._request(
+            **{'pmem:modes': 'dram,memory_mode,app_direct,cxl_flat'})
+        self.assertFalse(request.constrains_modes)
+        self.assertEqual((True, None),
+                         decide.mode_passes(request, _profile('cxl')))
+        # Every CXL value, and no Optane one, admits only the CXL kinds.
+        request = self._request(
+            **{'pmem:modes': 'cxl_flat,cxl_kmem,cxl_devdax'})
+        self.assertTrue(request.constrains_modes)
+        self.assertEqual(list(kinds.CXL_MODES),
+                         [k for k in kinds.ALL_MODES if request.allows(k)])
 
     def test_near_memory_bound(self):
         for kind in TIERED_CXL:
