@@ -57,9 +57,10 @@ def planner():
 
 
 def doctor():
-    # The doctor's "could not run" status.
+    # The doctor's "could not run" status (3, "unknown"; 2 is the cloud's
+    # errors).
     sys.exit(run('nova-pmem-doctor', 'doctor', 'nova_pmem_filters.doctor.cli',
-                 2))
+                 3))
 
 
 def discover():

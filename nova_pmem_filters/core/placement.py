@@ -62,6 +62,17 @@ def near_memory_spec(memory_mb, hot_ratio):
     return {NEAR_MEMORY_KEY: str(near_memory_mb(memory_mb, hot_ratio))}
 
 
+def near_memory_keys(extra_specs):
+    """The extra-spec keys that request ``CUSTOM_NEAR_MEMORY_MB``, sorted.
+
+    One per request group that names it (``resources``, ``resources1``,
+    ``resources_GROUP``), whatever its value.
+    """
+    return sorted(key for key in (extra_specs or {})
+                  if isinstance(key, str)
+                  and _NEAR_MEMORY_KEY_RE.fullmatch(key))
+
+
 def requested_near_memory(extra_specs):
     """MB of ``CUSTOM_NEAR_MEMORY_MB`` a flavor requests, or None.
 

@@ -16,10 +16,12 @@ usual ``--os-*`` options; admin credentials), and optionally the local
 nova.conf (``--config-file``), a directory of discovered host profiles
 (``--fleet DIR``) and one of observations (``--observations DIR``). Lists
 findings; exits 0 when clean (info findings only), 1 with warnings, 2 with
-errors. A cloud that cannot be read, bad
-credentials or a bad file are one line on stderr and exit status 2.
+errors. A cloud that cannot be read, bad credentials or a bad file are one
+line on stderr and exit status 3 ("unknown", as for a monitoring plugin):
+the audit did not run.
 """
 
+import logging
 import sys
 
 from cliff import app
@@ -39,6 +41,13 @@ from nova_pmem_filters.doctor import snapshot
 
 COLUMNS = ('severity', 'code', 'object', 'problem', 'fix')
 DEFAULT_COMMAND = 'check'
+# The exit status of an audit that could not run: "unknown" in the Nagios
+# plugin convention, apart from 2, the cloud's errors.
+UNKNOWN = 3
+# Libraries that log what the doctor reports as its one line (keystoneauth's
+# "Failed to discover available identity versions" before a connection
+# error): quiet unless -v or --debug asks for more.
+QUIET_LOGGERS = ('keystoneauth', 'keystoneauth1', 'openstack')
 
 
 class DoctorError(Exception):
@@ -149,7 +158,7 @@ class Check(lister.Lister):
                          for f in findings]
 
     def run(self, parsed_args):
-        self.status = 2
+        self.status = UNKNOWN
         super().run(parsed_args)
         return self.status
 
@@ -168,6 +177,12 @@ class DoctorApp(app.App):
                 'nova_pmem_doctor.cli'),
             deferred_help=True)
         self._last_error = None
+
+    def configure_logging(self):
+        super().configure_logging()
+        if self.options.verbose_level <= 1 and not self.options.debug:
+            for name in QUIET_LOGGERS:
+                logging.getLogger(name).setLevel(logging.CRITICAL)
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
         parser = super().build_option_parser(description, version,
@@ -202,8 +217,8 @@ class DoctorApp(app.App):
     def run_subcommand(self, argv):
         result = super().run_subcommand(argv)
         if self._last_error is not None:
-            # One line was printed; an audit that could not run is exit 2.
-            return 2
+            # One line was printed; the audit did not run.
+            return UNKNOWN
         return result
 
 
@@ -216,7 +231,7 @@ def main(argv=None):
         # openstacksdk reads the cloud named by --os-cloud or OS_CLOUD
         # while the options are registered.
         sys.stderr.write('%s\n' % _cloud_error(exc))
-        return 2
+        return UNKNOWN
     return doctor.run(argv)
 
 

@@ -18,6 +18,7 @@ and what to do. Codes are stable: operators filter on them, and
 
 import dataclasses
 import difflib
+import shlex
 
 
 ERROR = 'error'
@@ -34,12 +35,14 @@ MAX_LISTED = 10
 CODES = (
     # nova.conf
     'nova-conf-not-read', 'filter-not-available', 'filter-not-enabled',
-    'weighers-not-configured', 'nova-weighers-dropped',
+    'filter-unknown', 'weighers-not-configured', 'nova-weighers-dropped',
+    'weight-multiplier-not-finite',
     'filter-only-cache-accounting',
     # aggregates
     'invalid-pmem-mode', 'invalid-dram-cache', 'invalid-dram-cache-per-cell',
     'memory-mode-without-cache',
     'dram-cache-without-memory-mode', 'invalid-weight-multiplier',
+    'untidy-pmem-mode',
     # aggregates and flavors
     'misspelt-key',
     # flavors
@@ -108,3 +111,26 @@ def suggest(word, choices, cutoff):
     """The closest of ``choices`` to a misspelt ``word``, or None."""
     match = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
     return match[0] if match else None
+
+
+def command(*words):
+    """A shell command line of ``words``, each quoted as the shell needs.
+
+    Fixes are printed to be pasted: a metadata key with a trailing space or
+    a value with a shell character must reach the client as it is.
+    """
+    return ' '.join(shlex.quote(str(w)) for w in words)
+
+
+def replace_property(noun, obj, old_key, new_key, value):
+    """The commands that move ``old_key``'s value to ``new_key`` on ``obj``.
+
+    ``unset`` first: MariaDB, Nova's usual database, compares metadata and
+    extra-spec keys ignoring case and trailing spaces, so ``set`` of the
+    right key updates the row of the wrong one and a later ``unset`` of the
+    wrong key would then delete the value just set.
+    """
+    return '%s && %s' % (
+        command('openstack', noun, 'unset', '--property', old_key, obj),
+        command('openstack', noun, 'set', '--property',
+                '%s=%s' % (new_key, value), obj))

@@ -56,6 +56,29 @@ NOVA_OPTS = {
 }
 
 
+# The filters nova.scheduler.filters.all_filters loads (nova 34; a unit
+# test keeps this equal to Nova's): the names enabled_filters may use with
+# Nova's available_filters.
+NOVA_ALL_FILTERS = 'nova.scheduler.filters.all_filters'
+NOVA_FILTERS = frozenset([
+    'AggregateImagePropertiesIsolation', 'AggregateInstanceExtraSpecsFilter',
+    'AggregateIoOpsFilter', 'AggregateMultiTenancyIsolation',
+    'AggregateNumInstancesFilter', 'AggregateTypeAffinityFilter',
+    'AllHostsFilter', 'ComputeCapabilitiesFilter', 'ComputeFilter',
+    'DifferentHostFilter', 'ImagePropertiesFilter', 'IoOpsFilter',
+    'IsolatedHostsFilter', 'JsonFilter', 'MetricsFilter',
+    'NUMATopologyFilter', 'NumInstancesFilter', 'PciPassthroughFilter',
+    'SameHostFilter', 'ServerGroupAffinityFilter',
+    'ServerGroupAntiAffinityFilter', 'SimpleCIDRAffinityFilter',
+])
+
+# Our [pmem] options that multiply a weigher's score.
+WEIGHT_MULTIPLIER_OPTS = tuple(
+    opt.name for opt in pmem_conf.pmem_opts
+    if isinstance(opt, cfg.FloatOpt)
+    and opt.name.endswith('_weight_multiplier'))
+
+
 class ConfigError(Exception):
     """A nova.conf that cannot be read; the message is one line."""
 
@@ -74,6 +97,9 @@ class NovaConfig:
     default_flavor_modes: tuple
     default_hot_ratio: float
     cache_overcommit_ratio: float
+    # ((option, value), ...) of WEIGHT_MULTIPLIER_OPTS; () for their
+    # defaults.
+    weight_multipliers: tuple = ()
 
     @property
     def defaults(self):
@@ -98,6 +124,14 @@ def _conf(files):
 def defaults():
     """The configuration of a cloud that sets nothing: every default."""
     return _values(_conf([]), files=())
+
+
+def defaults_of(name):
+    """The default of one of our ``[pmem]`` options."""
+    for opt in pmem_conf.pmem_opts:
+        if opt.name == name:
+            return opt.default
+    raise KeyError(name)
 
 
 def _get(conf, group, name, files):
@@ -127,7 +161,9 @@ def _values(conf, files):
         default_host_mode=get(pmem, 'default_host_mode'),
         default_flavor_modes=tuple(get(pmem, 'default_flavor_modes')),
         default_hot_ratio=get(pmem, 'default_hot_ratio'),
-        cache_overcommit_ratio=get(pmem, 'cache_overcommit_ratio'))
+        cache_overcommit_ratio=get(pmem, 'cache_overcommit_ratio'),
+        weight_multipliers=tuple((name, get(pmem, name))
+                                 for name in WEIGHT_MULTIPLIER_OPTS))
 
 
 def ram_allocation_ratio(files):

@@ -38,7 +38,7 @@ TOOL_LIBRARIES = frozenset([
 
 # The console scripts, their extra and their status without it.
 TOOLS = (('nova-pmem-planner', ['compare'], 'planner', 2),
-         ('nova-pmem-doctor', ['check'], 'doctor', 2),
+         ('nova-pmem-doctor', ['check'], 'doctor', 3),
          ('nova-pmem-discover', ['--json'], 'discover', 1))
 
 

@@ -13,6 +13,8 @@
 them.
 """
 
+import math
+
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import profile
 from nova_pmem_filters.doctor import findings
@@ -49,21 +51,39 @@ def check(snap, view):
                     'metadata key %r is not one the filters read; it looks '
                     'like %s, so %s ignore it' % (key, suggestion,
                                                   _hosts_note(agg)),
-                    'openstack aggregate set --property %s=%s %s && '
-                    'openstack aggregate unset --property %s %s'
-                    % (suggestion, meta[key], agg.name, key, agg.name)))
-        mode = meta.get(profile.MODE_KEY)
-        if mode is not None and mode not in kinds.ALL_MODES:
-            hint = findings.suggest(
-                str(mode).strip().lower().replace('-', '_'),
-                kinds.ALL_MODES, 0.6)
-            found.append(findings.Finding(
-                findings.ERROR, 'invalid-pmem-mode', obj,
-                '%s=%r is not one of %s: %s' % (
-                    profile.MODE_KEY, mode, ', '.join(kinds.ALL_MODES),
-                    findings.rejected_in(agg)),
-                'openstack aggregate set --property %s=%s %s'
-                % (profile.MODE_KEY, hint or '<mode>', agg.name)))
+                    findings.replace_property('aggregate', agg.name, key,
+                                              suggestion, meta[key])))
+        raw_mode = meta.get(profile.MODE_KEY)
+        mode = None
+        if raw_mode is not None:
+            # As the scheduler reads it (the core strips spaces); with a
+            # cache size, so that only the mode is judged here.
+            parsed = profile.from_metadata([{profile.MODE_KEY: raw_mode,
+                                             profile.DRAM_CACHE_KEY: '1'}])
+            mode = parsed.mode
+            if not parsed.known:
+                hint = findings.suggest(
+                    str(raw_mode).strip().lower().replace('-', '_'),
+                    kinds.ALL_MODES, 0.6)
+                found.append(findings.Finding(
+                    findings.ERROR, 'invalid-pmem-mode', obj,
+                    '%s=%r is not one of %s: %s' % (
+                        profile.MODE_KEY, raw_mode,
+                        ', '.join(kinds.ALL_MODES),
+                        findings.rejected_in(agg)),
+                    findings.command(
+                        'openstack', 'aggregate', 'set', '--property',
+                        '%s=%s' % (profile.MODE_KEY, hint or '<mode>'),
+                        agg.name)))
+            elif raw_mode != mode:
+                found.append(findings.Finding(
+                    findings.WARNING, 'untidy-pmem-mode', obj,
+                    '%s=%r has spaces around it: the scheduler reads %s, '
+                    'but tools that compare the value as written do not'
+                    % (profile.MODE_KEY, raw_mode, mode),
+                    findings.command(
+                        'openstack', 'aggregate', 'set', '--property',
+                        '%s=%s' % (profile.MODE_KEY, mode), agg.name)))
         if profile.DRAM_CACHE_KEY in meta:
             cache = meta[profile.DRAM_CACHE_KEY]
             parsed = profile.from_metadata([{
@@ -134,8 +154,22 @@ def check(snap, view):
         multiplier = meta.get(profile.TIER_WEIGHT_MULTIPLIER_KEY)
         if multiplier is not None:
             try:
-                float(multiplier)
+                value = float(multiplier)
             except (TypeError, ValueError):
+                value = None
+            if value is not None and not math.isfinite(value):
+                # Nova takes it (float() does): the weights become NaN.
+                found.append(findings.Finding(
+                    findings.ERROR, 'invalid-weight-multiplier', obj,
+                    '%s=%r is not a finite number: Nova uses it, and the '
+                    'weight of %s becomes NaN (or infinite), so hosts are '
+                    'chosen in no useful order'
+                    % (profile.TIER_WEIGHT_MULTIPLIER_KEY, multiplier,
+                       _hosts_note(agg)),
+                    findings.command(
+                        'openstack', 'aggregate', 'unset', '--property',
+                        profile.TIER_WEIGHT_MULTIPLIER_KEY, agg.name)))
+            elif value is None:
                 found.append(findings.Finding(
                     findings.WARNING, 'invalid-weight-multiplier', obj,
                     '%s=%r is not a number: Nova logs a warning and uses '

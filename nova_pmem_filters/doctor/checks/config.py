@@ -13,9 +13,12 @@
 enabled, and a cache bound that several workers can keep.
 """
 
+import math
+
 from nova_pmem_filters.core import classes
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
+from nova_pmem_filters.doctor import novaconf
 
 
 NOVA_WEIGHERS_PREFIX = 'nova.scheduler.weights'
@@ -42,8 +45,83 @@ PLACEMENT_ACCOUNTING_FIX = (
     'nova-pmem-planner nova-config --placement-accounting prints')
 
 
+# The weigher each [pmem] multiplier option scales.
+MULTIPLIER_WEIGHERS = {
+    'tier_weight_multiplier': classes.TIER_WEIGHER,
+    'cache_headroom_weight_multiplier': classes.HEADROOM_WEIGHER,
+    'numa_cell_weight_multiplier': classes.NUMA_CELL_WEIGHER,
+}
+
+
 def _conf_object(group, option):
     return 'nova.conf [%s] %s' % (group, option)
+
+
+def loadable_filters(available):
+    """Class names enabled_filters may use, or None if not known here.
+
+    As nova-scheduler matches them: ``__name__`` of the classes that
+    ``available_filters`` loads. None when it names a loader of another
+    package, whose classes the doctor cannot list without importing it.
+    """
+    names = set()
+    for entry in available:
+        if entry == novaconf.NOVA_ALL_FILTERS:
+            names |= novaconf.NOVA_FILTERS
+        elif entry == classes.ALL_FILTERS:
+            names |= set(classes.FILTERS)
+        else:
+            last = entry.rpartition('.')[2]
+            if not last[:1].isupper():
+                return None
+            names.add(last)
+    return names
+
+
+def _filter_lookalike(name, names):
+    for known in sorted(names):
+        if known.lower() == name.lower():
+            return known
+    return findings.suggest(name, sorted(names), 0.8)
+
+
+def _enabled_fix(enabled, unknown, add, also=''):
+    """The enabled_filters line without ``unknown`` names, with ``add``."""
+    fixed = []
+    for name in enabled:
+        if name in unknown:
+            name = unknown[name]
+        if name and name not in fixed:
+            fixed.append(name)
+    fixed += [name for name in add if name not in fixed]
+    return ('set [filter_scheduler] enabled_filters = %s%s and restart '
+            'nova-scheduler' % (','.join(fixed), also))
+
+
+def _multiplier_findings(conf):
+    found = []
+    weighers = set(conf.weight_classes)
+    for option, value in conf.weight_multipliers:
+        if math.isfinite(value):
+            continue
+        weigher = MULTIPLIER_WEIGHERS[option]
+        loaded = (classes.ALL_WEIGHERS in weighers or '%s.%s' % (
+            classes.WEIGHERS_MODULE, weigher) in weighers)
+        found.append(findings.Finding(
+            findings.ERROR if loaded else findings.WARNING,
+            'weight-multiplier-not-finite', _conf_object('pmem', option),
+            '%s = %s is not a finite number: %s' % (
+                option, value,
+                'the scheduler adds %s x score to every host\'s weight, '
+                'so every weight is NaN (or infinite) and hosts are '
+                'chosen in no useful order, whatever Nova\'s weighers say'
+                % option if loaded else
+                '%s is not loaded now, but every host\'s weight becomes '
+                'NaN once it is' % weigher),
+            'set [pmem] %s to a finite number (the default is %g) and '
+            'restart nova-scheduler'
+            % (option, novaconf.defaults_of(option))))
+    return found
 
 
 def check(snap, view):
@@ -63,6 +141,26 @@ def check(snap, view):
     enabled = set(conf.enabled_filters)
     mm_hosts = cloud.tiered_hosts(view)
     unaccounted = cloud.unaccounted(snap, view)
+    loadable = loadable_filters(conf.available_filters)
+    # Unknown name -> the name it stands for, or None to drop it.
+    unknown = {}
+    if loadable is not None:
+        for name in conf.enabled_filters:
+            if name not in loadable and name not in classes.FILTERS:
+                unknown[name] = _filter_lookalike(
+                    name, loadable | set(classes.FILTERS))
+    missing = [name for name in classes.FILTERS if name not in enabled
+               and (name != classes.CACHE_FILTER
+                    or (mm_hosts and unaccounted))]
+    for name, right in sorted(unknown.items()):
+        found.append(findings.Finding(
+            findings.ERROR, 'filter-unknown',
+            _conf_object('filter_scheduler', 'enabled_filters'),
+            '%r is in enabled_filters but is no filter available_filters '
+            'loads (names match the class, case included)%s: '
+            'nova-scheduler does not start (SchedulerHostFilterNotFound)'
+            % (name, '; it looks like %s' % right if right else ''),
+            _enabled_fix(conf.enabled_filters, unknown, missing)))
     for name in classes.FILTERS:
         path = '%s.%s' % (classes.FILTERS_MODULE, name)
         is_available = (classes.ALL_FILTERS in available
@@ -92,10 +190,18 @@ def check(snap, view):
             findings.ERROR, 'filter-not-enabled',
             _conf_object('filter_scheduler', 'enabled_filters'),
             '%s is not enabled: %s' % (name, why),
-            'append %s to [filter_scheduler] enabled_filters%s and restart '
-            'nova-scheduler' % (name, '' if is_available else
-                                ', add "available_filters = %s"'
-                                % classes.ALL_FILTERS)))
+            ('append %s to [filter_scheduler] enabled_filters%s and '
+             'restart nova-scheduler' % (name, '' if is_available else
+                                         ', add "available_filters = %s"'
+                                         % classes.ALL_FILTERS))
+            if not unknown else
+            # The line also holds names nova-scheduler refuses: print it
+            # whole, so that the fix does not keep them.
+            _enabled_fix(conf.enabled_filters, unknown, missing,
+                         '' if is_available else
+                         ', add "available_filters = %s"'
+                         % classes.ALL_FILTERS)))
+    found.extend(_multiplier_findings(conf))
     weighers = set(conf.weight_classes)
     if classes.ALL_WEIGHERS not in weighers:
         missing = [w for w in classes.WEIGHERS

@@ -47,8 +47,26 @@ def _spec_fix(key, value, flavor):
         extra_specs.validate(right, value)
     except extra_specs.InvalidExtraSpec:
         value = '<%s>' % extra_specs.RULES[right][0]
-    return ('openstack flavor set --property %s=%s %s && openstack flavor '
-            'unset --property %s %s' % (right, value, flavor, key, flavor))
+    return findings.replace_property('flavor', flavor, key, right, value)
+
+
+def _near_memory_fix(specs, expected, flavor):
+    """Set the request group that asks for near memory to ``expected`` MB.
+
+    The group that exists: a key added beside ``resources1:...`` would be
+    a second request, summed with the first.
+    """
+    keys = placement.near_memory_keys(specs) or [placement.NEAR_MEMORY_KEY]
+    commands = []
+    if len(keys) > 1:
+        # Several groups request it and Placement sums them: keep one.
+        commands.append(findings.command(
+            'openstack', 'flavor', 'unset',
+            *[w for k in keys[1:] for w in ('--property', k)], flavor))
+    commands.append(findings.command(
+        'openstack', 'flavor', 'set', '--property',
+        '%s=%d' % (keys[0], expected), flavor))
+    return ' && '.join(commands)
 
 
 def check(snap, view):
@@ -79,10 +97,8 @@ def check(snap, view):
                     findings.WARNING, 'misspelt-key', obj,
                     'extra spec %r is not read by the filters; it looks '
                     'like %s' % (key, lookalike),
-                    'openstack flavor set --property %s=%s %s && openstack '
-                    'flavor unset --property %s %s'
-                    % (lookalike, specs[key], flavor.name, key,
-                       flavor.name)))
+                    findings.replace_property('flavor', flavor.name, key,
+                                              lookalike, specs[key])))
         if bad:
             continue
         request, _error = view.requests[flavor.name]
@@ -108,8 +124,7 @@ def check(snap, view):
                     'cache holds' % (requested, placement.NEAR_MEMORY_RC,
                                      flavor.ram_mb, request.hot_ratio,
                                      expected, 'more' if less else 'fewer'),
-                    'openstack flavor set --property %s=%d %s'
-                    % (placement.NEAR_MEMORY_KEY, expected, flavor.name)))
+                    _near_memory_fix(specs, expected, flavor.name)))
         elif (mm_hosts and any_accounted
               and kinds.TIERED & request.modes):
             found.append(findings.Finding(

@@ -216,6 +216,39 @@ _MIGRATE = ('live-migrate instances away (openstack server migrate --live-'
             'migration SERVER), largest hot RAM first, until the bound holds')
 
 
+def _lowered_cache_note(host, label, snap, view):
+    """What a cache size lowered on purpose needs before new boots keep it.
+
+    PmemCacheFilter reads the aggregate at once; Placement admits flavors
+    that request near memory by the host's inventory, which nova-compute
+    reports from its provider config.
+    """
+    ratio = view.config.cache_overcommit_ratio
+    accounted = sorted(
+        f.name for f in snap.flavors
+        if placement.requested_near_memory(f.extra_specs) is not None)
+    inventory = placement.near_memory_inventory(label.mode,
+                                                label.dram_cache_gb, ratio)
+    bound = placement.capacity_mb(inventory)
+    nodes = [n for c in snap.computes if c.host == host for n in c.nodes]
+    larger = [n for n in nodes if n in snap.providers
+              and placement.NEAR_MEMORY_RC in snap.providers[n].inventories
+              and placement.capacity_mb(snap.providers[n].inventories[
+                  placement.NEAR_MEMORY_RC]) > bound + _MB_TOLERANCE]
+    if not (accounted and larger):
+        return ('if the cache size was lowered on purpose, new boots '
+                'already respect it')
+    return ('if the cache size was lowered on purpose, PmemCacheFilter '
+            'holds new boots to it, but Placement still admits flavors '
+            'requesting %s (%s) by the larger inventory of %s: lower it '
+            'too, in the host\'s provider config ([compute] '
+            'provider_config_location) set %s total: %d and '
+            'allocation_ratio: %g, then restart nova-compute'
+            % (placement.NEAR_MEMORY_RC, findings.names(accounted),
+               findings.names(larger), placement.NEAR_MEMORY_RC,
+               inventory['total'], ratio))
+
+
 def _check_cache_use(obj, host, label, snap, view):
     """The hot RAM placed on a tiered host, as PmemCacheFilter bounds it.
 
@@ -241,8 +274,8 @@ def _check_cache_use(obj, host, label, snap, view):
                 % (used.total, capacity, label.dram_cache_gb, ratio,
                    findings.names('%s (%s, %g MB hot)' % (s.name, s.id, hot)
                                   for s, hot, _cells in placed)),
-                _MIGRATE + '; if the cache size was lowered on purpose, new '
-                'boots already respect it'))
+                _MIGRATE + '; ' + _lowered_cache_note(host, label, snap,
+                                                      view)))
         if used.bound and cells is None:
             found.append(findings.Finding(
                 findings.INFO, 'cache-cells-unchecked', obj,

@@ -268,7 +268,9 @@ class CliTestCase(testtools.TestCase):
         self.assertEqual(named, default)
 
     def assert_one_line(self, status, out, err, *parts):
-        self.assertEqual(2, status, err)
+        # Could not run: 3 ("unknown"), not 2 (the cloud has errors).
+        self.assertEqual(cli.UNKNOWN, status, err)
+        self.assertEqual(3, status, err)
         self.assertEqual('', out)
         self.assertEqual(1, len(err.splitlines()), err)
         self.assertNotIn('Traceback', err)
@@ -279,6 +281,24 @@ class CliTestCase(testtools.TestCase):
         cloud = self.useFixture(StubCloud(
             None, url='http://127.0.0.1:%d' % httpstub.closed_port()))
         self.assert_one_line(*cloud.doctor(), 'cannot reach the cloud')
+
+    def test_unreachable_keystone_is_one_line(self):
+        # Password auth: keystoneauth discovers the identity API first, and
+        # logs its own warning before it fails; the doctor prints one line.
+        cloud = self.useFixture(StubCloud(
+            None, url='http://127.0.0.1:%d' % httpstub.closed_port(),
+            password=True))
+        status, out, err = cloud.doctor()
+        self.assertNotIn('Failed to discover', err)
+        self.assert_one_line(status, out, err, 'cannot reach the cloud')
+
+    def test_unreachable_keystone_logs_with_debug(self):
+        # --debug still shows what the libraries say.
+        cloud = self.useFixture(StubCloud(
+            None, url='http://127.0.0.1:%d' % httpstub.closed_port(),
+            password=True))
+        _status, _out, err = cloud.doctor('--debug')
+        self.assertIn('keystoneauth', err)
 
     def test_refused_credentials(self):
         cloud = self.useFixture(StubCloud(cases.clean(), password=True))

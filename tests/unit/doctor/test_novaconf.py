@@ -11,13 +11,16 @@
 #    under the License.
 """The doctor's reading of nova.conf, and its copy of Nova's options."""
 
+import math
 import os
 
 import fixtures
 from nova.conf import compute as nova_compute_conf
 from nova.conf import scheduler as nova_scheduler_conf
+from nova.scheduler import filters as nova_filters
 import testtools
 
+from nova_pmem_filters.doctor.checks import config as config_checks
 from nova_pmem_filters.doctor import novaconf
 
 
@@ -36,6 +39,15 @@ class NovaOptionsTestCase(testtools.TestCase):
                 self.assertEqual(theirs.default, opt.default, opt.dest)
                 self.assertEqual(theirs.multi, opt.multi, opt.dest)
                 self.assertEqual(type(theirs.type), type(opt.type), opt.dest)
+
+    def test_nova_filters_are_novas(self):
+        self.assertEqual(
+            sorted(c.__name__ for c in nova_filters.all_filters()),
+            sorted(novaconf.NOVA_FILTERS))
+
+    def test_every_multiplier_has_its_weigher(self):
+        self.assertEqual(sorted(config_checks.MULTIPLIER_WEIGHERS),
+                         sorted(novaconf.WEIGHT_MULTIPLIER_OPTS))
 
 
 class LoadTestCase(testtools.TestCase):
@@ -69,6 +81,15 @@ class LoadTestCase(testtools.TestCase):
         self.assertEqual(3, conf.scheduler_workers)
         self.assertEqual(('dram', 'app_direct'), conf.default_flavor_modes)
         self.assertEqual(1.25, conf.cache_overcommit_ratio)
+
+    def test_non_finite_multipliers_are_read(self):
+        # oslo.config takes nan and inf for a FloatOpt: the checks judge.
+        path = self.write('[pmem]\ntier_weight_multiplier = nan\n'
+                          'numa_cell_weight_multiplier = -inf\n')
+        values = dict(novaconf.load([path]).weight_multipliers)
+        self.assertTrue(math.isnan(values['tier_weight_multiplier']))
+        self.assertEqual(float('-inf'), values['numa_cell_weight_multiplier'])
+        self.assertEqual(1.0, values['cache_headroom_weight_multiplier'])
 
     def test_later_files_override(self):
         first = self.write('[scheduler]\nworkers = 3\n')

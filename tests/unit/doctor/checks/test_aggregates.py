@@ -12,6 +12,7 @@
 """The checks of the aggregates' metadata."""
 
 import dataclasses
+import shlex
 
 
 from nova_pmem_filters.core import kinds
@@ -65,6 +66,43 @@ class AggregateTestCase(cases.DoctorTestCase):
             cases.clean(), 'pmem-mm', pmem_mod='memory_mode')
         self.assertFindings(snap, (checks.WARNING, 'misspelt-key', self.MM))
 
+    def test_mode_with_spaces_is_read_as_the_scheduler_reads_it(self):
+        # The scheduler strips the value: the hosts are in Memory Mode and
+        # boots succeed; only a warning to tidy the value.
+        snap = cases.with_aggregate(
+            cases.clean(), 'pmem-mm', pmem_mode=' memory_mode ')
+        found = self.assertFindings(
+            snap, (checks.WARNING, 'untidy-pmem-mode', self.MM))
+        finding = found[('untidy-pmem-mode', self.MM)]
+        self.assertNotIn('rejects', finding.problem)
+        self.assertEqual('openstack aggregate set --property '
+                         'pmem_mode=memory_mode pmem-mm', finding.fix)
+        self.assertEqual(1, checks.exit_status(self.findings(snap)))
+        # Read as memory_mode, so its cache is still required.
+        bare = cases.with_aggregate(snap, 'pmem-mm', pmem_dram_cache_gb=None)
+        self.assertIn(('memory-mode-without-cache', self.MM),
+                      [(f.code, f.object) for f in self.findings(bare)])
+
+    def test_key_fix_unsets_before_set_and_quotes(self):
+        # MariaDB compares keys ignoring case and trailing spaces: "set"
+        # of the right key would update the wrong key's row, and a later
+        # "unset" of the wrong key would delete it. Unset first, quoted.
+        for wrong in ('pmem_dram_cache_gb ', 'PMEM_DRAM_CACHE_GB'):
+            snap = cases.with_aggregate(
+                cases.clean(), 'pmem-mm', pmem_dram_cache_gb=None,
+                **{wrong: '192'})
+            fixes = [f.fix for f in self.findings(snap)
+                     if f.code == 'misspelt-key']
+            self.assertEqual(
+                ["openstack aggregate unset --property %s pmem-mm && "
+                 "openstack aggregate set --property pmem_dram_cache_gb=192 "
+                 "pmem-mm" % shlex.quote(wrong)], fixes)
+            self.assertEqual(
+                ['openstack', 'aggregate', 'unset', '--property', wrong,
+                 'pmem-mm', '&&', 'openstack', 'aggregate', 'set',
+                 '--property', 'pmem_dram_cache_gb=192', 'pmem-mm'],
+                shlex.split(fixes[0]))
+
     def test_nova_keys_are_not_ours(self):
         snap = cases.with_aggregate(
             cases.clean(), 'pmem-mm', cpu_allocation_ratio='2',
@@ -109,6 +147,19 @@ class AggregateTestCase(cases.DoctorTestCase):
         snap = cases.with_aggregate(cases.clean(), 'pmem-mm',
                                     pmem_tier_weight_multiplier='-2.5')
         self.assertFindings(snap)
+
+    def test_non_finite_weight_multiplier(self):
+        # float() takes these, so Nova uses them: every weight is NaN.
+        for value in ('nan', 'inf', '-Infinity'):
+            snap = cases.with_aggregate(cases.clean(), 'pmem-mm',
+                                        pmem_tier_weight_multiplier=value)
+            found = self.assertFindings(
+                snap, (checks.ERROR, 'invalid-weight-multiplier', self.MM))
+            finding = found[('invalid-weight-multiplier', self.MM)]
+            self.assertIn('not a finite number', finding.problem)
+            self.assertEqual('openstack aggregate unset --property '
+                             'pmem_tier_weight_multiplier pmem-mm',
+                             finding.fix)
 
 
 class CellCacheAggregateTestCase(cases.DoctorTestCase):

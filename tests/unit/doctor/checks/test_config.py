@@ -50,6 +50,95 @@ class ConfigTestCase(cases.DoctorTestCase):
         self.assertIn('PmemModeFilter', finding.problem)
         self.assertIn('append PmemModeFilter', finding.fix)
 
+    def test_unknown_filter_name(self):
+        # Names match the class, case included: nova-scheduler refuses to
+        # start on pmemcachefilter.
+        snap = cases.replace(cases.clean(), config=cases.config(
+            enabled_filters=('ComputeFilter', 'PmemModeFilter',
+                             'pmemcachefilter')))
+        found = self.assertFindings(
+            snap, (checks.ERROR, 'filter-unknown',
+                   self.OPT % 'enabled_filters'))
+        finding = found[('filter-unknown', self.OPT % 'enabled_filters')]
+        self.assertIn("'pmemcachefilter'", finding.problem)
+        self.assertIn('looks like PmemCacheFilter', finding.problem)
+        self.assertIn('does not start', finding.problem)
+        self.assertEqual(
+            'set [filter_scheduler] enabled_filters = ComputeFilter,'
+            'PmemModeFilter,PmemCacheFilter and restart nova-scheduler',
+            finding.fix)
+        # A name like nothing is dropped; Nova's own names are known.
+        snap = cases.replace(cases.clean(), config=cases.config(
+            enabled_filters=('ComputeFilter', 'NUMATopologyFilter', 'Bogus',
+                             'PmemModeFilter', 'PmemCacheFilter')))
+        found = self.assertFindings(
+            snap, (checks.ERROR, 'filter-unknown',
+                   self.OPT % 'enabled_filters'))
+        self.assertEqual(
+            'set [filter_scheduler] enabled_filters = ComputeFilter,'
+            'NUMATopologyFilter,PmemModeFilter,PmemCacheFilter and restart '
+            'nova-scheduler',
+            found[('filter-unknown', self.OPT % 'enabled_filters')].fix)
+        # Another package's loader: its names cannot be judged here.
+        snap = cases.replace(cases.clean(), config=cases.config(
+            available_filters=cases.config().available_filters
+            + ('other.filters.all_filters',),
+            enabled_filters=('ComputeFilter', 'OtherFilter',
+                             'PmemModeFilter', 'PmemCacheFilter')))
+        self.assertFindings(snap)
+
+    def test_missing_filter_fix_drops_the_bad_name(self):
+        # PmemModeFilter is misspelt: the fix for the missing filter
+        # replaces the bad name rather than appending beside it.
+        snap = cases.replace(cases.clean(), config=cases.config(
+            enabled_filters=('ComputeFilter', 'PmemModefilter',
+                             'PmemCacheFilter')))
+        found = self.assertFindings(
+            snap, (checks.ERROR, 'filter-unknown',
+                   self.OPT % 'enabled_filters'),
+            (checks.ERROR, 'filter-not-enabled',
+             self.OPT % 'enabled_filters'))
+        expected = ('set [filter_scheduler] enabled_filters = ComputeFilter,'
+                    'PmemModeFilter,PmemCacheFilter and restart '
+                    'nova-scheduler')
+        self.assertEqual(expected, found[(
+            'filter-not-enabled', self.OPT % 'enabled_filters')].fix)
+        self.assertEqual(expected, found[(
+            'filter-unknown', self.OPT % 'enabled_filters')].fix)
+
+    def test_non_finite_weight_multipliers(self):
+        for option in ('tier_weight_multiplier',
+                       'cache_headroom_weight_multiplier',
+                       'numa_cell_weight_multiplier'):
+            for value in (float('nan'), float('inf'), float('-inf')):
+                snap = cases.replace(cases.clean(), config=cases.config(
+                    weight_multipliers=((option, value),)))
+                found = self.assertFindings(
+                    snap, (checks.ERROR, 'weight-multiplier-not-finite',
+                           'nova.conf [pmem] %s' % option))
+                finding = found[('weight-multiplier-not-finite',
+                                 'nova.conf [pmem] %s' % option)]
+                self.assertIn('every weight is NaN', finding.problem)
+                self.assertIn('set [pmem] %s to a finite number' % option,
+                              finding.fix)
+        # A weigher not loaded: a warning for when it is.
+        snap = cases.replace(cases.clean(), config=cases.config(
+            weight_classes=('nova.scheduler.weights.all_weighers',
+                            'nova_pmem_filters.weighers.PmemTierWeigher',
+                            'nova_pmem_filters.weighers.'
+                            'PmemCacheHeadroomWeigher'),
+            weight_multipliers=(('numa_cell_weight_multiplier',
+                                 float('nan')),)))
+        self.assertFindings(
+            snap, (checks.WARNING, 'weight-multiplier-not-finite',
+                   'nova.conf [pmem] numa_cell_weight_multiplier'),
+            (checks.WARNING, 'weighers-not-configured',
+             self.OPT % 'weight_classes'))
+        # Finite values, negative ones included, are choices.
+        snap = cases.replace(cases.clean(), config=cases.config(
+            weight_multipliers=(('tier_weight_multiplier', -10.0),)))
+        self.assertFindings(snap)
+
     def test_cache_filter_needed_only_without_placement_accounting(self):
         snap = cases.replace(cases.clean(), config=cases.config(
             enabled_filters=('ComputeFilter', 'PmemModeFilter')))

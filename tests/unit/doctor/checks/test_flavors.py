@@ -30,11 +30,12 @@ class FlavorTestCase(cases.DoctorTestCase):
         fixes = sorted(
             f.fix for f in checks.run(cases.with_flavor(cases.clean(), bad)))
         # The value of a misspelt key is kept where it is valid.
-        self.assertEqual('openstack flavor set --property pmem:hot_ratio=0.3 '
-                         'old && openstack flavor unset --property '
-                         'pmem:hotratio old', fixes[0])
         self.assertEqual('openstack flavor set --property pmem:priority=<one '
-                         'of high, normal, low> old', fixes[1])
+                         'of high, normal, low> old', fixes[0])
+        # Unset first: the database may take both keys for one.
+        self.assertEqual('openstack flavor unset --property pmem:hotratio '
+                         'old && openstack flavor set --property '
+                         'pmem:hot_ratio=0.3 old', fixes[1])
         self.assertIn('NoValidHost',
                       found[('invalid-extra-spec', 'flavor old')].problem)
 
@@ -66,6 +67,34 @@ class FlavorTestCase(cases.DoctorTestCase):
             cases.clean(), config=cases.config(default_hot_ratio=0.25))
         self.assertFindings(snap, (checks.WARNING, 'near-memory-mismatch',
                                    'flavor small'))
+
+    def test_near_memory_fix_keeps_the_numbered_group(self):
+        # The amount is in request group 1: the fix sets that key, not an
+        # unnumbered one that Placement would add to it.
+        group1 = 'resources1:CUSTOM_NEAR_MEMORY_MB'
+        less = cases.flavor('capacity', 32, **{'pmem:modes': 'memory_mode',
+                                               'pmem:hot_ratio': '0.25',
+                                               group1: '4096'})
+        found = self.assertFindings(
+            cases.with_flavor(cases.clean(), less),
+            (checks.ERROR, 'near-memory-mismatch', 'flavor capacity'))
+        self.assertEqual(
+            'openstack flavor set --property '
+            'resources1:CUSTOM_NEAR_MEMORY_MB=8192 capacity',
+            found[('near-memory-mismatch', 'flavor capacity')].fix)
+        # Two groups that Placement sums: one is kept, set to the amount.
+        both = cases.flavor('capacity', 32, **{'pmem:modes': 'memory_mode',
+                                               'pmem:hot_ratio': '0.25',
+                                               group1: '4096',
+                                               cases.NEAR: '8192'})
+        found = self.assertFindings(
+            cases.with_flavor(cases.clean(), both),
+            (checks.WARNING, 'near-memory-mismatch', 'flavor capacity'))
+        self.assertEqual(
+            'openstack flavor unset --property '
+            'resources:CUSTOM_NEAR_MEMORY_MB capacity && openstack flavor '
+            'set --property resources1:CUSTOM_NEAR_MEMORY_MB=8192 capacity',
+            found[('near-memory-mismatch', 'flavor capacity')].fix)
 
     def test_partial_placement_accounting(self):
         snap = cases.with_flavor(cases.clean(), cases.flavor('small', 2))

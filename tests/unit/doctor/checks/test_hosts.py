@@ -159,8 +159,33 @@ class HostTestCase(cases.DoctorTestCase):
             smaller, (checks.ERROR, 'cache-overcommitted', 'host mm1'),
             (checks.ERROR, 'near-memory-inventory-mismatch', 'host mm1'),
             (checks.ERROR, 'near-memory-inventory-mismatch', 'host mm2'))
-        self.assertIn('c0 (id-c0', found[('cache-overcommitted',
-                                          'host mm1')].problem)
+        finding = found[('cache-overcommitted', 'host mm1')]
+        self.assertIn('c0 (id-c0', finding.problem)
+        # The clean cloud's flavors request near memory from Placement, and
+        # mm1 still offers 192 GB of it: new boots of those flavors are not
+        # held to 128 GB until the inventory is lowered too.
+        self.assertNotIn('new boots already respect it', finding.fix)
+        self.assertIn('Placement still admits flavors requesting '
+                      'CUSTOM_NEAR_MEMORY_MB (capacity, small)', finding.fix)
+        self.assertIn('total: 131072', finding.fix)
+        self.assertIn('restart nova-compute', finding.fix)
+
+    def test_lowered_cache_without_placement_accounting(self):
+        # Filter-only accounting: PmemCacheFilter reads the new size at
+        # once, so new boots do respect it.
+        servers = tuple(cases.server('c%d' % i, 'mm1', 32, **{
+            'pmem:hot_ratio': '0.25'}) for i in range(20))
+        snap = cases.replace(cases.clean(), servers=servers, fleet=None)
+        snap = cases.replace(snap, flavors=tuple(
+            cases.flavor(f.name, f.ram_mb // cases.GB, **{
+                k: v for k, v in f.extra_specs.items() if k != cases.NEAR})
+            for f in snap.flavors))
+        smaller = cases.with_aggregate(
+            snap, 'pmem-mm', pmem_dram_cache_gb='128')
+        fixes = [f.fix for f in self.findings(smaller)
+                 if f.code == 'cache-overcommitted']
+        self.assertEqual(1, len(fixes))
+        self.assertIn('new boots already respect it', fixes[0])
 
     def test_fleet_host_not_in_the_cloud(self):
         extra = hostfile.DiscoveredHost(

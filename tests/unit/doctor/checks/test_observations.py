@@ -149,7 +149,7 @@ class NumaTestCase(cases.DoctorTestCase):
 
 class CliTestCase(cases.DoctorTestCase):
 
-    def test_bad_observations_are_one_line_and_exit_2(self):
+    def test_bad_observations_are_one_line_and_exit_3(self):
         cloud = self.useFixture(test_cli.StubCloud(cases.clean()))
         bad = os.path.join(cloud.dir, 'obs')
         os.mkdir(bad)
@@ -162,7 +162,8 @@ class CliTestCase(cases.DoctorTestCase):
                        'expected a number')),
                 (bad + '.nope', ('obs.nope', 'not a directory'))):
             status, out, err = cloud.doctor('--observations', directory)
-            self.assertEqual(2, status)
+            # Could not run: "unknown".
+            self.assertEqual(3, status)
             self.assertEqual('', out)
             self.assertEqual(1, len(err.splitlines()), err)
             for word in words:
