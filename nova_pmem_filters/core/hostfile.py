@@ -213,10 +213,13 @@ def parse(data, source):
     dram = (_number(data, 'dram_gb', source) if 'dram_gb' in data
             else None)
     vcpus = data.get('vcpus')
-    if vcpus is not None and (not isinstance(vcpus, int)
-                              or isinstance(vcpus, bool) or vcpus < 1):
+    if vcpus is not None and not _positive_int(vcpus):
         raise ProfileError(source, ['vcpus'], 'expected a positive integer, '
                            'got %s' % json.dumps(vcpus))
+    cpus = _cpus(data, source)
+    if vcpus is None and cpus:
+        vcpus = (cpus['sockets'] * cpus['cores_per_socket']
+                 * cpus['threads_per_core'])
     regions = _regions(data, source) if mode == kinds.APP_DIRECT else ()
     # Namespaces matter where vPMEM goes: app_direct hosts.
     namespaces = (_namespaces(data, source) if mode == kinds.APP_DIRECT
@@ -229,6 +232,28 @@ def parse(data, source):
                           sockets=_socket_count(data, source),
                           cell_cache_gb=cells,
                           cell_ids=_cell_ids(data, cells))
+
+
+def _positive_int(value):
+    return isinstance(value, int) and not isinstance(value, bool) \
+        and value >= 1
+
+
+CPU_KEYS = ('sockets', 'cores_per_socket', 'threads_per_core')
+
+
+def _cpus(data, source):
+    """The optional ``cpus`` object (lscpu); None in older profiles."""
+    cpus = data.get('cpus')
+    if cpus is None:
+        return None
+    if not isinstance(cpus, dict):
+        raise ProfileError(source, ['cpus'], 'expected an object')
+    for key in CPU_KEYS:
+        if not _positive_int(cpus.get(key)):
+            raise ProfileError(source, ['cpus', key], 'expected a positive '
+                               'integer, got %s' % json.dumps(cpus.get(key)))
+    return cpus
 
 
 def _socket_count(data, source):

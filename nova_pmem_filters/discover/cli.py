@@ -24,6 +24,8 @@ Every failure is one line on stderr.
 import argparse
 import sys
 
+import yaml
+
 from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.discover import cxl
 from nova_pmem_filters.discover import derive
@@ -33,6 +35,7 @@ from nova_pmem_filters.discover import runner
 from nova_pmem_filters import oneline
 
 PROG = 'nova-pmem-discover'
+FORMATS = ('json', 'table', 'yaml')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,11 +63,15 @@ def build_parser():
                     'memory profile, aggregate metadata, provider config '
                     'and [libvirt] pmem_namespaces.')
     view = parser.add_mutually_exclusive_group()
+    # -f as the other commands and openstack's take it; --json and --table
+    # are the older spellings of -f json and -f table.
+    view.add_argument('-f', '--format', dest='view', choices=FORMATS,
+                      help='print the profile as json (default), table or '
+                      'yaml')
     view.add_argument('--json', dest='view', action='store_const',
-                      const='json', help='print the profile as JSON '
-                      '(default)')
+                      const='json', help='the same as -f json')
     view.add_argument('--table', dest='view', action='store_const',
-                      const='table', help='print the profile as tables')
+                      const='table', help='the same as -f table')
     view.add_argument('--aggregate', dest='view', action='store_const',
                       const='aggregate', help='print the aggregate '
                       'metadata and the openstack commands that set it')
@@ -123,7 +130,7 @@ def _run(args, stdout):
     if args.aggregate_name and args.view != 'aggregate':
         raise errors.UsageError('--aggregate-name needs --aggregate')
     if args.numa and args.view == 'libvirt':
-        raise errors.UsageError('--numa needs --json, --table or '
+        raise errors.UsageError('--numa needs -f json|table|yaml or '
                                 '--aggregate')
     if args.plan:
         outputs.parse_plan(args.plan)
@@ -131,9 +138,13 @@ def _run(args, stdout):
         source = runner.DirRunner(args.from_dir)
     else:
         source = runner.LiveRunner(timeout=args.timeout)
-    prof = derive.discover(source, hostname=args.hostname)
+    prof = derive.discover(source, hostname=args.hostname,
+                           pmem_tools_optional=args.cxl)
     if args.cxl:
         cxl.apply(prof, source)
+    else:
+        cxl.check_without_cxl(prof, source)
+    derive.add_cpus(prof, source)
     if args.numa:
         derive.add_numa(prof)
 
@@ -149,6 +160,10 @@ def _run(args, stdout):
         lines = outputs.aggregate_lines(prof, args.aggregate_name)
     elif args.view == 'libvirt':
         lines = outputs.libvirt_lines(prof, args.plan)
+    elif args.view == 'yaml':
+        text = yaml.safe_dump(prof, default_flow_style=False,
+                              sort_keys=False)
+        lines = [text.rstrip('\n')]
     else:
         lines = [hostfile.dumps(prof)]
     stdout.write('\n'.join(lines) + '\n')

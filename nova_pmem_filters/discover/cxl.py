@@ -15,13 +15,19 @@
 CXL, a bare object (with ``-u``) or a list when one kind is found, and a list
 of ``{"memdevs": [...]}``, ``{"root decoders": [...]}``, ...  containers
 when several are, with regions nested under their root decoder as
-``"regions:decoder0.0"``. Objects are told apart by their first key:
-``memdev``, ``decoder``, ``region``. ``daxctl list --devices`` prints
-nothing, one object or a list. Sizes are integers, or ``-u`` strings such
-as ``"256.00 GiB (274.88 GB)"``.
+``"regions:decoder0.0"``; with ``-v`` and more, buses hold ports hold
+endpoints, each holding its memdev as an object. Objects are told apart by
+the key naming them: ``memdev``, ``decoder``, ``region`` (``bus``,
+``port``, ``endpoint`` only hold others). ``daxctl list --regions
+--devices`` prints nothing, one object or a list of dax regions, each with
+its sysfs ``path`` and its ``devices``. Sizes are integers, or ``-u``
+strings such as ``"256.00 GiB (274.88 GB)"``.
 
 A dax device ``daxX.Y`` of a CXL RAM region ``regionX`` has the region's id
-(drivers/dax/cxl.c allocates the dax region with the CXL region's id).
+(drivers/dax/cxl.c allocates the dax region with the CXL region's id), and
+its dax region's path ends in ``regionX/dax_regionX``; the HMEM driver's
+(drivers/dax/hmem: memory the firmware provisioned) is
+``/platform/hmem.N``.
 
 Host kind (doc/source/discovery.rst repeats the rules):
 
@@ -29,16 +35,19 @@ Host kind (doc/source/discovery.rst repeats the rules):
   ``cxl_kmem``: near memory is the nodes with CPUs, far memory the CPU-less
   nodes.
 - Else CXL dax devices in ``devdax`` mode: ``cxl_devdax``; near = visible =
-  the nodes with CPUs, far memory the devdax devices.
+  the nodes with CPUs, far memory the devdax devices. HMEM devices on a
+  host with CXL RAM count as that RAM.
 - Else CXL RAM decoded by committed endpoint decoders (or RAM regions) but
   no dax device and no CPU-less node: the firmware put it into the nodes
   with CPUs, ``cxl_flat`` (Xeon 6 flat memory mode); far memory is the
-  decoded CXL RAM, near memory what the nodes hold beyond it.
+  decoded CXL RAM, near memory what the nodes hold beyond it. Never while
+  a devdax device of unknown origin (no region path) exists.
 - Else no CXL memory in use: the host keeps its kind (``dram``), with a
   note when CXL devices are present but not provisioned.
 """
 
 import json
+import os
 import re
 
 from nova_pmem_filters.core import kinds
@@ -145,8 +154,22 @@ def _load(output):
         _fail(output.source, 'not valid JSON (%s)' % exc)
 
 
+# Keys of objects that hold objects of their own. Lists under any other key
+# are containers (``memdevs``, ``endpoints:port1``, ``regions:decoder0.0``)
+# and are walked; these hold what is not a memdev, decoder or region.
+_NOT_CONTAINERS = ('mappings', 'media_errors', 'dports', 'targets')
+# Objects that only hold others (``cxl list -B -P -E``, ``-v``).
+_TOPOLOGY = ('bus', 'port', 'endpoint')
+
+
 def _walk(source, data, found):
-    """Collect memdev, decoder and region objects from any nesting."""
+    """Collect memdev, decoder and region objects from cxl list's nesting.
+
+    Buses hold ports, ports hold endpoints, an endpoint holds its memdev as
+    an object (``-v`` and more) and its decoders; decoders list their
+    ``targets`` (``-T``), regions their ``mappings`` and, with ``-vvv``,
+    their ``daxregion``: those are not walked.
+    """
     if isinstance(data, list):
         for item in data:
             _walk(source, item, found)
@@ -154,21 +177,22 @@ def _walk(source, data, found):
     if not isinstance(data, dict):
         _fail(source, 'an entry is not an object: %s'
               % json.dumps(data)[:40])
-    if 'decoder' in data:
+    if isinstance(data.get('decoder'), str):
         found['decoders'].append(data)
-    elif 'region' in data:
+    elif isinstance(data.get('region'), str):
         found['regions'].append(data)
-    elif 'memdev' in data:
+    elif isinstance(data.get('memdev'), str):
         found['memdevs'].append(data)
-    elif not any(isinstance(v, list) for v in data.values()):
-        # Buses, ports and endpoints are containers only; an object that
-        # holds nothing we know and no list is not cxl list output.
-        _fail(source, 'an entry is not a memdev, decoder or region: %s'
-              % json.dumps(data)[:60])
+    elif not any(isinstance(data.get(k), str) for k in _TOPOLOGY) \
+            and not any(isinstance(v, list) for v in data.values()):
+        # Containers ({"memdevs": [...]}) hold lists; an object that is
+        # none of cxl list's and holds none is not its output.
+        _fail(source, 'an entry is not a bus, port, endpoint, memdev, '
+              'decoder or region: %s' % json.dumps(data)[:60])
     for key, value in data.items():
-        if isinstance(value, list):
-            if key in ('mappings', 'media_errors', 'dports'):
-                continue
+        if key == 'memdev' and isinstance(value, dict):
+            _walk(source, value, found)
+        elif isinstance(value, list) and key not in _NOT_CONTAINERS:
             _walk(source, value, found)
 
 
@@ -217,21 +241,63 @@ def parse_cxl(output):
     return {'memdevs': memdevs, 'regions': regions, 'decoders': decoders}
 
 
+def dax_origin(path):
+    """'cxl', 'hmem', 'nvdimm' or None from a dax region's sysfs path.
+
+    A CXL RAM region's dax region is ``.../decoderX.Y/regionN/
+    dax_regionN``; the HMEM driver's (memory the firmware marks specific
+    purpose) is ``/platform/hmem.N``; an nvdimm namespace's is under
+    ``ndbusN``.
+    """
+    if not path:
+        return None
+    parts = path.strip('/').split('/')
+    if parts[-1].startswith('dax_region') and any(
+            _REGION_RE.match(p) for p in parts):
+        return 'cxl'
+    if any(p.startswith('hmem') for p in parts):
+        return 'hmem'
+    if any(p.startswith('ndbus') for p in parts):
+        return 'nvdimm'
+    return None
+
+
 def parse_daxctl(output):
-    """Dax devices of ``daxctl list --devices``: chardev, size, mode."""
-    source = output.source
+    """Dax devices of ``daxctl list --regions --devices``.
+
+    Each device: chardev, size, mode and, under a region that prints its
+    ``path``, the ``origin`` of :func:`dax_origin`. ``daxctl list
+    --devices`` (no regions, no path) is read too.
+    """
     data = _load(output)
     if data is None:
         return []
+    regions = [r for r in (data if isinstance(data, list) else [data])
+               if isinstance(r, dict) and 'chardev' not in r and 'id' in r]
+    if regions and not any('devices' in r for r in regions):
+        _fail(output.source, 'dax regions (%s) but no dax devices: saved '
+              '"daxctl list --regions" without --devices; save "daxctl '
+              'list --regions --devices"'
+              % ', '.join(json.dumps(r['id'])[:20] for r in regions))
+    return _dax_devices(output.source, data, None)
+
+
+def _dax_devices(source, data, path):
     items = data if isinstance(data, list) else [data]
     devices = []
     for raw in items:
         if not isinstance(raw, dict):
             _fail(source, 'an entry is not an object: %s'
                   % json.dumps(raw)[:40])
-        if 'devices' in raw and 'chardev' not in raw:
-            # --regions: a dax region holding its devices.
-            devices.extend(parse_daxctl(_Sub(output, raw['devices'])))
+        if 'chardev' not in raw and 'id' in raw:
+            # --regions: a dax region holding its devices (--devices).
+            region_path = raw.get('path')
+            if region_path is not None and not isinstance(region_path,
+                                                          str):
+                _fail(source, 'dax region %s: path is not a string: %s'
+                      % (raw['id'], json.dumps(region_path)[:40]))
+            devices.extend(_dax_devices(source, raw.get('devices', []),
+                                        region_path))
             continue
         chardev = _text(source, raw, 'chardev', required=True)
         match = _DAX_RE.match(chardev)
@@ -254,17 +320,10 @@ def parse_daxctl(output):
             'movable': movable,
             'online_memblocks': raw.get('online_memblocks'),
             'total_memblocks': raw.get('total_memblocks'),
+            'path': path or None,
+            'origin': dax_origin(path),
         })
     return devices
-
-
-class _Sub:
-    """A piece of an output, parsed again with the output's source."""
-
-    def __init__(self, output, data):
-        self.source = output.source
-        self.returncode = 0
-        self.text = json.dumps(data)
 
 
 def parse_cpulist(text, source):
@@ -312,6 +371,16 @@ def _format_cpus(cpus):
                     for a, b in ranges)
 
 
+def _cxl_region(device, region_ids):
+    """The CXL region of a dax device, None for an HMEM device."""
+    if device['origin'] == 'cxl':
+        return [p for p in device['path'].split('/')
+                if _REGION_RE.match(p)][-1]
+    if device['origin'] == 'hmem':
+        return None
+    return region_ids.get(device['region_id'])
+
+
 def classify(listing, dax_devices, nodes, sources):
     """The ``cxl`` section of the profile (see the module docstring).
 
@@ -321,8 +390,15 @@ def classify(listing, dax_devices, nodes, sources):
     regions = {r['region']: r for r in listing['regions']}
     region_ids = {int(_REGION_RE.match(r).group(1)): r for r in regions}
     ram_total = sum(m['ram_size'] for m in listing['memdevs'])
-    cxl_dax = [d for d in dax_devices if d['region_id'] in region_ids
-               and regions[region_ids[d['region_id']]]['type'] != 'pmem']
+    # A device under a CXL region's dax region; without the region's path
+    # (daxctl list --devices), one with a CXL RAM region's id. HMEM devices
+    # (firmware-provisioned memory) on a host with CXL RAM are that RAM.
+    cxl_dax = [d for d in dax_devices if d['origin'] == 'cxl' or (
+        d['origin'] is None and d['region_id'] in region_ids
+        and regions[region_ids[d['region_id']]]['type'] != 'pmem')
+        or (d['origin'] == 'hmem' and ram_total)]
+    unknown_devdax = [d for d in dax_devices if d['origin'] is None
+                      and d['mode'] == DEVDAX and d not in cxl_dax]
     cpu_nodes = [n for n in nodes if n['cpus']]
     tier_nodes = [n for n in nodes if not n['cpus'] and n['memory_kb'] > 0]
     if not cpu_nodes:
@@ -333,7 +409,9 @@ def classify(listing, dax_devices, nodes, sources):
     if not decoded:
         decoded = sum(r['size'] for r in listing['regions']
                       if r['type'] == 'ram')
-    notes = []
+    notes = ['%s is an HMEM device (%s): firmware-provisioned memory, '
+             'taken as the CXL RAM' % (d['chardev'], d['path'])
+             for d in cxl_dax if d['origin'] == 'hmem']
     kind = None
     far_gb = 0.0
     cell_near = {n['numa_node']: n['memory_kb'] / KIB_PER_GIB
@@ -348,6 +426,23 @@ def classify(listing, dax_devices, nodes, sources):
                              % (dev['chardev'], dev['target_node']))
     elif ram_total and any(d['mode'] == SYSTEM_RAM for d in cxl_dax):
         dev = [d for d in cxl_dax if d['mode'] == SYSTEM_RAM][0]
+        with_cpus = {n['numa_node'] for n in cpu_nodes}
+        online = (dev['online_memblocks'] is not None
+                  and dev['online_memblocks'] == dev['total_memblocks'])
+        if dev['target_node'] in with_cpus and online:
+            _fail(sources['daxctl'], 'chardev %s: system-ram with all %s '
+                  'memory blocks online, in NUMA node %s, which has CPUs: '
+                  'its CXL memory is counted as that node\'s DRAM, no '
+                  'tier the scheduler can tell apart (cxl_kmem needs it '
+                  'in a node without CPUs; the firmware\'s SRAT sets '
+                  'target_node)' % (dev['chardev'], dev['total_memblocks'],
+                                    dev['target_node']))
+        if online:
+            _fail(sources['daxctl'], 'chardev %s: system-ram with all %s '
+                  'memory blocks online, but %s lists no NUMA node %s '
+                  'holding memory: save the node<N> files of every node'
+                  % (dev['chardev'], dev['total_memblocks'],
+                     sources['nodes'], dev['target_node']))
         _fail(sources['daxctl'], 'chardev %s: mode is system-ram but no '
               'NUMA node without CPUs holds memory (target_node %s, '
               'online_memblocks %s of %s): online it with daxctl '
@@ -358,6 +453,14 @@ def classify(listing, dax_devices, nodes, sources):
         kind = kinds.CXL_DEVDAX
         far_gb = sum(d['size'] for d in cxl_dax
                      if d['mode'] == DEVDAX) / GIB
+    elif ram_total and decoded and unknown_devdax:
+        # Flat memory mode has no dax device: this one may be the CXL RAM
+        # exposed by the HMEM driver; only its region's path tells.
+        _fail(sources['daxctl'], 'chardev %s: a devdax device of no CXL '
+              'region in %s, and no region path to tell whether it is '
+              'the CXL RAM (HMEM) or other memory: save "daxctl list '
+              '--regions --devices"' % (unknown_devdax[0]['chardev'],
+                                        sources['cxl']))
     elif ram_total and decoded:
         kind = kinds.CXL_FLAT
         far_gb = decoded / GIB
@@ -383,7 +486,8 @@ def classify(listing, dax_devices, nodes, sources):
         notes.append('CXL memory devices (%s) but no CXL RAM in use: no '
                      'region, dax device or decoder maps it'
                      % ', '.join(m['memdev'] for m in listing['memdevs']))
-    near = _gb(sum(cell_near.values()))
+    near_exact = sum(cell_near.values())
+    near = _gb(near_exact)
     if kind == kinds.CXL_FLAT:
         visible = near_kb / KIB_PER_GIB
     else:
@@ -394,6 +498,7 @@ def classify(listing, dax_devices, nodes, sources):
     section = {
         'kind': kind,
         'near_memory_gb': _gb(near),
+        'near_memory_mb': derive.near_memory_mb(near_exact),
         'far_memory_gb': _gb(far_gb),
         'visible_memory_gb': _gb(visible),
         'memdevs': [{
@@ -407,7 +512,7 @@ def classify(listing, dax_devices, nodes, sources):
             'decode_state': r['decode_state'],
             'dax_devices': [
                 d['chardev'] for d in cxl_dax
-                if region_ids[d['region_id']] == r['region']]}
+                if _cxl_region(d, region_ids) == r['region']]}
             for r in listing['regions']],
         'decoders': [{
             'decoder': d['decoder'], 'mode': d['mode'],
@@ -415,7 +520,7 @@ def classify(listing, dax_devices, nodes, sources):
             for d in listing['decoders']],
         'dax_devices': [{
             'chardev': d['chardev'],
-            'region': region_ids[d['region_id']], 'mode': d['mode'],
+            'region': _cxl_region(d, region_ids), 'mode': d['mode'],
             'size_gb': _gb(d['size'] / GIB), 'numa_node': d['target_node'],
             'movable': d['movable']} for d in cxl_dax],
         'numa_nodes': [{
@@ -428,6 +533,44 @@ def classify(listing, dax_devices, nodes, sources):
                        for n in tier_nodes],
     }
     return section, notes
+
+
+def check_without_cxl(prof, runner):
+    """Without ``--cxl``: refuse to call memory DRAM that is not.
+
+    NUMA nodes without CPUs that hold memory (CXL memory onlined by kmem,
+    the usual case) would count as DRAM in a ``dram`` profile; that is an
+    error naming ``--cxl``. Saved ``cxl list`` output in ``--from DIR``
+    listing memory devices is a note.
+    """
+    if prof['mode'] != kinds.DRAM:
+        return prof
+    try:
+        nodes = parse_nodes(runner.numa_nodes())
+    except errors.DiscoveryError:
+        # No NUMA nodes to read (or recorded): nothing to tell.
+        nodes = []
+    tier_nodes = [n for n in nodes if not n['cpus'] and n['memory_kb'] > 0]
+    if tier_nodes:
+        raise errors.DiscoveryError(
+            'NUMA node%s %s hold%s %.2f GiB of memory but no CPUs (CXL '
+            'memory onlined as its own node): that is no DRAM; run with '
+            '--cxl to describe it' % (
+                's' if len(tier_nodes) > 1 else '',
+                ', '.join(str(n['numa_node']) for n in tier_nodes),
+                '' if len(tier_nodes) > 1 else 's',
+                sum(n['memory_kb'] for n in tier_nodes) / KIB_PER_GIB))
+    if runner.recorded('cxl'):
+        try:
+            memdevs = parse_cxl(runner.run('cxl'))['memdevs']
+        except errors.DiscoveryError:
+            memdevs = []
+        if memdevs:
+            prof['notes'].append(
+                'CXL memory devices (%s) in the saved cxl list output: run '
+                'with --cxl to describe them'
+                % ', '.join(m['memdev'] for m in memdevs))
+    return prof
 
 
 def apply(prof, runner):
@@ -446,8 +589,12 @@ def apply(prof, runner):
     dax_devices = parse_daxctl(dax_out)
     node_files = runner.numa_nodes()
     nodes = parse_nodes(node_files)
-    node_source = (node_files[0].meminfo_source.rsplit('/', 2)[0]
-                   if node_files else 'NUMA nodes')
+    node_source = 'NUMA nodes'
+    if node_files:
+        # /sys/devices/system/node/node0/meminfo or DIR/node-0-meminfo.txt
+        node_source = os.path.dirname(node_files[0].meminfo_source)
+        if os.path.basename(node_files[0].meminfo_source) == 'meminfo':
+            node_source = os.path.dirname(node_source)
     section, notes = classify(
         listing, dax_devices, nodes,
         {'cxl': cxl_out.source, 'daxctl': dax_out.source,
@@ -463,6 +610,7 @@ def apply(prof, runner):
         prof['mode'] = kind
         prof['scheduler_mode'] = kind
         prof['dram_gb'] = section['near_memory_gb']
+        prof['near_memory_mb'] = section['near_memory_mb']
         prof['visible_memory_gb'] = section['visible_memory_gb']
         prof['dram_cache_gb'] = (section['near_memory_gb']
                                  if kind in kinds.TIERED else 0.0)

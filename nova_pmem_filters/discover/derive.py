@@ -28,6 +28,8 @@ Rules (doc/source/discovery.rst repeats them for operators):
   region in Memory Mode); a namespace's node is its own ``numa_node``.
 """
 
+import json
+import math
 import re
 
 from nova_pmem_filters.core import hostfile
@@ -44,6 +46,15 @@ def _gb(value):
     return round(float(value), 2)
 
 
+def near_memory_mb(gib):
+    """Whole MiB of an exact GiB figure (Placement's CUSTOM_NEAR_MEMORY_MB).
+
+    From the unrounded size: the profile's GB figures are rounded to 0.01
+    GB, up to 5 MB off.
+    """
+    return int(math.floor(float(gib) * 1024 + 1e-6))
+
+
 def _meminfo_gib(text):
     match = re.search(r'^MemTotal:\s+([0-9]+)\s+kB', text or '', re.M)
     if not match:
@@ -51,13 +62,35 @@ def _meminfo_gib(text):
     return int(match.group(1)) / 2.0 ** 20
 
 
-def discover(runner, hostname=None):
-    """Run (or read) the tools and return the profile as a dict."""
+def discover(runner, hostname=None, pmem_tools_optional=False):
+    """Run (or read) the tools and return the profile as a dict.
+
+    :param pmem_tools_optional: a host without ``ndctl`` or ``ipmctl`` has
+        no PMem (``--cxl``: a CXL-only host needs neither), rather than
+        that being an error.
+    """
     notes = []
     hostname = hostname or runner.hostname() or 'localhost'
-    ndctl_regions, namespaces = ndctl.parse(runner.run('ndctl'))
+    try:
+        ndctl_regions, namespaces = ndctl.parse(runner.run('ndctl'))
+    except errors.ToolNotFound:
+        if not pmem_tools_optional:
+            raise
+        ndctl_regions, namespaces = [], []
+        notes.append('ndctl is not installed: no PMem region')
 
-    dimm_out = runner.run('dimm')
+    try:
+        dimm_out = runner.run('dimm')
+    except errors.ToolNotFound:
+        if not pmem_tools_optional:
+            raise
+        if ndctl_regions:
+            raise errors.DiscoveryError(
+                'ndctl lists PMem regions (%s) but ipmctl is not installed:'
+                ' install the ipmctl package'
+                % ', '.join(r['dev'] for r in ndctl_regions))
+        notes.append('ipmctl is not installed: no Optane PMem')
+        return _dram_profile(runner, hostname, notes, namespaces)
     state = ipmctl.classify(dimm_out)
     if state == ipmctl.NO_ACCESS and ndctl_regions:
         raise errors.DiscoveryError(
@@ -154,6 +187,9 @@ def discover(runner, hostname=None):
         'regions': [_region(r, socket_of_region) for r in ndctl_regions],
         'namespaces': [_namespace(n) for n in namespaces],
         'notes': notes,
+        'near_memory_mb': near_memory_mb(
+            cache_gb if kinds.scheduler_kind(mode) in kinds.TIERED
+            else dram_gb),
     }
 
 
@@ -182,6 +218,7 @@ def _dram_profile(runner, hostname, notes, namespaces):
         'regions': [],
         'namespaces': [],
         'notes': notes,
+        'near_memory_mb': near_memory_mb(dram_gb),
     }
 
 
@@ -256,6 +293,75 @@ def _namespace(ns):
         'blockdev': ns['blockdev'],
         'align': ns['align'],
     }
+
+
+# --- CPUs (lscpu -J) -------------------------------------------------------
+
+_LSCPU_FIELDS = {'CPU(s):': 'cpus', 'Socket(s):': 'sockets',
+                 'Core(s) per socket:': 'cores_per_socket',
+                 'Thread(s) per core:': 'threads_per_core'}
+
+
+def _lscpu_fields(entries, found):
+    # util-linux 2.38 and later nest fields under "Vendor ID" and "Model
+    # name" as children; older ones print a flat list.
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        key = _LSCPU_FIELDS.get(entry.get('field'))
+        if key and key not in found:
+            found[key] = entry.get('data')
+        if isinstance(entry.get('children'), list):
+            _lscpu_fields(entry['children'], found)
+
+
+def parse_lscpu(output):
+    """{vcpus, sockets, cores_per_socket, threads_per_core} of lscpu -J.
+
+    :raises DiscoveryError: naming the file and field that is missing or
+        not a positive integer.
+    """
+    source = output.source
+    if output.returncode != 0:
+        first = output.text.strip().splitlines()
+        raise errors.DiscoveryError('%s: exit status %d: %s' % (
+            source, output.returncode, first[0][:200] if first
+            else 'no output'))
+    try:
+        data = json.loads(output.text)
+    except ValueError as exc:
+        raise errors.DiscoveryError('%s: not valid JSON (%s)'
+                                    % (source, exc))
+    if not isinstance(data, dict) or not isinstance(data.get('lscpu'),
+                                                    list):
+        raise errors.DiscoveryError('%s: not lscpu -J output (no "lscpu" '
+                                    'list)' % source)
+    found = {}
+    _lscpu_fields(data['lscpu'], found)
+    result = {}
+    for field, key in _LSCPU_FIELDS.items():
+        value = found.get(key)
+        if not (isinstance(value, str) and value.strip().isdigit()
+                and int(value) > 0):
+            raise errors.DiscoveryError(
+                '%s: "%s" is %s, expected a positive integer'
+                % (source, field, json.dumps(value)))
+        result[key] = int(value)
+    return {'vcpus': result['cpus'], 'sockets': result['sockets'],
+            'cores_per_socket': result['cores_per_socket'],
+            'threads_per_core': result['threads_per_core']}
+
+
+def add_cpus(prof, runner):
+    """Add ``vcpus`` and ``cpus`` (lscpu -J) to ``prof`` where known."""
+    output = runner.run_optional('lscpu')
+    if output is None:
+        # A --from DIR saved before lscpu was read (or no util-linux).
+        return prof
+    cpus = parse_lscpu(output)
+    prof['vcpus'] = cpus.pop('vcpus')
+    prof['cpus'] = cpus
+    return prof
 
 
 # --- NUMA nodes (--numa) ----------------------------------------------------

@@ -36,3 +36,11 @@ class UsageError(DiscoveryError):
     """Bad options, input directory or output path (exit 2)."""
 
     exit_code = EXIT_USAGE
+
+
+class ToolNotFound(DiscoveryError):
+    """A tool is not installed (exit 1, unless the caller can do without)."""
+
+    def __init__(self, message, tool):
+        super().__init__(message)
+        self.tool = tool

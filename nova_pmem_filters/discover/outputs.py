@@ -179,15 +179,21 @@ def provider_config(prof, ram_allocation_ratio=1.0,
 
     Every host reports ``CUSTOM_NEAR_MEMORY_MB`` (see
     :func:`nova_pmem_filters.core.placement.near_memory_inventory`): its
-    near memory (:func:`nova_pmem_filters.core.profile.near_memory_gb`),
-    so that flavors which request near memory can land on every kind.
+    near memory (:func:`nova_pmem_filters.core.profile.near_memory_gb`;
+    ``near_memory_mb``, the exact figure, where the profile has it), so
+    that flavors which request near memory can land on every kind.
     """
     provider = {
         'identification': {'uuid': COMPUTE_NODE},
         'traits': {'additional': traits(prof)},
     }
-    near_gb = profile.near_memory_gb(prof['scheduler_mode'], prof['dram_gb'],
-                                     prof['dram_cache_gb'])
+    if prof.get('near_memory_mb') is not None:
+        # Exact: the GB figures are rounded to 0.01 GB.
+        near_gb = prof['near_memory_mb'] / float(profile.MB_PER_GB)
+    else:
+        near_gb = profile.near_memory_gb(prof['scheduler_mode'],
+                                         prof['dram_gb'],
+                                         prof['dram_cache_gb'])
     inventory = placement.near_memory_inventory(
         prof['scheduler_mode'], near_gb,
         cache_overcommit_ratio=cache_overcommit_ratio,
@@ -396,6 +402,8 @@ def _numa_rows(prof):
 def table_lines(prof):
     numa = 'numa_nodes' in prof
     summary = _SUMMARY + (('dram_cache_gb_per_cell',) if numa else ())
+    if 'vcpus' in prof:
+        summary += ('vcpus',)
     lines = _table(('Field', 'Value'),
                    [(k, prof[k]) for k in summary])
     ns_columns = ('name', 'dev', 'mode', 'region', 'numa_node', 'size_gb',

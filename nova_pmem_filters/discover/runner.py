@@ -30,9 +30,10 @@ IPMCTL = 'ipmctl'
 NDCTL = 'ndctl'
 CXL = 'cxl'
 DAXCTL = 'daxctl'
+LSCPU = 'lscpu'
 # The distribution package of a tool, where it is not named after it
 # (Debian and Ubuntu: /usr/bin/cxl is in ndctl).
-PACKAGES = {CXL: 'ndctl'}
+PACKAGES = {CXL: 'ndctl', LSCPU: 'util-linux'}
 
 # The tools' outputs are small; more than this is not an answer we can use.
 _MAX_OUTPUT = 16 * 1024 * 1024
@@ -69,7 +70,12 @@ COMMANDS = (
     # the dax devices with their mode (system-ram or devdax).
     Command('cxl', (CXL, 'list', '--memdevs', '--regions', '--decoders'),
             ('cxl-list.json',)),
-    Command('daxctl', (DAXCTL, 'list', '--devices'), ('daxctl-list.json',)),
+    # --regions: a region's path tells CXL dax devices from HMEM ones.
+    Command('daxctl', (DAXCTL, 'list', '--regions', '--devices'),
+            ('daxctl-list.json',)),
+    # The host's CPUs (sockets, cores, threads) for the vcpus of the
+    # profile; optional: a --from DIR without it gives a profile without.
+    Command('lscpu', (LSCPU, '-J'), ('lscpu.json',)),
 )
 BY_KEY = {c.key: c for c in COMMANDS}
 
@@ -139,10 +145,11 @@ class LiveRunner:
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                 start_new_session=True)
         except FileNotFoundError:
-            raise errors.DiscoveryError(
+            raise errors.ToolNotFound(
                 '%s: command not found (install the %s package)'
                 % (command.argv[0],
-                   PACKAGES.get(command.argv[0], command.argv[0])))
+                   PACKAGES.get(command.argv[0], command.argv[0])),
+                command.argv[0])
         except OSError as exc:
             raise errors.DiscoveryError(
                 '%s: cannot run: %s' % (command.display(), exc.strerror))
@@ -167,6 +174,17 @@ class LiveRunner:
             text = _decode(err)
         return Output(command, text, proc.returncode,
                       _fmt_for(command.files[0]), command.display())
+
+    def recorded(self, key):
+        """Live tools are only run when asked for."""
+        return False
+
+    def run_optional(self, key):
+        """The output of ``key``, or None when the tool is not installed."""
+        try:
+            return self.run(key)
+        except errors.ToolNotFound:
+            return None
 
     def hostname(self):
         return os.uname().nodename
@@ -259,6 +277,15 @@ class DirRunner:
             '--from %s: missing %s (saved output of: %s)'
             % (self.directory, ' or '.join(command.files),
                command.display()))
+
+    def recorded(self, key):
+        """Whether DIR holds the output of the command ``key``."""
+        return any(os.path.isfile(os.path.join(self.directory, name))
+                   for name in BY_KEY[key].files)
+
+    def run_optional(self, key):
+        """The saved output of ``key``, or None when DIR has none."""
+        return self.run(key) if self.recorded(key) else None
 
     def hostname(self):
         text = self._read(HOSTNAME_FILE)

@@ -52,8 +52,9 @@ class Simulate(base.ShortTableLister):
         base.add_fleet_argument(group, False, 'the fleet to simulate')
         parser.add_argument(
             '--host-vcpus', type=int, metavar='N',
-            help='with --fleet: vCPUs of the hosts whose profile does not '
-                 'report them')
+            help='with --fleet: vCPUs of every host, overriding what the '
+                 'profiles report (needed where a profile reports none: '
+                 'written before nova-pmem-discover read lscpu)')
         parser.add_argument(
             '--trace', metavar='CSV',
             help='events to replay (columns %s; time in seconds); default: '

@@ -64,7 +64,8 @@ def kinds_of_profiles(scen, directory, vcpus=None):
     memory cap as ``ram_allocation_ratio``, CPU overcommit), and the
     profile the scheduler reads from their metadata (the core's).
 
-    :param vcpus: vCPUs of the hosts whose profile does not say.
+    :param vcpus: vCPUs of every host (--host-vcpus), overriding the
+        profiles'; needed for profiles that do not say.
     """
     from planner import fleet as fleet_mod
     found = []
@@ -80,7 +81,7 @@ def kinds_of_profiles(scen, directory, vcpus=None):
                 else kind.visible_memory_gb)
         found.append(engine.HostKind(
             name=kind.name, profile=kind.node().profile,
-            vcpus=int(vcpus if kind.vcpus is None else kind.vcpus),
+            vcpus=int(kind.vcpus if vcpus is None else vcpus),
             memory_mb=int(round(kind.visible_memory_gb * profile.MB_PER_GB)),
             dram_gb=float(dram),
             reserved_host_memory_mb=int(round(
@@ -141,7 +142,8 @@ def run(scen, nodes=None, fleet_dir=None, events=None, mix=None, days=365.0,
     :param nodes: {configuration: nodes}; default: the optimiser's fleet
         for the mix (whose VMs per configuration become ``planned_vms``).
     :param fleet_dir: discovered host profiles instead of ``nodes``.
-    :param host_vcpus: vCPUs of profiles that do not report them.
+    :param host_vcpus: vCPUs of every discovered host, overriding the
+        profiles' (needed for profiles that do not report them).
     :param events: the trace; default a synthetic one of ``days`` for the
         mix (default: the scenario's first demand period).
     """

@@ -33,6 +33,7 @@ from nova.compute import provider_config as nova_provider_config
 from nova_pmem_filters.discover import cli
 from nova_pmem_filters.discover import errors
 from nova_pmem_filters.discover import outputs
+from tests.unit import paths
 
 DATA = os.path.join(os.path.dirname(__file__), 'discover_data')
 GIB = 2 ** 30
@@ -144,6 +145,8 @@ def expected_profile(case, hw):
         'sockets': sockets,
         'regions': regions,
         'namespaces': namespaces,
+        # Placement's CUSTOM_NEAR_MEMORY_MB: whole MiB of the exact size.
+        'near_memory_mb': int((cache if mm else dram) * 1024),
         'dimm_count': n_mod,
         'dimm_capacity_gb': round(reported, 2),
     }
@@ -204,7 +207,8 @@ class TestProfiles(DiscoverCase):
             ['schema', 'hostname', 'mode', 'scheduler_mode',
              'memory_mode_percent', 'dram_gb', 'pmem_gb',
              'visible_memory_gb', 'dram_cache_gb', 'app_direct_gb',
-             'sockets', 'dimms', 'regions', 'namespaces', 'notes'],
+             'sockets', 'dimms', 'regions', 'namespaces', 'notes',
+             'near_memory_mb'],
             list(got))
         self.assertEqual(
             {'socket', 'numa_node', 'dram_gb', 'pmem_gb', 'memory_mode_gb',
@@ -216,6 +220,24 @@ class TestProfiles(DiscoverCase):
         self.assertEqual({'name', 'dev', 'mode', 'region', 'numa_node',
                           'size_gb', 'chardev', 'blockdev', 'align'},
                          set(got['namespaces'][0]))
+
+    def test_near_memory_inventory_is_exact(self):
+        # 263741440 kB is 257560 MiB, 251.52 GB rounded: the inventory is
+        # the exact MiB, not 251.52 x 1024 = 257556.
+        tmp = os.path.join(self.useFixture(fixtures.TempDir()).path, 'h')
+        shutil.copytree(os.path.join(DATA, DRAM_CASE), tmp)
+        with open(os.path.join(tmp, 'meminfo'), 'w') as f:
+            f.write('MemTotal:       263741440 kB\n')
+        config = os.path.join(tmp, 'provider.yaml')
+        status, out, err = run(['--from', tmp, '--provider-config', config])
+        self.assertEqual(0, status, err)
+        got = json.loads(out)
+        self.assertEqual(251.52, got['dram_gb'])
+        self.assertEqual(257560, got['near_memory_mb'])
+        with open(config) as f:
+            inventory = yaml.safe_load(f)['providers'][0]['inventories']
+        self.assertEqual(257560, inventory['additional'][0][
+            'CUSTOM_NEAR_MEMORY_MB']['total'])
 
     def test_dram_host(self):
         got = self.profile(DRAM_CASE)
@@ -234,6 +256,73 @@ class TestProfiles(DiscoverCase):
         out = self.discover('ad_2s_pmem100_512', '--table')
         self.assertIn('| mode                | app_direct', out)
         self.assertIn('namespace1.2', out)
+
+
+class TestFormats(DiscoverCase):
+    """-f json|table|yaml, as openstack and the other commands take it."""
+
+    def test_format_option(self):
+        case = 'mixed_2s_pmem200_256'
+        self.assertEqual(self.discover(case),
+                         self.discover(case, '-f', 'json'))
+        self.assertEqual(self.discover(case, '--json'),
+                         self.discover(case, '--format', 'json'))
+        self.assertEqual(self.discover(case, '--table'),
+                         self.discover(case, '-f', 'table'))
+        self.assertEqual(json.loads(self.discover(case)),
+                         yaml.safe_load(self.discover(case, '-f', 'yaml')))
+
+    def test_bad_format(self):
+        status, out, err = run(['--from', os.path.join(DATA, DRAM_CASE),
+                                '-f', 'xml'])
+        self.assertEqual(2, status)
+        self.assertIn("argument -f/--format: invalid choice: 'xml'", err)
+        status, out, err = run(['--from', os.path.join(DATA, DRAM_CASE),
+                                '-f', 'table', '--json'])
+        self.assertEqual(2, status)
+        self.assertIn('argument --json: not allowed with argument '
+                      '-f/--format', err)
+
+
+class TestCpus(testtools.TestCase):
+    """vcpus and cpus of the profile, from a saved lscpu -J."""
+
+    def copy(self):
+        tmp = os.path.join(self.useFixture(fixtures.TempDir()).path, 'h')
+        shutil.copytree(paths.of('etc', 'examples', 'discover',
+                                 'memory-mode'), tmp)
+        return tmp
+
+    def test_nested_and_flat_lscpu(self):
+        tmp = self.copy()
+        status, out, err = run(['--from', tmp])
+        self.assertEqual(0, status, err)
+        got = json.loads(out)
+        want = {'sockets': 2, 'cores_per_socket': 24, 'threads_per_core': 2}
+        self.assertEqual((96, want), (got['vcpus'], got['cpus']))
+        # util-linux before 2.38: one flat list of fields.
+        with open(os.path.join(tmp, 'lscpu.json'), 'w') as f:
+            json.dump({'lscpu': [
+                {'field': 'CPU(s):', 'data': '96'},
+                {'field': 'Thread(s) per core:', 'data': '2'},
+                {'field': 'Core(s) per socket:', 'data': '24'},
+                {'field': 'Socket(s):', 'data': '2'}]}, f)
+        status, out, err = run(['--from', tmp])
+        self.assertEqual(0, status, err)
+        self.assertEqual(want, json.loads(out)['cpus'])
+
+    def test_without_lscpu_no_vcpus(self):
+        status, out, err = run(['--from', os.path.join(DATA, DRAM_CASE)])
+        self.assertNotIn('vcpus', json.loads(out))
+
+    def test_bad_lscpu_names_the_field(self):
+        tmp = self.copy()
+        with open(os.path.join(tmp, 'lscpu.json'), 'w') as f:
+            json.dump({'lscpu': [{'field': 'CPU(s):', 'data': '96'}]}, f)
+        status, out, err = run(['--from', tmp])
+        self.assertEqual(1, status)
+        self.assertIn('lscpu.json: "Socket(s):" is null, expected a '
+                      'positive integer', err)
 
 
 class TestAggregate(DiscoverCase):

@@ -31,9 +31,13 @@ from nova_pmem_filters.discover import cli
 from nova_pmem_filters.discover import runner
 
 DATA = os.path.join(os.path.dirname(__file__), 'discover_cxl_data')
+# The cxl_kmem host as other cxl list / daxctl list options print it.
+FORMS = os.path.join(os.path.dirname(__file__), 'cxl_forms')
 # The Optane cases.
 PMEM_DATA = os.path.join(os.path.dirname(__file__), 'discover_data')
 GIB = 2 ** 30
+# The fake tools run with PATH holding only themselves.
+CAT = shutil.which('cat')
 KIB_PER_GIB = 2 ** 20
 
 # case -> hardware. dram / cxl: GiB per socket. reserved_kb: what firmware
@@ -161,12 +165,26 @@ class TestKinds(CxlCase):
                          [r['dax_devices'] for r in got['regions']])
 
     def test_without_cxl_flag_nothing_changes(self):
-        for case in CASES:
+        for case in ('cxl_none', 'cxl_flat', 'cxl_devdax'):
             status, out, err = run(['--from', os.path.join(DATA, case)])
             self.assertEqual(0, status, err)
             got = json.loads(out)
             self.assertNotIn('cxl', got)
             self.assertEqual('dram', got['mode'])
+            # Memory devices in the saved cxl list: a note naming --cxl.
+            self.assertEqual(
+                case != 'cxl_none', any('run with --cxl' in n
+                                        for n in got['notes']), case)
+
+    def test_cpu_less_nodes_without_cxl_flag_are_refused(self):
+        # Their memory is no DRAM: a dram profile would count it as such.
+        status, out, err = run(['--from', os.path.join(DATA, 'cxl_kmem')])
+        self.assertEqual(1, status, err)
+        self.assertEqual('', out)
+        self.assertEqual(
+            'nova-pmem-discover: error: NUMA nodes 2, 3 hold 504.00 GiB of '
+            'memory but no CPUs (CXL memory onlined as its own node): that '
+            'is no DRAM; run with --cxl to describe it\n', err)
 
     def test_host_without_cxl_keeps_its_profile(self):
         status, out, _err = run(['--from', os.path.join(DATA, 'cxl_none')])
@@ -255,9 +273,36 @@ class TestErrors(CxlCase):
         for node in (2, 3):
             os.unlink(os.path.join(tmp, 'node-%d-cpulist.txt' % node))
             os.unlink(os.path.join(tmp, 'node-%d-meminfo.txt' % node))
+        self.edit(tmp, 'daxctl-list.json', '"online_memblocks":128',
+                  '"online_memblocks":0')
         err = self.error(tmp)
         self.assertIn('chardev dax0.0: mode is system-ram but no NUMA node',
                       err)
+        self.assertIn('online it with daxctl online-memory', err)
+
+    def test_system_ram_in_a_node_with_cpus(self):
+        # Every block online, but in the DRAM nodes (an SRAT that gives the
+        # CXL memory its socket's node): no advice to online it.
+        tmp = self.copy('cxl_kmem')
+        for node in (2, 3):
+            os.unlink(os.path.join(tmp, 'node-%d-cpulist.txt' % node))
+            os.unlink(os.path.join(tmp, 'node-%d-meminfo.txt' % node))
+            self.edit(tmp, 'daxctl-list.json', '"target_node":%d' % node,
+                      '"target_node":%d' % (node - 2))
+        err = self.error(tmp)
+        self.assertNotIn('online-memory', err)
+        self.assertIn('chardev dax0.0: system-ram with all 128 memory '
+                      'blocks online, in NUMA node 0, which has CPUs', err)
+
+    def test_system_ram_in_a_node_not_recorded(self):
+        tmp = self.copy('cxl_kmem')
+        for node in (2, 3):
+            os.unlink(os.path.join(tmp, 'node-%d-cpulist.txt' % node))
+            os.unlink(os.path.join(tmp, 'node-%d-meminfo.txt' % node))
+        err = self.error(tmp)
+        self.assertNotIn('online-memory', err)
+        self.assertIn('all 128 memory blocks online, but %s lists no NUMA '
+                      'node 2 holding memory' % tmp, err)
 
     def test_bad_node_files(self):
         tmp = self.copy('cxl_kmem')
@@ -275,7 +320,7 @@ class TestErrors(CxlCase):
         status, out, err = run(['--from', tmp, '--cxl'])
         self.assertEqual(2, status)
         self.assertIn('missing daxctl-list.json (saved output of: daxctl '
-                      'list --devices)', err)
+                      'list --regions --devices)', err)
         for name in os.listdir(tmp):
             if name.startswith('node-'):
                 os.unlink(os.path.join(tmp, name))
@@ -319,6 +364,73 @@ class TestErrors(CxlCase):
         self.assertIn('no CXL RAM in use', ' '.join(got['notes']))
 
 
+class TestHmem(CxlCase):
+    """CXL memory the firmware provisioned: an HMEM devdax device."""
+
+    def test_hmem_devdax_is_not_flat(self):
+        got = self.profile('cxl_hmem')
+        # As cxl_devdax: the DRAM nodes keep their memory, no DRAM cache.
+        devdax = self.profile('cxl_devdax')
+        self.assertEqual('cxl_devdax', got['mode'])
+        self.assertEqual(devdax['dram_gb'], got['dram_gb'])
+        self.assertEqual(0.0, got['dram_cache_gb'])
+        self.assertEqual(128.0, got['cxl']['far_memory_gb'])
+        self.assertEqual(
+            [{'chardev': 'dax0.0', 'region': None, 'mode': 'devdax',
+              'size_gb': 128.0, 'numa_node': 1, 'movable': None}],
+            got['cxl']['dax_devices'])
+        self.assertIn('dax0.0 is an HMEM device (/platform/hmem.0)',
+                      ' '.join(got['notes']))
+
+    def test_devdax_without_region_path_is_refused(self):
+        # daxctl list --devices (no path): flat would be a guess.
+        tmp = self.copy('cxl_hmem')
+        with open(os.path.join(tmp, 'daxctl-list.json')) as f:
+            devices = json.load(f)[0]['devices']
+        with open(os.path.join(tmp, 'daxctl-list.json'), 'w') as f:
+            json.dump(devices, f)
+        err = self.error(tmp)
+        self.assertIn('chardev dax0.0: a devdax device of no CXL region', err)
+        self.assertIn('save "daxctl list --regions --devices"', err)
+
+    def test_cxl_region_path(self):
+        tmp = self.copy('cxl_kmem')
+        shutil.copy(os.path.join(FORMS, 'daxctl-list.RD.json'),
+                    os.path.join(tmp, 'daxctl-list.json'))
+        self.assertEqual(self.profile('cxl_kmem'), self.profile(tmp))
+
+
+class TestListingForms(CxlCase):
+
+    def test_verbose_and_targets(self):
+        # -v: buses, ports, endpoints holding their memdev as an object,
+        # decoders with targets; -vvv adds health, partition_info and each
+        # region's daxregion; -M -R -D -T: decoders with targets.
+        want = self.profile('cxl_kmem')
+        for name in ('cxl-list.v.json', 'cxl-list.vvv.json',
+                     'cxl-list.MRDT.json'):
+            tmp = self.copy('cxl_kmem')
+            shutil.copy(os.path.join(FORMS, name),
+                        os.path.join(tmp, 'cxl-list.json'))
+            self.assertEqual(want, self.profile(tmp), name)
+
+    def test_unknown_object_is_still_refused(self):
+        tmp = self.copy('cxl_kmem')
+        with open(os.path.join(tmp, 'cxl-list.json'), 'w') as f:
+            json.dump([{'chardev': 'dax0.0', 'size': 1}], f)
+        self.assertIn('an entry is not a bus, port, endpoint, memdev, '
+                      'decoder or region', self.error(tmp))
+
+    def test_dax_regions_without_devices(self):
+        tmp = self.copy('cxl_kmem')
+        shutil.copy(os.path.join(FORMS, 'daxctl-list.R.json'),
+                    os.path.join(tmp, 'daxctl-list.json'))
+        err = self.error(tmp)
+        self.assertIn('daxctl-list.json: dax regions (0, 1) but no dax '
+                      'devices: saved "daxctl list --regions" without '
+                      '--devices', err)
+
+
 class TestLiveTools(testtools.TestCase):
 
     def setUp(self):
@@ -338,6 +450,44 @@ class TestLiveTools(testtools.TestCase):
         self.assertEqual(1, status, err)
         self.assertEqual('nova-pmem-discover: error: daxctl: command not '
                          'found (install the daxctl package)\n', err)
+
+    def tools(self, scripts):
+        for tool, text in scripts:
+            path = os.path.join(self.bin, tool)
+            with open(path, 'w') as f:
+                f.write('#!/bin/sh\n%s\n' % text)
+            os.chmod(path, 0o755)
+        self.useFixture(fixtures.EnvironmentVariable('PATH', self.bin))
+
+    def test_cxl_host_needs_no_ipmctl(self):
+        kmem = os.path.join(DATA, 'cxl_kmem')
+        recorded = runner.DirRunner(kmem)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.discover.runner.LiveRunner.numa_nodes',
+            lambda self: recorded.numa_nodes()))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.discover.runner.LiveRunner.meminfo',
+            lambda self: recorded.meminfo()))
+        self.tools([('ndctl', 'true'),
+                    ('cxl', '%s %s/cxl-list.json' % (CAT, kmem)),
+                    ('daxctl', '%s %s/daxctl-list.json' % (CAT, kmem))])
+        status, out, err = run(['--cxl', '--hostname', 'cxl-kmem'])
+        self.assertEqual(0, status, err)
+        got = json.loads(out)
+        self.assertEqual('cxl_kmem', got['mode'])
+        self.assertIn('ipmctl is not installed: no Optane PMem', got['notes'])
+        # Without --cxl ipmctl stays required.
+        status, out, err = run([])
+        self.assertEqual(1, status)
+        self.assertIn('ipmctl: command not found', err)
+
+    def test_ipmctl_missing_with_pmem_regions(self):
+        ad = os.path.join(PMEM_DATA, 'ad_2s_pmem100_512')
+        self.tools([('ndctl', '%s %s/ndctl-list.json' % (CAT, ad))])
+        status, out, err = run(['--cxl'])
+        self.assertEqual(1, status, err)
+        self.assertIn('but ipmctl is not installed: install the ipmctl '
+                      'package', err)
 
     def test_real_daxctl_binary(self):
         if not shutil.which('daxctl'):

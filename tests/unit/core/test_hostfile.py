@@ -77,6 +77,24 @@ class ReadTestCase(testtools.TestCase):
                           'CUSTOM_PMEM_MODE_MEMORY_MODE'], host.traits)
         self.assertEqual(kinds.MEMORY_MODE, host.profile().mode)
 
+    def test_cpus_are_optional(self):
+        # Profiles written before discovery read lscpu have neither key.
+        self.assertIsNone(hostfile.parse(example(), 'x.json').vcpus)
+        cpus = {'sockets': 2, 'cores_per_socket': 24, 'threads_per_core': 2}
+        host = hostfile.parse(dict(example(), cpus=cpus), 'x.json')
+        self.assertEqual(96, host.vcpus)
+        # vcpus (lscpu's online CPU count) wins over the product.
+        host = hostfile.parse(dict(example(), cpus=cpus, vcpus=94),
+                              'x.json')
+        self.assertEqual(94, host.vcpus)
+
+    def test_bad_cpus_name_the_key(self):
+        cpus = {'sockets': 2, 'cores_per_socket': 0, 'threads_per_core': 2}
+        err = self.assertRaises(hostfile.ProfileError, hostfile.parse,
+                                dict(example(), cpus=cpus), 'x.json')
+        self.assertEqual('x.json: cpus.cores_per_socket: expected a positive '
+                         'integer, got 0', str(err))
+
     def test_sockets_must_be_a_list(self):
         err = self.assertRaises(hostfile.ProfileError, hostfile.parse,
                                 dict(example(), sockets={}), 'x.json')

@@ -155,6 +155,34 @@ class CommandTestCase(testtools.TestCase):
                          [r['model_density'] for r in rows])
         self.assertGreater(rows[-1]['vms_peak'], 0)
 
+    def test_simulate_fleet_with_discovered_cpus(self):
+        # Profiles nova-pmem-discover writes from lscpu carry vcpus: a
+        # mixed fleet needs no --host-vcpus, which overrides them.
+        from nova_pmem_filters.discover import cli as discover_cli
+        from planner import fleet as fleet_mod
+        fleet_dir = self.useFixture(fixtures.TempDir()).path
+        for host in ('memory-mode', 'app-direct'):
+            path = os.path.join(fleet_dir, host + '.json')
+            with open(path, 'w') as f:
+                self.assertEqual(0, discover_cli.main(
+                    ['--from', paths.of('etc', 'examples', 'discover',
+                                        host)], stdout=f))
+        self.assertEqual(
+            {'memory-mode-1': 96, 'app-direct-1': 112},
+            {k.hosts[0]: k.vcpus for k in fleet_mod.load(fleet_dir)})
+        out, _err = self.run_ok('simulate', '--fleet', fleet_dir,
+                                '--days', '20', '-f', 'json')
+        self.assertGreater(json.loads(out)[-1]['vms_peak'], 0)
+        from planner import scenario
+        from planner.simulate import runner as sim_runner
+        scen = scenario.load()
+        self.assertEqual(
+            [96, 112], sorted(k.vcpus for k in sim_runner.kinds_of_profiles(
+                scen, fleet_dir)))
+        self.assertEqual(
+            [64, 64], [k.vcpus for k in sim_runner.kinds_of_profiles(
+                scen, fleet_dir, vcpus=64)])
+
     def test_simulate_bad_trace_names_the_line(self):
         tmp = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(tmp, 'bad.csv')
