@@ -486,6 +486,10 @@ def read_text(path=None):
     try:
         with open(path, encoding='utf-8') as f:
             return f.read(), path
+    except FileNotFoundError as exc:
+        raise errors.ScenarioError(
+            path, [], 'cannot read the file: %s; nor is it a built-in '
+            'scenario (%s)' % (exc.strerror, ', '.join(builtin_names())))
     except OSError as exc:
         raise errors.ScenarioError(path, [], 'cannot read the file: %s'
                                    % exc.strerror)

@@ -468,6 +468,13 @@ class BadScenarioTestCase(ScenarioFileTestCase):
                        'cannot read the file: No such file or directory',
                        path=os.path.join(self.tmp, 'missing.yaml'))
 
+    def test_an_unknown_name_lists_the_built_in_scenarios(self):
+        exc = self.assertRaises(errors.ScenarioError, scenario.load,
+                                'nosuch')
+        self.assertIn("nor is it a built-in scenario (%s)"
+                      % ', '.join(scenario.builtin_names()), str(exc))
+        self.assertIn('telco-cost-matched', scenario.builtin_names())
+
     def test_every_command_refuses(self):
         path = self.write('')
         for command in test_cli.COMMANDS:
