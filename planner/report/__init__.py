@@ -46,6 +46,7 @@ CONFIGS_HEADINGS = page.CONFIGS_HEADINGS
 format_value = page.format_value
 source_rows = page.source_rows
 render_html = page.render_html
+table_id = page.table_id
 HTML_NAME = files.HTML_NAME
 DEFAULT_OUTPUT_DIR = files.DEFAULT_OUTPUT_DIR
 Frames = files.Frames

@@ -162,8 +162,17 @@ def _esc(text):
     return html.escape(str(text), quote=True)
 
 
-def _table(frame, headings, table_id, warn_column=None, wrap=()):
-    """An HTML table of a frame.
+def table_id(name):
+    """The id of the table of section ``name``.
+
+    The section keeps the bare name: it is the nav's anchor, and ids must
+    be unique in a page.
+    """
+    return name + '-table'
+
+
+def _table(frame, headings, name, warn_column=None, wrap=()):
+    """An HTML table of a frame, the table of section ``name``.
 
     Text columns not in ``wrap`` never break, so dram-384 stays whole.
     """
@@ -191,11 +200,13 @@ def _table(frame, headings, table_id, warn_column=None, wrap=()):
                                        ''.join(cells)))
     return ('<div class="table-wrap"><table id="%s"><thead><tr>%s</tr>'
             '</thead><tbody>\n%s\n</tbody></table></div>'
-            % (_esc(table_id), head, '\n'.join(body)))
+            % (_esc(table_id(name)), head, '\n'.join(body)))
 
 
-def _rows_table(headings, rows, table_id, classes=()):
+def _rows_table(headings, rows, name, classes=()):
     """A table from plain rows of already formatted text.
+
+    Its id is the one :func:`table_id` gives ``name``.
 
     :param classes: a CSS class per column ('num', 'key' or '').
     """
@@ -212,7 +223,7 @@ def _rows_table(headings, rows, table_id, classes=()):
         body.append('<tr>%s</tr>' % ''.join(cells))
     return ('<div class="table-wrap"><table id="%s"><thead><tr>%s</tr>'
             '</thead><tbody>\n%s\n</tbody></table></div>'
-            % (_esc(table_id), head, '\n'.join(body)))
+            % (_esc(table_id(name)), head, '\n'.join(body)))
 
 
 def _warnings_section(findings_by_config):

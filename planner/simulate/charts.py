@@ -11,33 +11,56 @@
 #    under the License.
 """Charts of a replay's timeline, as PNG."""
 
+# Legends sit right of their axes, their top at the axes' top: inside, they
+# hid the lines they name.
+LEGEND_OUTSIDE = {'loc': 'upper left', 'bbox_to_anchor': (1.01, 1.0),
+                  'borderaxespad': 0.0}
 
-def plot_png(draw, *args, **kwargs):
-    """PNG bytes of a matplotlib figure ``draw(fig, axes)`` fills in.
 
-    :param args, kwargs: for ``pyplot.subplots``.
+def plot(draw, *args, figsize=None, **kwargs):
+    """A matplotlib figure that ``draw(fig, axes)`` fills in.
+
+    Drawn on the Agg canvas directly, not through pyplot: no global state to
+    close, whatever backend the caller's process chose.
+
+    :param args, kwargs: for ``Figure.subplots``.
     """
+    from matplotlib.backends import backend_agg
+    from matplotlib import figure
+
+    fig = figure.Figure(figsize=figsize, dpi=100)
+    backend_agg.FigureCanvasAgg(fig)
+    draw(fig, fig.subplots(*args, **kwargs))
+    # tight_layout counts the legends: axes shrink to leave them room.
+    fig.tight_layout()
+    return fig
+
+
+def png(fig):
+    """PNG bytes of a figure."""
     import io
 
-    import matplotlib
-    matplotlib.use('Agg')
-    from matplotlib import pyplot
+    out = io.BytesIO()
+    # No "Software" key: the same figure gives the same bytes.
+    fig.savefig(out, format='png', metadata={'Software': None})
+    return out.getvalue()
 
-    fig, axes = pyplot.subplots(*args, dpi=100, **kwargs)
-    try:
-        draw(fig, axes)
-        fig.tight_layout()
-        out = io.BytesIO()
-        fig.savefig(out, format='png', metadata={'Software': None})
-        return out.getvalue()
-    finally:
-        pyplot.close(fig)
+
+def plot_png(draw, *args, **kwargs):
+    """PNG bytes of a figure :func:`plot` draws."""
+    return png(plot(draw, *args, **kwargs))
+
+
+def timeline_figure(timeline, title):
+    """The timeline's figure: VMs, utilisation and cache pressure."""
+    # Wider than the plots need, for the legends at their right.
+    return plot(lambda fig, axes: _draw_timeline(timeline, title, *axes),
+                2, 1, figsize=(11, 6.5), sharex=True)
 
 
 def chart_png(timeline, title):
     """A chart of the timeline: VMs, utilisation and cache pressure."""
-    return plot_png(lambda fig, axes: _draw_timeline(timeline, title, *axes),
-                    2, 1, figsize=(9, 6.5), sharex=True)
+    return png(timeline_figure(timeline, title))
 
 
 def _draw_timeline(timeline, title, top, bottom):
@@ -47,7 +70,7 @@ def _draw_timeline(timeline, title, top, bottom):
     top.plot(timeline['day'], timeline['vms'], label='all', color='k')
     top.set_ylabel('VMs running')
     top.set_title(title)
-    top.legend(loc='lower right', fontsize='small')
+    top.legend(fontsize='small', **LEGEND_OUTSIDE)
     for column in timeline:
         if column.startswith(('memory_util:', 'vcpu_util:')) or \
                 column in ('cache_pressure_mean', 'cache_pressure_max',
@@ -56,4 +79,4 @@ def _draw_timeline(timeline, title, top, bottom):
     bottom.set_ylabel('share')
     bottom.set_xlabel('day')
     bottom.set_ylim(0, 1.05)
-    bottom.legend(loc='lower right', fontsize='x-small', ncol=2)
+    bottom.legend(fontsize='small', **LEGEND_OUTSIDE)

@@ -16,14 +16,18 @@ VMs, 15 and 20 MySQL VMs per node, and a Memory-Mode configuration whose
 DRAM:PMem ratio (1:2.7) draws a population warning.
 """
 
+import collections
 import functools
 import html.parser
 import io
+import os
+import tempfile
 
 from matplotlib import image
 
 from planner import report
 from planner import scenario
+from planner import simulate
 
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
@@ -34,11 +38,31 @@ PUBLISHED_VMS = {'redis': (14, 19), 'mysql': (15, 20)}
 CHART_FILES = [spec.name for spec in report.CHARTS]
 
 
+# Every built-in scenario (its name, as --scenario takes it).
+SCENARIOS = ('telco-cost-matched', 'cxl-cost-matched')
+
+
 @functools.lru_cache(maxsize=None)
 def builtin():
     """The built-in scenario and its rendered report (rendered once)."""
     scen = scenario.load()
     return scen, tuple(report.build(scen))
+
+
+@functools.lru_cache(maxsize=None)
+def written_html(name, simulated):
+    """report.html of a built-in scenario as ``report`` writes it.
+
+    :param simulated: with the simulation section (``report --simulate``).
+    """
+    scen = scenario.load(name)
+    extra = {'simulation': simulate.run(scen)} if simulated else {}
+    artifacts = report.build(scen, png=False, **extra)
+    with tempfile.TemporaryDirectory() as out:
+        report.write(artifacts, out)
+        with open(os.path.join(out, report.HTML_NAME),
+                  encoding='utf-8') as f:
+            return f.read()
 
 
 class Page(html.parser.HTMLParser):
@@ -105,3 +129,96 @@ def assert_png(test, data):
     pixels = image.imread(io.BytesIO(data), format='png')
     test.assertGreater(pixels.shape[0], 100)
     test.assertGreater(pixels.shape[1], 100)
+
+
+# Elements with no end tag.
+VOID = frozenset(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input',
+                  'link', 'meta', 'source', 'track', 'wbr'])
+
+
+class Structure(html.parser.HTMLParser):
+    """Ids, in-page links and tag nesting of a page.
+
+    Stricter than a browser: every element but the void ones needs its own
+    end tag, in order, so an unclosed table or cell is a problem.
+    """
+
+    def __init__(self, text):
+        super().__init__(convert_charrefs=True)
+        self.ids = collections.Counter()
+        self.anchors = []
+        self.problems = []
+        self._open = []
+        self.feed(text)
+        self.close()
+        self.problems.extend('<%s> at line %d, column %d is not closed'
+                             % (tag, line, column)
+                             for tag, (line, column) in self._open)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if 'id' in attrs:
+            self.ids[attrs['id']] += 1
+        href = attrs.get('href') or ''
+        if href.startswith('#'):
+            self.anchors.append(href[1:])
+        if tag not in VOID:
+            self._open.append((tag, self.getpos()))
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID:
+            self._open.pop()
+
+    def handle_endtag(self, tag):
+        line, column = self.getpos()
+        if not self._open or self._open[-1][0] != tag:
+            self.problems.append(
+                '</%s> at line %d, column %d closes %s'
+                % (tag, line, column,
+                   '<%s>' % self._open[-1][0] if self._open else 'nothing'))
+            return
+        self._open.pop()
+
+    def duplicate_ids(self):
+        return sorted(i for i, count in self.ids.items() if count > 1)
+
+    def broken_anchors(self):
+        return sorted(set(a for a in self.anchors if a not in self.ids))
+
+
+def legends(fig):
+    """Every legend of a figure: the figure's and its axes'."""
+    return list(fig.legends) + [ax.get_legend() for ax in fig.axes
+                                if ax.get_legend() is not None]
+
+
+def assert_legends_outside(test, fig):
+    """Each legend of the figure is on the figure and off every data area.
+
+    The figure is drawn first: its layout places the legends and axes.
+    """
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    for legend in legends(fig):
+        box = legend.get_window_extent(renderer)
+        names = [t.get_text() for t in legend.get_texts()]
+        for ax in fig.axes:
+            # The axes' own extent: its data area, without tick labels.
+            area = ax.get_window_extent(renderer)
+            test.assertFalse(
+                bool(box.overlaps(area)),
+                'legend %s at %s covers the axes %r at %s'
+                % (names, _pixels(box), ax.get_title(), _pixels(area)))
+        # Not cut off by the edge of the image either.
+        test.assertTrue(
+            page.x0 <= box.x0 and box.x1 <= page.x1
+            and page.y0 <= box.y0 and box.y1 <= page.y1,
+            'legend %s at %s is not all on the figure %s'
+            % (names, _pixels(box), _pixels(page)))
+
+
+def _pixels(box):
+    """(x, y, width, height) of a box, in whole pixels."""
+    return tuple(int(round(float(v))) for v in box.bounds)

@@ -14,6 +14,7 @@
 
 import base64
 
+import testscenarios
 import testtools
 
 from planner import population
@@ -72,16 +73,16 @@ class HtmlTestCase(testtools.TestCase):
         self.assertIn('Cost-matched 384 GB DRAM node', self.html)
 
     def test_every_config_and_workload(self):
-        rows = self.page.rows('comparison')
+        rows = self.page.rows('comparison-table')
         self.assertEqual(
             {(c, w) for c in self.scen.configs for w in self.scen.workloads},
             {(row[0], row[1]) for row in rows})
 
     def test_comparison_table_is_tables_comparison(self):
-        rows = self.page.rows('comparison')
+        rows = self.page.rows('comparison-table')
         self.assertEqual(
             [report.COMPARISON_HEADINGS[c] for c in self.comparison.columns],
-            self.page.tables['comparison'][0])
+            self.page.tables['comparison-table'][0])
         self.assertEqual(len(self.comparison), len(rows))
         for got, want in zip(rows, self.comparison.itertuples(
                 index=False, name=None)):
@@ -95,14 +96,14 @@ class HtmlTestCase(testtools.TestCase):
         columns = list(self.comparison.columns)
         vms = columns.index('vms_per_node')
         got = {(row[0], row[1]): row[vms]
-               for row in self.page.rows('comparison')}
+               for row in self.page.rows('comparison-table')}
         for workload, (dram, mm) in base.PUBLISHED_VMS.items():
             self.assertEqual(str(dram), got[('dram-384', workload)])
             self.assertEqual(str(mm), got[('mm-192-512', workload)])
 
     def test_cost_and_power_numbers(self):
         text = ' '.join(' '.join(row) for row in self.page.rows(
-            'comparison'))
+            'comparison-table'))
         for value in ('982.29', '616.00', '916.80', '585.20', '26.82',
                       '38.31', '13,752.00', '11,704.00', '-14.9%'):
             self.assertIn(value, text)
@@ -123,14 +124,14 @@ class HtmlTestCase(testtools.TestCase):
         self.assertIn('class="warnings"', self.html)
 
     def test_warning_marks_comparison_rows(self):
-        for row in self.page.rows('comparison'):
+        for row in self.page.rows('comparison-table'):
             if row[0] == 'mm-192-512':
                 self.assertEqual('\u26a0 mm-ratio', row[-1])
             else:
                 self.assertEqual('', row[-1])
 
     def test_calibration_table(self):
-        rows = {row[0]: row for row in self.page.rows('calibration')}
+        rows = {row[0]: row for row in self.page.rows('calibration-table')}
         frame = tables.calibration(self.scen)
         self.assertEqual(set(frame['workload']), set(rows))
         columns = list(frame.columns)
@@ -146,18 +147,20 @@ class HtmlTestCase(testtools.TestCase):
         self.assertEqual('0.8105', rows['redis'][columns.index('t_hit')])
 
     def test_assumptions(self):
-        rows = {row[0]: row[1] for row in self.page.rows('policies')}
+        rows = {row[0]: row[1] for row in self.page.rows('policies-table')}
         self.assertEqual('0.9', rows['memory_cap'])
         self.assertEqual('0 GB', rows['host_reserve_gb'])
         self.assertEqual('1', rows['cpu_overcommit'])
         self.assertEqual('1', rows['cache_overcommit'])
         self.assertEqual('90 ns', rows['dram_latency_ns'])
         self.assertEqual('350 ns', rows['pmem_latency_ns'])
-        workloads = {row[0]: row for row in self.page.rows('workloads')}
+        workloads = {row[0]: row
+                     for row in self.page.rows('workloads-table')}
         self.assertEqual(set(self.scen.workloads), set(workloads))
 
     def test_sources_of_prices_and_watts(self):
-        rows = {(row[0], row[1]): row for row in self.page.rows('sources')}
+        rows = {(row[0], row[1]): row
+                for row in self.page.rows('sources-table')}
         catalog = self.scen.catalog
         used = {('platform', 'purley-2s'), ('platform', 'cascade-lake-2s'),
                 ('CPU', 'xeon-gold-6148'), ('CPU', 'xeon-gold-6230n'),
@@ -179,6 +182,61 @@ class HtmlTestCase(testtools.TestCase):
                           rows[('platform', 'purley-2s')][6]])
         self.assertIn('dram-384 (24)', rows[('DIMM', 'ddr4-16')][2])
         self.assertIn('mm-192-512 (12)', rows[('DIMM', 'ddr4-16')][2])
+
+
+class StructureTestCase(testscenarios.WithScenarios, testtools.TestCase):
+    """Ids are unique and every in-page link lands.
+
+    Whatever the report holds: each built-in scenario, with and without
+    --simulate.
+    """
+
+    scenarios = [('%s%s' % (name, ', simulated' if simulated else ''),
+                  {'name': name, 'simulated': simulated})
+                 for name in base.SCENARIOS for simulated in (False, True)]
+
+    def setUp(self):
+        super().setUp()
+        self.html = base.written_html(self.name, self.simulated)
+        self.page = base.Structure(self.html)
+
+    def test_ids_are_unique(self):
+        self.assertEqual([], self.page.duplicate_ids())
+
+    def test_in_page_links_land_on_an_id(self):
+        self.assertTrue(self.page.anchors)
+        self.assertEqual([], self.page.broken_anchors())
+
+    def test_every_element_is_closed_in_order(self):
+        self.assertEqual([], self.page.problems)
+
+    def test_sections_and_tables(self):
+        # What a script finds by id: the nav's sections and their tables.
+        sections = ['warnings', 'summary', 'comparison', 'charts',
+                    'calibration', 'configs', 'assumptions', 'sources']
+        tables = ['summary-table', 'comparison-table', 'configs-table',
+                  'policies-table', 'workloads-table', 'sources-table']
+        if self.simulated:
+            sections.append('simulation')
+            tables.append('simulation-table')
+        for wanted in sections + tables:
+            self.assertEqual(1, self.page.ids[wanted], wanted)
+
+
+class StructureCheckTestCase(testtools.TestCase):
+    """The structure check itself finds what it is meant to."""
+
+    def test_finds_duplicates_broken_links_and_unclosed_tables(self):
+        page = base.Structure(
+            '<nav><a href="#a">a</a><a href="#gone">x</a></nav>'
+            '<section id="a"><table id="a"><tr><td>1</td></tr></section>'
+            '<img src="x.png" alt="">')
+        self.assertEqual(['a'], page.duplicate_ids())
+        self.assertEqual(['gone'], page.broken_anchors())
+        self.assertIn('</section> at line 1', page.problems[0])
+        self.assertIn('closes <table>', page.problems[0])
+        self.assertIn('<table> at line 1', page.problems[-1])
+        self.assertIn('is not closed', page.problems[-1])
 
 
 class FormatTestCase(testtools.TestCase):
