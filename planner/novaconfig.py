@@ -50,6 +50,7 @@ the shared core (``placement.near_memory_inventory``,
 """
 
 import math
+import shlex
 
 import pandas as pd
 import yaml
@@ -57,6 +58,9 @@ import yaml
 from nova_pmem_filters.core import classes
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters import inifile
+from nova_pmem_filters import oscscript
 
 from planner import model
 
@@ -120,23 +124,49 @@ def _ratio_between(low, high, admits):
     return None
 
 
-def memory_settings(node_, workload, policies):
+def host_reserve_mb(node_, policies, cells=False):
+    """``reserved_host_memory_mb``: the memory the plan leaves the host.
+
+    The plan counts ``(visible - host_reserve_gb) x memory_cap`` as what
+    VMs may use (a memory cap below 1 is the share of memory the operator
+    lets VMs consume; the field's 90% rule), so the host keeps the rest:
+    the reserve, and ``1 - memory_cap`` of what is left. On a configuration
+    that runs NUMA-bound workloads only ``host_reserve_gb`` is reserved
+    (``cells``): NUMATopologyFilter compares each cell's memory times
+    ``ram_allocation_ratio`` and never subtracts the reserve, so the cap
+    must be in the ratio for the cells to hold the planner's count.
+    """
+    total_mb = node_.visible_memory_gb * profile.MB_PER_GB
+    reserved_mb = policies.host_reserve_gb * profile.MB_PER_GB
+    if not cells and policies.memory_cap < 1:
+        reserved_mb += (1 - policies.memory_cap) * max(total_mb
+                                                       - reserved_mb, 0)
+    return int(round(reserved_mb))
+
+
+def memory_settings(node_, workload, policies, reserved_mb=None):
     """(reserved_host_memory_mb, ram_allocation_ratio) for one workload.
 
-    The ratio is printed with a few decimals; it is checked against
-    Placement's own arithmetic and, where rounding would move the count,
-    replaced by the ratio that puts the bound half-way between two
-    instances. For a NUMA-bound workload (``hw:numa_nodes``) it must also
-    give NUMATopologyFilter's per-cell memory bound the planner's count
-    (:func:`cell_admits`); both bounds hold at the exact ratio, and the
-    shortest decimal where they still do is taken (more decimals only when
-    4 do not reach).
+    The reserve is :func:`host_reserve_mb` unless ``reserved_mb`` is given
+    (for a NUMA-bound workload, the cells' reserve). The ratio is the one
+    that makes Placement's ``(total - reserved) x ratio`` what the plan
+    lets VMs use, in flavor RAM (``flavor RAM / RAM really used``, times
+    the memory cap where the reserve does not hold it). It is printed with
+    a few decimals; it is checked against Placement's own arithmetic and,
+    where rounding would move the count, replaced by the ratio that puts
+    the bound half-way between two instances. For a NUMA-bound workload
+    (``hw:numa_nodes``) it must also give NUMATopologyFilter's per-cell
+    memory bound the planner's count (:func:`cell_admits`); both bounds
+    hold at the exact ratio, and the shortest decimal where they still do
+    is taken (more decimals only when 4 do not reach).
     """
     total_mb = int(round(node_.visible_memory_gb * profile.MB_PER_GB))
-    reserved_mb = int(round(policies.host_reserve_gb * profile.MB_PER_GB))
+    cell = _numa_memory_target(node_, workload, policies)
+    if reserved_mb is None:
+        reserved_mb = host_reserve_mb(node_, policies,
+                                      cells=cell is not None)
     flavor_mb = workload.ram_mb
     target = model.limits(node_, workload, policies)['memory']
-    cell = _numa_memory_target(node_, workload, policies)
 
     def admits(ratio):
         if placement_admits(total_mb, reserved_mb, ratio,
@@ -145,11 +175,14 @@ def memory_settings(node_, workload, policies):
         return cell is None or cell_admits(cell[0], ratio,
                                            cell[1]) == cell[2]
 
-    exact = policies.memory_cap * workload.ram_gb / workload.used_gb
-    ratio = round(exact, _RATIO_DIGITS)
-    if admits(ratio):
-        return reserved_mb, ratio
     usable = total_mb - reserved_mb
+    planned_mb = (max(node_.visible_memory_gb - policies.host_reserve_gb, 0)
+                  * profile.MB_PER_GB * policies.memory_cap)
+    exact = (planned_mb / usable * workload.ram_gb / workload.used_gb
+             if usable > 0 else policies.memory_cap)
+    ratio = round(exact, _RATIO_DIGITS)
+    if admits(ratio) or usable <= 0:
+        return reserved_mb, ratio
     low, high = target * flavor_mb / usable, (target + 1) * flavor_mb / usable
     if cell is not None:
         cell_mb, instance_mb, slices = cell
@@ -201,20 +234,139 @@ def provider_config_yaml(inventory):
 def compute_memory(scen, config_name, workloads=None):
     """(reserved_host_memory_mb, ram_allocation_ratio) of a configuration.
 
-    The ratio is the smallest any of ``workloads`` (default all) that may
-    run on it needs, so that none is over-admitted.
+    The reserve is what the plan leaves the host (:func:`host_reserve_mb`;
+    only ``host_reserve_gb`` where a NUMA-bound workload may run). The
+    ratio is the smallest any of ``workloads`` (default all) that may run
+    on it needs, so that none is over-admitted.
     """
     policies = scen.policies
     config = scen.configs[config_name]
     chosen = (list(scen.workloads.values()) if workloads is None
               else workloads)
+    node_ = model.node(config, policies)
     fitting = [w for w in chosen if w.request.allows(config.mode)]
+    cells = any(_numa_memory_target(node_, w, policies) is not None
+                for w in fitting)
+    reserved = host_reserve_mb(node_, policies, cells=cells)
     if fitting:
-        node_ = model.node(config, policies)
-        pairs = [memory_settings(node_, w, policies) for w in fitting]
-        return pairs[0][0], min(p[1] for p in pairs)
-    return (int(round(policies.host_reserve_gb * profile.MB_PER_GB)),
-            policies.memory_cap)
+        return reserved, min(memory_settings(node_, w, policies,
+                                             reserved_mb=reserved)[1]
+                             for w in fitting)
+    total_mb = node_.visible_memory_gb * profile.MB_PER_GB
+    usable = total_mb - reserved
+    planned_mb = (max(node_.visible_memory_gb - policies.host_reserve_gb, 0)
+                  * profile.MB_PER_GB * policies.memory_cap)
+    return reserved, (round(planned_mb / usable, _RATIO_DIGITS)
+                      if usable > 0 else policies.memory_cap)
+
+
+# Roles of the nova.conf rows: the schedulers, and the computes of one
+# aggregate (``compute:<aggregate>``).
+SCHEDULER_ROLE = 'scheduler'
+
+
+def compute_role(aggregate):
+    return 'compute:%s' % aggregate
+
+
+def _nova_default_list(option):
+    return inifile.nova_default(novaconf.FILTER_SCHEDULER, option)
+
+
+def _joined(defaults, ours):
+    return ','.join(list(defaults) + [c for c in ours if c not in defaults])
+
+
+def rows(scen, workloads=None, placement_accounting=False):
+    """Every Nova setting of the plan, as dicts.
+
+    Each has the public columns (:data:`COLUMNS`) and what the script and
+    the nova.conf snippet are made of: ``object`` (the aggregate or flavor
+    name, or the nova.conf role), ``section``, ``option`` and ``items``
+    (the items a list option gains), ``flavor`` ((vCPUs, RAM MB, disk GB)
+    of a flavor's create row).
+    """
+    policies = scen.policies
+    chosen = [scen.workloads[name] for name in (workloads or scen.workloads)]
+    result = []
+
+    def add(scope, target, key, value, command, **extra):
+        row = {'scope': scope, 'target': target, 'key': key,
+               'value': _fmt(value), 'command': command}
+        row.update(extra)
+        result.append(row)
+
+    def conf(role, target, section, option, value, items=None,
+             line_value=None):
+        line_value = value if line_value is None else line_value
+        add('scheduler' if role == SCHEDULER_ROLE else 'compute', target,
+            '[%s] %s' % (section, option), value,
+            '[%s] %s = %s' % (section, option, line_value), object=role,
+            section=section, option=option, items=items,
+            line_value=line_value)
+
+    for name, config in scen.configs.items():
+        agg = aggregate_name(name)
+        add('aggregate', agg, 'create', agg,
+            'openstack aggregate create %s' % shlex.quote(agg), object=agg)
+        for key, value in sorted(model.aggregate_metadata(config).items()):
+            add('aggregate', agg, key, value,
+                'openstack aggregate set --property %s %s'
+                % (shlex.quote('%s=%s' % (key, _fmt(value))),
+                   shlex.quote(agg)), object=agg)
+        reserved, ratio = compute_memory(scen, name, chosen)
+        role = compute_role(agg)
+        target = 'nova.conf of the hosts in %s' % agg
+        conf(role, target, 'DEFAULT', 'reserved_host_memory_mb', reserved)
+        conf(role, target, 'DEFAULT', 'ram_allocation_ratio',
+             _ratio_text(ratio))
+        conf(role, target, 'DEFAULT', 'cpu_allocation_ratio',
+             _fmt(float(policies.cpu_overcommit)))
+        if placement_accounting:
+            inventory = near_memory_inventory(config, policies, ratio)
+            add('provider', '%s on the hosts in %s'
+                % (PROVIDER_CONFIG_FILE, agg), placement.NEAR_MEMORY_RC,
+                'total=%d allocation_ratio=%s'
+                % (inventory['total'], _fmt(inventory['allocation_ratio'])),
+                provider_config_yaml(inventory), object=role)
+
+    sched = 'nova.conf of the schedulers'
+    fs = novaconf.FILTER_SCHEDULER
+    # A multi-valued option: this line goes beside Nova's own (the
+    # nova.conf snippet writes both).
+    conf(SCHEDULER_ROLE, sched, fs, 'available_filters',
+         classes.ALL_FILTERS, items=[classes.ALL_FILTERS])
+    filters = list(classes.FILTERS)
+    if any(w.numa_nodes for w in chosen):
+        # Not in Nova's default list; without it no scheduler checks the
+        # cells and the compute's claim applies no allocation ratio.
+        filters.insert(0, 'NUMATopologyFilter')
+    conf(SCHEDULER_ROLE, sched, fs, 'enabled_filters', ','.join(filters),
+         items=filters, line_value=_joined(
+             _nova_default_list('enabled_filters'), filters))
+    conf(SCHEDULER_ROLE, sched, fs, 'weight_classes', classes.ALL_WEIGHERS,
+         items=[classes.ALL_WEIGHERS], line_value=_joined(
+             _nova_default_list('weight_classes'), [classes.ALL_WEIGHERS]))
+    conf(SCHEDULER_ROLE, sched, 'pmem', 'cache_overcommit_ratio',
+         _fmt(float(policies.cache_overcommit)))
+
+    for workload in chosen:
+        flavor = workload.flavor_name
+        add('flavor', workload.name, 'create',
+            '%d vCPU, %d MB' % (workload.vcpus, workload.ram_mb),
+            'openstack flavor create --vcpus %d --ram %d --disk 0 %s'
+            % (workload.vcpus, workload.ram_mb, shlex.quote(flavor)),
+            object=flavor, flavor=(workload.vcpus, workload.ram_mb, 0))
+        specs = dict(workload.extra_specs)
+        if placement_accounting:
+            specs.update(placement.near_memory_spec(workload.ram_mb,
+                                                    workload.hot_ratio))
+        for key, value in sorted(specs.items()):
+            add('flavor', workload.name, key, value,
+                'openstack flavor set --property %s %s'
+                % (shlex.quote('%s=%s' % (key, _fmt(value))),
+                   shlex.quote(flavor)), object=flavor)
+    return result
 
 
 def settings(scen, workloads=None, placement_accounting=False):
@@ -227,73 +379,93 @@ def settings(scen, workloads=None, placement_accounting=False):
         provider-config inventory of each configuration and the flavor
         extra spec that requests it.
     """
-    policies = scen.policies
-    chosen = [scen.workloads[name] for name in (workloads or scen.workloads)]
-    rows = []
+    return frame(rows(scen, workloads, placement_accounting))
 
-    def add(scope, target, key, value, command):
-        rows.append({'scope': scope, 'target': target, 'key': key,
-                     'value': _fmt(value), 'command': command})
 
-    for name, config in scen.configs.items():
-        agg = aggregate_name(name)
-        add('aggregate', agg, 'create', agg,
-            'openstack aggregate create %s' % agg)
-        for key, value in sorted(model.aggregate_metadata(config).items()):
-            add('aggregate', agg, key, value,
-                'openstack aggregate set --property %s=%s %s'
-                % (key, value, agg))
-        reserved, ratio = compute_memory(scen, name, chosen)
-        target = 'nova.conf of the hosts in %s' % agg
-        add('compute', target, '[DEFAULT] reserved_host_memory_mb',
-            reserved, '[DEFAULT] reserved_host_memory_mb = %d' % reserved)
-        add('compute', target, '[DEFAULT] ram_allocation_ratio',
-            _ratio_text(ratio),
-            '[DEFAULT] ram_allocation_ratio = %s' % _ratio_text(ratio))
-        add('compute', target, '[DEFAULT] cpu_allocation_ratio',
-            float(policies.cpu_overcommit),
-            '[DEFAULT] cpu_allocation_ratio = %s'
-            % _fmt(float(policies.cpu_overcommit)))
-        if placement_accounting:
-            inventory = near_memory_inventory(config, policies, ratio)
-            add('provider', '%s on the hosts in %s'
-                % (PROVIDER_CONFIG_FILE, agg), placement.NEAR_MEMORY_RC,
-                'total=%d allocation_ratio=%s'
-                % (inventory['total'], _fmt(inventory['allocation_ratio'])),
-                provider_config_yaml(inventory))
+def frame(plan_rows):
+    """The public columns of ``plan_rows``, as a DataFrame."""
+    return pd.DataFrame(plan_rows, columns=COLUMNS)
 
-    sched = 'nova.conf of the schedulers'
-    add('scheduler', sched, '[filter_scheduler] available_filters',
-        classes.ALL_FILTERS,
-        '[filter_scheduler] available_filters = '
-        '%s  # in addition to Nova\'s' % classes.ALL_FILTERS)
-    filters = ','.join(classes.FILTERS)
-    if any(w.numa_nodes for w in chosen):
-        # Not in Nova's default list; without it no scheduler checks the
-        # cells and the compute's claim applies no allocation ratio.
-        filters = 'NUMATopologyFilter,' + filters
-    add('scheduler', sched, '[filter_scheduler] enabled_filters', filters,
-        '[filter_scheduler] enabled_filters = <your filters>,' + filters)
-    add('scheduler', sched, '[filter_scheduler] weight_classes',
-        classes.ALL_WEIGHERS,
-        '[filter_scheduler] weight_classes = '
-        'nova.scheduler.weights.all_weighers,%s' % classes.ALL_WEIGHERS)
-    add('scheduler', sched,
-        '[pmem] cache_overcommit_ratio', float(policies.cache_overcommit),
-        '[pmem] cache_overcommit_ratio = %s'
-        % _fmt(float(policies.cache_overcommit)))
 
-    for workload in chosen:
-        add('flavor', workload.name, 'create',
-            '%d vCPU, %d MB' % (workload.vcpus, workload.ram_mb),
-            'openstack flavor create --vcpus %d --ram %d --disk 0 %s'
-            % (workload.vcpus, workload.ram_mb, workload.flavor_name))
-        specs = dict(workload.extra_specs)
-        if placement_accounting:
-            specs.update(placement.near_memory_spec(workload.ram_mb,
-                                                    workload.hot_ratio))
-        for key, value in sorted(specs.items()):
-            add('flavor', workload.name, key, value,
-                'openstack flavor set --property %s=%s %s'
-                % (key, value, workload.flavor_name))
-    return pd.DataFrame(rows, columns=COLUMNS)
+def script(plan_rows, comments=()):
+    """The aggregates and flavors of ``plan_rows`` as a shell script.
+
+    Idempotent (:mod:`nova_pmem_filters.oscscript`): run again, it changes
+    nothing. Hosts are not added: the plan does not know them
+    (``nova-pmem-discover --aggregate`` on each host does).
+    """
+    objects = {}
+    for row in plan_rows:
+        if row['scope'] not in ('aggregate', 'flavor'):
+            continue
+        entry = objects.setdefault((row['scope'], row['object']),
+                                   {'pairs': [], 'flavor': None})
+        if row['key'] == 'create':
+            entry['flavor'] = row.get('flavor')
+        else:
+            entry['pairs'].append((row['key'], row['value']))
+    lines = []
+    for (scope, name), entry in objects.items():
+        if scope == 'aggregate':
+            lines.append(oscscript.aggregate_line(name, entry['pairs']))
+        else:
+            lines.append(oscscript.flavor_line(name, *entry['flavor'],
+                                               specs=entry['pairs']))
+    return oscscript.script(lines, comments)
+
+
+def roles(plan_rows):
+    """The nova.conf roles of ``plan_rows``, in order."""
+    found = []
+    for row in plan_rows:
+        if row['scope'] in ('compute', 'scheduler') and \
+                row['object'] not in found:
+            found.append(row['object'])
+    return found
+
+
+def _role_rows(plan_rows, role):
+    chosen = [r for r in plan_rows if r.get('object') == role
+              and r['scope'] in ('compute', 'scheduler')]
+    if not chosen:
+        raise KeyError(role)
+    return chosen
+
+
+def nova_conf(plan_rows, role, comments=()):
+    """The nova.conf snippet of one role: whole lines, section by section.
+
+    Standalone, as a file of its own in a config directory (oslo.config
+    reads ``/etc/nova/nova.conf.d/*.conf`` after nova.conf): list options
+    start from Nova's defaults.
+    """
+    ini = inifile.IniFile('\n'.join('# %s' % c if c else '#'
+                                    for c in comments))
+    for row in _role_rows(plan_rows, role):
+        if row['option'] == 'available_filters':
+            for value in _nova_default_list('available_filters') + \
+                    row['items']:
+                ini.add_value(row['section'], row['option'], value)
+        else:
+            ini.set(row['section'], row['option'], row['line_value'])
+    return ini.text().lstrip('\n')
+
+
+def merge_nova_conf(text, plan_rows, role):
+    """``text`` (a nova.conf) with the settings of ``role`` merged in.
+
+    Every line already there is kept; options of the plan are set in
+    place; our filters and weighers are added to the lists the file has
+    (or to Nova's defaults). Merging twice changes nothing.
+    """
+    ini = inifile.IniFile(text)
+    for row in _role_rows(plan_rows, role):
+        if row['option'] == 'available_filters':
+            ini.add_value(row['section'], row['option'], row['items'][0],
+                          defaults=_nova_default_list('available_filters'))
+        elif row['items'] is not None:
+            ini.append_to_list(row['section'], row['option'], row['items'],
+                               _nova_default_list(row['option']))
+        else:
+            ini.set(row['section'], row['option'], row['line_value'])
+    return ini.text()

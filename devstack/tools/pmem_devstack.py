@@ -34,7 +34,6 @@ them. Errors are one line on stderr and exit status 2.
 import argparse
 import json
 import os
-import re
 import stat
 import subprocess
 import sys
@@ -45,113 +44,11 @@ from nova_pmem_filters.core import placement
 from nova_pmem_filters.discover import outputs
 from nova_pmem_filters.doctor import novaconf
 from nova_pmem_filters import fileutil
-
-FILTERS = 'nova_pmem_filters.filters.all_filters'
-WEIGHERS = 'nova_pmem_filters.weighers.all_weighers'
-_SECTION = re.compile(r'^\s*\[([^\]]+)\]\s*$')
-_OPTION = re.compile(r'^([A-Za-z0-9_.-]+)\s*[=:]')
+from nova_pmem_filters import inifile
 
 
 class ToolError(Exception):
     """One line for the operator."""
-
-
-class IniFile(object):
-    """Line-preserving edits of an ini file with repeated options."""
-
-    def __init__(self, text):
-        self.lines = text.splitlines()
-
-    def text(self):
-        return '\n'.join(self.lines) + '\n'
-
-    def _section_range(self, section):
-        start = None
-        for i, line in enumerate(self.lines):
-            match = _SECTION.match(line)
-            if match and start is not None:
-                return start, i
-            if match and match.group(1).strip() == section:
-                start = i + 1
-        return (start, len(self.lines)) if start is not None else None
-
-    def _option_lines(self, section, option):
-        bounds = self._section_range(section)
-        if bounds is None:
-            return []
-        start, end = bounds
-        found = []
-        for i in range(start, end):
-            match = _OPTION.match(self.lines[i])
-            if match and match.group(1) == option:
-                found.append(i)
-        return found
-
-    def values(self, section, option):
-        """Every value of ``option``, in file order (None if absent)."""
-        found = self._option_lines(section, option)
-        if not found:
-            return None
-        return [re.split(r'[=:]', self.lines[i], 1)[1].strip()
-                for i in found]
-
-    def _insert(self, section, after, lines):
-        bounds = self._section_range(section)
-        if bounds is None:
-            if self.lines and self.lines[-1].strip():
-                self.lines.append('')
-            self.lines.append('[%s]' % section)
-            self.lines.extend(lines)
-            return
-        if after is None:
-            # At the end of the section, before its trailing blank lines.
-            after = bounds[1] - 1
-            while after >= bounds[0] and not self.lines[after].strip():
-                after -= 1
-        self.lines[after + 1:after + 1] = lines
-
-    def add_value(self, section, option, value, defaults=()):
-        """A value of a multi-valued option, once; absent: defaults first."""
-        current = self.values(section, option)
-        if current is None:
-            self._insert(section, None, ['%s = %s' % (option, v)
-                                         for v in list(defaults) + [value]
-                                         if v])
-            return
-        if value in current:
-            return
-        self._insert(section, self._option_lines(section, option)[-1],
-                     ['%s = %s' % (option, value)])
-
-    def set(self, section, option, value):
-        """One line ``option = value`` in place of any there were."""
-        found = self._option_lines(section, option)
-        line = '%s = %s' % (option, value)
-        if found and len(found) == 1 and self.lines[found[0]] == line:
-            return
-        for i in reversed(found[1:]):
-            del self.lines[i]
-        if found:
-            self.lines[found[0]] = line
-        else:
-            self._insert(section, None, [line])
-
-    def append_to_list(self, section, option, items, default):
-        """Append ``items`` not in a comma-list option (oslo: last wins)."""
-        current = self.values(section, option)
-        listed = ([v.strip() for v in current[-1].split(',') if v.strip()]
-                  if current else list(default))
-        wanted = listed + [i for i in items if i not in listed]
-        if current and wanted == listed and len(current) == 1:
-            return
-        self.set(section, option, ','.join(wanted))
-
-
-def _nova_default(group, name):
-    for opt in novaconf.NOVA_OPTS[group]:
-        if opt.dest == name:
-            return list(opt.default or ())
-    raise KeyError(name)
 
 
 def _pmem_opts():
@@ -179,16 +76,8 @@ def _write(path, ini, before, mode):
 
 def configure_nova(path, filters, weighers, settings):
     before, mode = _read(path)
-    ini = IniFile(before)
-    fs = novaconf.FILTER_SCHEDULER
-    ini.add_value(fs, 'available_filters', FILTERS,
-                  defaults=_nova_default(fs, 'available_filters'))
-    if filters:
-        ini.append_to_list(fs, 'enabled_filters', filters,
-                           _nova_default(fs, 'enabled_filters'))
-    if weighers:
-        ini.append_to_list(fs, 'weight_classes', [WEIGHERS],
-                           _nova_default(fs, 'weight_classes'))
+    ini = inifile.IniFile(before)
+    inifile.add_scheduler_classes(ini, filters, weighers)
     opts = _pmem_opts()
     for name, value in settings:
         if name not in opts:
@@ -204,7 +93,7 @@ def configure_nova(path, filters, weighers, settings):
 
 def set_option(path, section, option, value):
     before, mode = _read(path, missing_ok=True)
-    ini = IniFile(before)
+    ini = inifile.IniFile(before)
     ini.set(section, option, value)
     _write(path, ini, before, mode)
 

@@ -25,6 +25,7 @@ from nova_pmem_filters.core import profile
 from nova_pmem_filters.core import vpmem
 from nova_pmem_filters.discover import errors
 from nova_pmem_filters import fileutil
+from nova_pmem_filters import oscscript
 
 # Every compute node root provider of the nova-compute reading the file.
 COMPUTE_NODE = '$COMPUTE_NODE'
@@ -156,10 +157,12 @@ def aggregate_lines(prof, name=None):
     lines = ['%s=%s' % pair for pair in pairs]
     props = ' '.join('--property %s' % shlex.quote('%s=%s' % pair)
                      for pair in pairs)
+    # Each line runs as printed and again: the aggregate is created and
+    # the host added only when missing; setting a property is idempotent.
+    lines.append(oscscript.create_aggregate_command(name))
     lines.append('openstack aggregate set %s %s'
                  % (props, shlex.quote(name)))
-    lines.append('openstack aggregate add host %s %s'
-                 % (shlex.quote(name), shlex.quote(prof['hostname'])))
+    lines.append(oscscript.add_host_command(name, prof['hostname']))
     return lines
 
 

@@ -9,38 +9,183 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""nova-config command."""
+"""nova-config, nova-config script and nova-config nova-conf commands."""
 
-from cliff import lister
+import os
+import stat
 
+from cliff import command
+
+from nova_pmem_filters import fileutil
 from planner.commands import base
 from planner import errors
 from planner import novaconfig
 
 
-class NovaConfig(lister.Lister):
-    """Show the Nova settings (aggregates, flavors, nova.conf) of the plan."""
+def _add_plan_arguments(parser):
+    base.add_scenario_argument(parser)
+    parser.add_argument(
+        '--workload', action='append', default=None, metavar='NAME',
+        help='plan for this workload only (repeatable; default: all)')
+    parser.add_argument(
+        '--placement-accounting', action='store_true',
+        help='also emit the CUSTOM_NEAR_MEMORY_MB provider-config '
+             'inventory of each configuration and the flavor extra '
+             'spec resources:CUSTOM_NEAR_MEMORY_MB, so that Placement '
+             'enforces the DRAM-cache bound atomically')
+    return parser
+
+
+def _plan_rows(parsed_args):
+    scen = base.load_scenario(parsed_args)
+    for name in parsed_args.workload or ():
+        if name not in scen.workloads:
+            raise errors.ScenarioError(
+                '--workload', [], 'unknown workload %r (known: %s)'
+                % (name, ', '.join(sorted(scen.workloads))))
+    return scen, novaconfig.rows(
+        scen, workloads=parsed_args.workload,
+        placement_accounting=parsed_args.placement_accounting)
+
+
+def _origin(parsed_args, scen, what):
+    """Comment lines that say where a generated file comes from."""
+    return ['%s of the plan of scenario %s,' % (what, scen.name),
+            'by nova-pmem-planner %s.' % ' '.join(parsed_args.argv_words)]
+
+
+def _write(path, text, mode=None):
+    try:
+        fileutil.write_atomic(path, text, mode=mode)
+    except OSError as exc:
+        raise errors.OutputError('cannot write %s: %s'
+                                 % (path, exc.strerror or exc))
+
+
+class NovaConfig(base.ShortTableLister):
+    """Show the Nova settings (aggregates, flavors, nova.conf) of the plan.
+
+    Every row once; nova-config script and nova-config nova-conf print the
+    same rows in forms that run as printed.
+    """
+
+    def short_columns(self, column_names):
+        return [c for c in column_names if c != 'command']
 
     def get_parser(self, prog_name):
-        parser = base.add_scenario_argument(super().get_parser(prog_name))
+        return _add_plan_arguments(super().get_parser(prog_name))
+
+    def take_action(self, parsed_args):
+        _scen, plan = _plan_rows(parsed_args)
+        return base.frame_rows(novaconfig.frame(plan))
+
+
+class _Generated(command.Command):
+    """A command that prints (or writes) one text generated from the plan."""
+
+    def get_parser(self, prog_name):
+        parser = _add_plan_arguments(super().get_parser(prog_name))
+        self._words = prog_name.split()[1:]
+        return parser
+
+    def run(self, parsed_args):
+        parsed_args.argv_words = self._argv_words(parsed_args)
+        return super().run(parsed_args)
+
+    def _argv_words(self, parsed_args):
+        words = list(self._words)
+        if parsed_args.scenario:
+            words += ['--scenario', parsed_args.scenario]
+        for name in parsed_args.workload or ():
+            words += ['--workload', name]
+        if parsed_args.placement_accounting:
+            words.append('--placement-accounting')
+        return words
+
+
+class NovaConfigScript(_Generated):
+    """Print the plan's aggregates and flavors as a shell script.
+
+    The script creates what is missing and sets what differs, so it can be
+    run again: the second run changes nothing and says so. It needs the
+    openstack client with admin credentials (OS_CLOUD or OS_* variables).
+    A flavor that exists with other vCPUs, RAM or disk stops it (Nova
+    cannot change a flavor). Hosts join the aggregates with the commands
+    nova-pmem-discover --aggregate prints on each host; the nova.conf
+    settings come from nova-config nova-conf.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
         parser.add_argument(
-            '--workload', action='append', default=None, metavar='NAME',
-            help='plan for this workload only (repeatable; default: all)')
-        parser.add_argument(
-            '--placement-accounting', action='store_true',
-            help='also emit the CUSTOM_NEAR_MEMORY_MB provider-config '
-                 'inventory of each configuration and the flavor extra '
-                 'spec resources:CUSTOM_NEAR_MEMORY_MB, so that Placement '
-                 'enforces the DRAM-cache bound atomically')
+            '--output', '-o', metavar='FILE',
+            help='write the script to FILE (atomically, executable) '
+                 'instead of printing it')
         return parser
 
     def take_action(self, parsed_args):
-        scen = base.load_scenario(parsed_args)
-        for name in parsed_args.workload or ():
-            if name not in scen.workloads:
-                raise errors.ScenarioError(
-                    '--workload', [], 'unknown workload %r (known: %s)'
-                    % (name, ', '.join(sorted(scen.workloads))))
-        return base.frame_rows(novaconfig.settings(
-            scen, workloads=parsed_args.workload,
-            placement_accounting=parsed_args.placement_accounting))
+        scen, plan = _plan_rows(parsed_args)
+        text = novaconfig.script(plan, _origin(
+            parsed_args, scen, 'The aggregates and flavors') + [
+            'Idempotent: creates what is missing, sets what differs.'])
+        if parsed_args.output:
+            _write(parsed_args.output, text, mode=0o755)
+        else:
+            self.app.stdout.write(text)
+        return 0
+
+
+class NovaConfigNovaConf(_Generated):
+    """Print (or merge) the nova.conf settings of one role of the plan.
+
+    The schedulers (--role scheduler) or the computes of one aggregate
+    (--role compute:AGGREGATE). Printed, the snippet stands alone: put it
+    in /etc/nova/nova.conf.d/ (read after nova.conf), with list options
+    starting from Nova's defaults. --merge-into FILE edits an existing
+    nova.conf instead, keeping every line and option it has and adding our
+    filters and weighers to the lists it sets; merging twice changes
+    nothing.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--role', metavar='ROLE', default=None,
+            help='scheduler, or compute:AGGREGATE for the hosts of one '
+                 'aggregate of the plan (default: scheduler)')
+        parser.add_argument(
+            '--merge-into', metavar='FILE',
+            help='merge the settings into this nova.conf (atomically, '
+                 'keeping its permissions) instead of printing them')
+        return parser
+
+    def _argv_words(self, parsed_args):
+        words = super()._argv_words(parsed_args)
+        if parsed_args.role:
+            words += ['--role', parsed_args.role]
+        return words
+
+    def take_action(self, parsed_args):
+        scen, plan = _plan_rows(parsed_args)
+        role = parsed_args.role or novaconfig.SCHEDULER_ROLE
+        known = novaconfig.roles(plan)
+        if role not in known:
+            raise errors.PlannerError('--role %s: not a role of this plan '
+                                      '(roles: %s)' % (role, ', '.join(known)))
+        if parsed_args.merge_into:
+            path = parsed_args.merge_into
+            try:
+                with open(path) as f:
+                    before = f.read()
+                mode = stat.S_IMODE(os.stat(path).st_mode)
+            except OSError as exc:
+                raise errors.PlannerError('--merge-into %s: %s'
+                                          % (path, exc.strerror or exc))
+            after = novaconfig.merge_nova_conf(before, plan, role)
+            if after != before:
+                # nova.conf may hold secrets: keep its permissions.
+                _write(path, after, mode=mode)
+            return 0
+        self.app.stdout.write(novaconfig.nova_conf(plan, role, _origin(
+            parsed_args, scen, 'nova.conf settings (%s)' % role)))
+        return 0

@@ -417,3 +417,144 @@ def _devstack_phases(cloud, results, devstack):
             % (proc.returncode, proc.stderr.strip()[-200:],
                sorted(set(after_aggs) ^ set(before_aggs)),
                sorted(set(after_flavors) ^ set(before_flavors))))
+
+
+# The plan whose Nova side nova-config script creates: the built-in
+# example, with Placement accounting (its flavors request near memory).
+NOVA_CONFIG_ARGS = ('--scenario', 'telco-cost-matched',
+                    '--placement-accounting')
+
+
+def _planned(plan_rows):
+    """({aggregate: metadata}, {flavor: (vcpus, ram, disk, specs)})."""
+    aggs, flavors = {}, {}
+    for row in plan_rows:
+        if row['scope'] == 'aggregate':
+            meta = aggs.setdefault(row['object'], {})
+            if row['key'] != 'create':
+                meta[row['key']] = row['value']
+        elif row['scope'] == 'flavor':
+            entry = flavors.setdefault(row['object'], [None, {}])
+            if row['key'] == 'create':
+                entry[0] = row['flavor']
+            else:
+                entry[1][row['key']] = row['value']
+    return aggs, {name: tuple(size) + (specs,)
+                  for name, (size, specs) in flavors.items()}
+
+
+def _state(cloud, aggregates, flavors):
+    """What the cloud has of the named aggregates and flavors."""
+    found_aggs = {name: agg.get('metadata', {})
+                  for name, agg in _aggregates(cloud).items()
+                  if name in aggregates}
+    found_flavors = {}
+    for name, flavor in _flavors(cloud).items():
+        if name in flavors:
+            specs = cloud.admin.get('/flavors/%s/os-extra_specs'
+                                    % flavor['id'])['extra_specs']
+            found_flavors[name] = (flavor['vcpus'], flavor['ram'],
+                                   flavor['disk'], specs)
+    # Nova adds availability_zone only when one is set; the plan sets none.
+    return found_aggs, found_flavors
+
+
+def scenario_nova_config(cloud, results, work):
+    """``nova-config script`` applied to this cloud, four times.
+
+    The first run creates exactly the plan's aggregates and flavors, with
+    their properties; the second changes nothing and says so; after an
+    operator changes a planned property, the third sets it back and
+    nothing else; a flavor of a planned name but another size stops the
+    fourth with a message.
+    """
+    from planner import novaconfig
+    from planner import scenario as planner_scenario
+    operator = Operator(cloud, work)
+    path = os.path.join(work, 'nova-config.sh')
+    gen = subprocess.run(
+        [sys.executable, '-m', 'planner.cli', 'nova-config', 'script',
+         '-o', path] + list(NOVA_CONFIG_ARGS),
+        env=operator.env, capture_output=True, text=True, timeout=300)
+    results.check('nova-config script writes the script',
+                  gen.returncode == 0 and os.path.exists(path),
+                  gen.stderr.strip()[-300:])
+    plan = novaconfig.rows(planner_scenario.load('telco-cost-matched'),
+                           placement_accounting=True)
+    aggs, flavors = _planned(plan)
+    before_aggs, before_flavors = _aggregates(cloud), _flavors(cloud)
+    env = dict(operator.env, OS_CLOUD='it')
+
+    def apply():
+        return subprocess.run(['sh', path], env=env, capture_output=True,
+                              text=True, timeout=600)
+
+    try:
+        runs = [apply()]
+        first = _state(cloud, aggs, flavors)
+        created_aggs = set(_aggregates(cloud)) - set(before_aggs)
+        created_flavors = set(_flavors(cloud)) - set(before_flavors)
+        results.check(
+            'nova-config script creates exactly the plan\'s aggregates and '
+            'flavors',
+            runs[0].returncode == 0 and created_aggs == set(aggs)
+            and created_flavors == set(flavors)
+            and first == (aggs, flavors),
+            'exit %d %s; created %s %s; found %s; planned %s'
+            % (runs[0].returncode, runs[0].stderr.strip()[-300:],
+               sorted(created_aggs), sorted(created_flavors), first,
+               (aggs, flavors)))
+        runs.append(apply())
+        results.check(
+            'nova-config script run again changes nothing',
+            runs[1].returncode == 0
+            and runs[1].stdout.rstrip().endswith('\n0 change(s)')
+            and 'created' not in runs[1].stdout
+            and _state(cloud, aggs, flavors) == first,
+            'exit %d %s; %s' % (runs[1].returncode,
+                                runs[1].stderr.strip()[-300:],
+                                runs[1].stdout.strip()[-300:]))
+        # An operator changes one planned property by hand.
+        name = sorted(aggs)[0]
+        cloud.set_metadata(_aggregates(cloud)[name]['id'],
+                           {profile.MODE_KEY: kinds.APP_DIRECT})
+        runs.append(apply())
+        results.check(
+            'nova-config script sets back what differs, only that',
+            runs[2].returncode == 0
+            and runs[2].stdout.rstrip().endswith('\n1 change(s)')
+            and _state(cloud, aggs, flavors) == first,
+            'exit %d %s; %s' % (runs[2].returncode,
+                                runs[2].stderr.strip()[-300:],
+                                runs[2].stdout.strip()[-300:]))
+        # A flavor of a planned name but another size: Nova cannot change
+        # it, so the script stops there, says why, and creates nothing.
+        flavor = sorted(flavors)[0]
+        cloud.admin.request('DELETE', '/flavors/%s'
+                            % _flavors(cloud)[flavor]['id'],
+                            ok=(200, 202, 204))
+        cloud.admin.create_flavor({'name': flavor, 'ram': 512, 'vcpus': 1,
+                                   'disk': 1})
+        runs.append(apply())
+        results.check(
+            'nova-config script stops at a flavor it cannot change',
+            runs[3].returncode == 1
+            and 'flavors cannot change' in runs[3].stderr
+            and 'flavor %s exists with other' % flavor in runs[3].stderr
+            and set(_flavors(cloud)) - set(before_flavors) == set(flavors),
+            'exit %d %s' % (runs[3].returncode,
+                            runs[3].stderr.strip()[-300:]))
+        for i, proc in enumerate(runs):
+            from tests.integration import scenarios
+            scenarios.log('nova-config script, run %d (exit %d):\n%s',
+                          i + 1, proc.returncode, proc.stdout.rstrip())
+    finally:
+        admin = cloud.admin
+        for agg_name, agg in _aggregates(cloud).items():
+            if agg_name in aggs and agg_name not in before_aggs:
+                admin.request('DELETE', '/os-aggregates/%s' % agg['id'],
+                              ok=(200, 202, 204, 404))
+        for flavor_name, flavor in _flavors(cloud).items():
+            if flavor_name in flavors and flavor_name not in before_flavors:
+                admin.request('DELETE', '/flavors/%s' % flavor['id'],
+                              ok=(200, 202, 204, 404))

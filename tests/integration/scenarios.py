@@ -771,6 +771,8 @@ def main(argv=None):
              (cloud, results, operator_work)),
             ('operator', operator.scenario_devstack,
              (cloud, results, operator_work)),
+            ('operator', operator.scenario_nova_config,
+             (cloud, results, operator_work)),
             ('latency', scenario_latency, (cloud, results, load)),
             ('race', scenario_race, (cloud, results, args.race, upstream)),
             ('bad', scenario_bad_specs, (cloud, results)),

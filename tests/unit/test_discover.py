@@ -22,6 +22,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import tempfile
 
 import fixtures
@@ -332,10 +333,20 @@ class TestAggregate(DiscoverCase):
         lines = out.splitlines()
         self.assertEqual(['pmem_mode=memory_mode',
                           'pmem_dram_cache_gb=%d' % (2 * 192)], lines[:2])
+        # Created only if missing, then set, then the host added only if
+        # it is not in: every line runs as printed, and again.
+        self.assertEqual(
+            'openstack aggregate show pmem-memory-mode-384gb >/dev/null 2>&1'
+            ' || openstack aggregate create pmem-memory-mode-384gb '
+            '>/dev/null', lines[2])
         self.assertEqual(
             'openstack aggregate set --property pmem_mode=memory_mode '
             '--property pmem_dram_cache_gb=384 pmem-memory-mode-384gb',
-            lines[2])
+            lines[3])
+        self.assertIn('then openstack aggregate add host '
+                      'pmem-memory-mode-384gb mm-2s-pmem100-256 >/dev/null; '
+                      'fi', lines[4])
+        self.assertEqual(0, subprocess.run(['sh', '-n', '-c', out]).returncode)
 
     def test_mixed_goes_to_memory_mode(self):
         out = self.discover('mixed_2s_pmem200_256', '--aggregate',
@@ -343,7 +354,7 @@ class TestAggregate(DiscoverCase):
         self.assertIn('pmem_mode=memory_mode', out.splitlines())
         self.assertIn('pmem_dram_cache_gb=512', out.splitlines())
         self.assertIn('openstack aggregate add host mm-hosts '
-                      'mixed-2s-pmem200-256', out)
+                      'mixed-2s-pmem200-256 >/dev/null; fi', out)
 
     def test_app_direct_and_dram_have_no_cache_key(self):
         for case in ('ad_1s_pmem200_128', DRAM_CASE):

@@ -129,7 +129,7 @@ class TestCellCache(NumaCase):
                             for s in range(hw['sockets']))
             self.assertIn('pmem_dram_cache_gb_per_cell=%s' % want, lines)
             self.assertIn('--property pmem_dram_cache_gb_per_cell=%s'
-                          % want, lines[3])
+                          % want, lines[4])
             metadata = dict(line.split('=', 1) for line in lines[:3])
             # What the scheduler reads back: known, cells summing to the
             # host's cache.
