@@ -138,9 +138,16 @@ def run(scenario_ref, points, jobs=None, dask_address=None,
 
 def chart_png(rows, title):
     """TCO per VM over the grid: a line per hot ratio and demand scale."""
-    from planner import simulate
-    return simulate.plot_png(
-        lambda fig, axis: _draw(rows, title, axis), figsize=(8, 4.5))
+    from planner.simulate import charts
+    return charts.png(figure(rows, title))
+
+
+def figure(rows, title):
+    """The figure of :func:`chart_png`."""
+    from planner.simulate import charts
+    # Wider than the plot needs, for the legend at its right.
+    return charts.plot(lambda fig, axis: _draw(rows, title, axis),
+                       figsize=(10, 4.5))
 
 
 def _draw(rows, title, axis):
@@ -160,4 +167,5 @@ def _draw(rows, title, axis):
     axis.set_xlabel('power price per kWh')
     axis.set_ylabel('TCO per VM')
     axis.set_title(title)
-    axis.legend(fontsize='small')
+    from planner.simulate import charts
+    axis.legend(fontsize='small', **charts.LEGEND_OUTSIDE)

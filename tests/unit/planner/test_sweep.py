@@ -18,6 +18,9 @@ import textwrap
 
 import testtools
 
+from planner import sweep
+from tests.unit.planner.report import base as report_base
+
 
 class DaskTestCase(testtools.TestCase):
     """The sweep on a dask.distributed LocalCluster, in a fresh process.
@@ -48,3 +51,19 @@ class DaskTestCase(testtools.TestCase):
         rows, local = json.loads(proc.stdout.strip().splitlines()[-1])
         self.assertEqual(4, len(rows))
         self.assertEqual(local, rows)
+
+
+class ChartTestCase(testtools.TestCase):
+    """The sweep's chart: its legend beside the plot, not over the lines."""
+
+    def test_legend_is_outside_the_axes(self):
+        rows = [{'hot_ratio': hot, 'demand_scale': scale,
+                 'power_price_per_kwh': price,
+                 'tco_per_vm': 1000.0 + 100 * price * scale + (hot or 0)}
+                for hot in (None, 0.25, 0.5) for scale in (1, 2)
+                for price in (0.05, 0.1, 0.2, 0.4)]
+        fig = sweep.figure(rows, 'TCO per VM')
+        self.assertEqual(1, len(report_base.legends(fig)))
+        self.assertEqual(6, len(report_base.legends(fig)[0].get_texts()))
+        report_base.assert_legends_outside(self, fig)
+        report_base.assert_png(self, sweep.chart_png(rows, 'TCO per VM'))
