@@ -22,10 +22,11 @@ gives the minimum is named (the "binding" resource):
     for a discovered node that does not report its vCPUs.
 ``memory``
     ``floor((visible GB - host_reserve_gb) x memory_cap / used GB)``: the
-    field notes' rule (90% of visible memory, divided by what a VM really
-    uses). Visible memory is the DRAM on ``dram``, ``app_direct`` and
-    ``cxl_devdax`` nodes, the PMem on ``memory_mode`` nodes and DRAM + CXL
-    memory on ``cxl_flat`` and ``cxl_kmem`` nodes.
+    share of visible memory VMs may consume (``memory_cap``, e.g. 90%),
+    divided by what a VM really uses. Visible memory is the DRAM on
+    ``dram``, ``app_direct`` and ``cxl_devdax`` nodes, the PMem on
+    ``memory_mode`` nodes and DRAM + CXL memory on ``cxl_flat`` and
+    ``cxl_kmem`` nodes.
 ``dram_cache``
     tiered modes (``kinds.TIERED``: ``memory_mode``, ``cxl_flat``,
     ``cxl_kmem``): the number of instances PmemCacheFilter admits, computed

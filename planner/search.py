@@ -11,8 +11,9 @@
 #    under the License.
 """Search every DIMM population of one platform and CPU within a budget.
 
-A population is what one socket carries; sockets are populated alike
-(field notes 7), so one socket is enumerated and replicated. Capacity, cost,
+A population is what one socket carries; sockets are populated alike (the
+asymmetric-sockets rule of :mod:`planner.population`), so one socket is
+enumerated and replicated. Capacity, cost,
 watts and every population rule depend only on how many modules of each type
 a socket holds, never on which slot holds which, so the search enumerates
 count vectors, not slot assignments:
@@ -67,6 +68,8 @@ OBJECTIVES = {
 DEFAULT_OBJECTIVE = 'cost_per_vm'
 DEFAULT_BAND = 0.10
 DEFAULT_LIMIT = 20
+# Populations judged between two progress reports.
+PROGRESS_BATCH = 1000
 
 # Ties on the objective are broken by these, in order.
 _TIE_BREAKERS = (('cost_per_vm', True), ('vms_per_node', False),
@@ -320,18 +323,24 @@ def _evaluate(platform, cpu, mode, per_socket, policies, low, high, labels):
     return None
 
 
-def find(platform, cpu, dimms, modes, low, high, policies):
+def find(platform, cpu, dimms, modes, low, high, policies, progress=None):
     """Every valid population whose node cost is in [low, high].
 
+    :param progress: called as ``progress(judged, total, valid)`` after
+        each batch of :data:`PROGRESS_BATCH` populations and at the end.
     :returns: a list of model.Node, one per population.
     """
     labels = dimm_labels(sorted(set(dimms), key=_dimm_order))
     nodes = []
-    for mode, per in candidates(platform, cpu, dimms, modes, low, high):
+    found = candidates(platform, cpu, dimms, modes, low, high)
+    for index, (mode, per) in enumerate(found, start=1):
         node_ = _evaluate(platform, cpu, mode, per, policies, low, high,
                           labels)
         if node_ is not None:
             nodes.append(node_)
+        if progress is not None and (index % PROGRESS_BATCH == 0
+                                     or index == len(found)):
+            progress(index, len(found), len(nodes))
     return nodes
 
 
@@ -534,7 +543,7 @@ def _number(value, option, integer=False, positive=False):
 
 def run(scen, platform, cpu, workload=None, dimms=None, modes=None,
         budget=None, band=DEFAULT_BAND, objective=DEFAULT_OBJECTIVE,
-        limit=DEFAULT_LIMIT):
+        limit=DEFAULT_LIMIT, progress=None):
     """Search, by names as the command line gives them.
 
     :param scen: a loaded scenario (catalog, workloads, policies).
@@ -542,6 +551,8 @@ def run(scen, platform, cpu, workload=None, dimms=None, modes=None,
     :param modes: mode names (comma lists allowed); default the modes the
         workload's flavor allows.
     :param budget: node cost; default the scenario baseline's.
+    :param progress: called as ``progress(text, done, total)`` as the
+        search goes (``done`` and ``total`` may be None).
     :raises errors.PlannerError: with a one-line message.
     """
     catalog = scen.catalog
@@ -553,6 +564,12 @@ def run(scen, platform, cpu, workload=None, dimms=None, modes=None,
                                   % ', '.join(sorted(catalog.cpus)))
     plat = _lookup(catalog.platforms, platform, '--platform', 'platform')
     proc = _lookup(catalog.cpus, cpu, '--cpu', 'CPU')
+    # The scenario loader refuses such a configuration by the same rule;
+    # searching it would rank populations of a machine that cannot exist.
+    problem = population.cpu_problem(plat, proc, catalog)
+    if problem is not None:
+        raise errors.PlannerError('--cpu: %s (%s) [%s]' % (
+            problem.message, problem.code, problem.source))
     work = _lookup(scen.workloads, workload or next(iter(scen.workloads)),
                    '--workload', 'workload')
     if objective not in OBJECTIVES:
@@ -583,7 +600,16 @@ def run(scen, platform, cpu, workload=None, dimms=None, modes=None,
     limit = _number(limit, '--limit', integer=True)
     low, high = band_limits(budget, band)
 
-    nodes = find(plat, proc, chosen, mode_list, low, high, scen.policies)
+    def judged(done, total, valid):
+        progress('populations judged, %d valid (%s with %s)'
+                 % (valid, plat.name, proc.name), done, total)
+
+    if progress is not None:
+        progress('enumerating populations of %s with %s costing %.2f to '
+                 '%.2f (%s)' % (plat.name, proc.name, low, high,
+                                ', '.join(mode_list)), None, None)
+    nodes = find(plat, proc, chosen, mode_list, low, high, scen.policies,
+                 progress=judged if progress is not None else None)
     if not nodes:
         raise errors.PlannerError(_nothing_found(
             plat, proc, chosen, mode_list, budget, band, low, high,
@@ -591,9 +617,14 @@ def run(scen, platform, cpu, workload=None, dimms=None, modes=None,
     cal = model.calibrate(scen)
     t_hit = cal[work.name].t_hit if work.name in cal else None
     by_name = {n.config.name: n for n in nodes}
-    fits = {name: model.fit(n, work, scen.policies, scen.performance,
-                            t_hit=t_hit)
-            for name, n in by_name.items()}
+    fits = {}
+    for index, (name, n) in enumerate(by_name.items(), start=1):
+        fits[name] = model.fit(n, work, scen.policies, scen.performance,
+                               t_hit=t_hit)
+        if progress is not None and (index % PROGRESS_BATCH == 0
+                                     or index == len(by_name)):
+            progress('sizing for workload %s' % work.name, index,
+                     len(by_name))
     return Result(frame=rank(fits, by_name, objective, budget, limit),
                   nodes=by_name, platform=plat, cpu=proc, workload=work,
                   dimms=tuple(chosen), modes=mode_list, budget=budget,

@@ -11,9 +11,12 @@
 #    under the License.
 """optimize command."""
 
+import math
+
 from planner.commands import base
 from planner import errors
 from planner import optimize
+from planner import progress
 
 
 def _vm_count(text):
@@ -64,7 +67,7 @@ class Optimize(base.ShortTableLister):
         parser.add_argument(
             '--no-single', action='store_true',
             help='skip the best single-configuration fleet')
-        return parser
+        return progress.add_argument(parser)
 
     def short_columns(self, column_names):
         return optimize.short_columns(column_names)
@@ -73,6 +76,24 @@ class Optimize(base.ShortTableLister):
         if self.app.options.verbose_level > 1:
             self.app.stderr.write('[round %d] %d patterns, LP %.6g, bound '
                                   '%.6g\n' % (rounds, columns, value, bound))
+        self._line.update('column generation round %d: %d patterns, LP '
+                          '%.6g, bound %.6g' % (rounds, columns, value,
+                                                bound))
+
+    def _stage(self, what, incumbent, bound):
+        text = what
+        if incumbent is not None:
+            text += ', incumbent %.6g' % incumbent
+            if math.isfinite(bound):
+                text += ', bound %.6g, gap %s' % (bound, _gap(incumbent,
+                                                              bound))
+        if self.app.options.verbose_level > 1:
+            self.app.stderr.write('[stage] %s\n' % text)
+        self._line.update(text)
+
+    def _single(self, index, count, config):
+        self._line.update('best single configuration: %s' % config, index,
+                          count)
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
@@ -87,13 +108,18 @@ class Optimize(base.ShortTableLister):
         problem = optimize.build(scen, objective=parsed_args.objective,
                                  demand=demand, configs=parsed_args.config,
                                  **caps)
-        plan = optimize.solve(problem, scen=scen, time_limit=time_limit,
-                              gap=gap, progress=self._progress)
-        plans = [plan]
-        if not parsed_args.no_single:
-            plans.append(optimize.best_single(problem, scen=scen,
-                                              time_limit=time_limit,
-                                              gap=gap))
+        self._line = progress.for_command(self, parsed_args, 'optimize')
+        # With -vv the rounds and stages are logged a line each instead.
+        self._line.enabled &= self.app.options.verbose_level < 2
+        with self._line:
+            plan = optimize.solve(problem, scen=scen, time_limit=time_limit,
+                                  gap=gap, progress=self._progress,
+                                  stage=self._stage)
+            plans = [plan]
+            if not parsed_args.no_single:
+                plans.append(optimize.best_single(
+                    problem, scen=scen, time_limit=time_limit, gap=gap,
+                    progress=self._single))
         for each in plans:
             if each.status != 'optimal':
                 self.app.stderr.write(
@@ -102,6 +128,12 @@ class Optimize(base.ShortTableLister):
         columns = optimize.columns(problem)
         return columns, [tuple(r.get(c) for c in columns)
                          for r in optimize.rows(problem, plans)]
+
+
+def _gap(incumbent, bound):
+    """The relative gap between a fleet and the bound, in percent."""
+    return '%.3g%%' % (100.0 * max(incumbent - bound, 0.0)
+                       / max(abs(incumbent), 1e-9))
 
 
 def _unproven(plan, gap):

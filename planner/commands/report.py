@@ -17,8 +17,15 @@ from cliff import lister
 
 from planner.commands import base
 from planner import errors
+from planner import progress
 from planner import report
 from planner import tables
+
+# Steps of --simulate before the report's own: the optimiser's fleet and
+# the trace, then the replay.
+SIMULATION_STEPS = 2
+# Events replayed between two progress updates.
+EVENTS_PER_UPDATE = 1000
 
 
 class Report(lister.Lister):
@@ -40,13 +47,34 @@ class Report(lister.Lister):
             '--simulate', action='store_true',
             help='add a simulated year of placements on the optimiser\'s '
                  'fleet for the scenario\'s demand, with its chart')
-        return parser
+        return progress.add_argument(parser)
 
     def _progress(self, step, total, label):
         # Progress goes to stderr: stdout is the listing of what was written.
-        if self.app.options.verbose_level > 0:
+        # On a terminal one line is rewritten; elsewhere a line per step.
+        if self._line.enabled:
+            self._line.update(label, step, total)
+        elif (self.app.options.verbose_level > 0
+              and not self._no_progress):
             self.app.stderr.write('[%d/%d] %s\n' % (step, total, label))
             self.app.stderr.flush()
+
+    def _simulate(self, scen, total):
+        from planner import simulate
+        self._progress(1, total, 'simulate: the optimiser\'s fleet and '
+                       'the trace')
+        replaying = []
+
+        def replayed(count):
+            if not replaying:
+                replaying.append(True)
+                self._progress(2, total, 'simulate: replaying the trace')
+            if count % EVENTS_PER_UPDATE == 0:
+                # Only the terminal line shows the count of events.
+                self._line.update('simulate: replaying the trace, %d '
+                                  'events' % count, 2, total)
+
+        return simulate.run(scen, progress=replayed)
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
@@ -57,17 +85,27 @@ class Report(lister.Lister):
                                      % (out, problem))
         base.show_warnings(tables.findings_by_config(scen),
                            stream=self.app.stderr)
-        extra = {}
-        if parsed_args.simulate:
-            from planner import simulate
-            extra['simulation'] = simulate.run(scen)
-        artifacts = report.build(scen, png=not parsed_args.no_png,
-                                 progress=self._progress, **extra)
-        self._progress(report.STEPS, report.STEPS,
-                       'write: %d files to %s' % (len(artifacts), out))
-        try:
-            written = report.write(artifacts, out)
-        except OSError as exc:
-            raise errors.OutputError('cannot write the report to %s: %s'
-                                     % (out, exc.strerror or exc)) from exc
+        self._line = progress.for_command(self, parsed_args, 'report')
+        self._no_progress = parsed_args.no_progress
+        # The simulation's steps come first and count in the total.
+        offset = SIMULATION_STEPS if parsed_args.simulate else 0
+        total = report.STEPS + offset
+
+        def build_step(step, _steps, label):
+            self._progress(step + offset, total, label)
+
+        with self._line:
+            extra = {}
+            if parsed_args.simulate:
+                extra['simulation'] = self._simulate(scen, total)
+            artifacts = report.build(scen, png=not parsed_args.no_png,
+                                     progress=build_step, **extra)
+            self._progress(total, total, 'write: %d files to %s'
+                           % (len(artifacts), out))
+            try:
+                written = report.write(artifacts, out)
+            except OSError as exc:
+                raise errors.OutputError(
+                    'cannot write the report to %s: %s'
+                    % (out, exc.strerror or exc)) from exc
         return ('path', 'kind', 'bytes'), written

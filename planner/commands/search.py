@@ -12,6 +12,7 @@
 """search command."""
 
 from planner.commands import base
+from planner import progress
 from planner import search
 
 
@@ -58,14 +59,15 @@ class Search(base.ShortTableLister):
         parser.add_argument(
             '--limit', metavar='N', default=search.DEFAULT_LIMIT,
             help='show the best N rows, 0 for all; default: %(default)s')
-        return parser
+        return progress.add_argument(parser)
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
-        result = search.run(
-            scen, parsed_args.platform, parsed_args.cpu,
-            workload=parsed_args.workload, dimms=parsed_args.dimm,
-            modes=parsed_args.modes, budget=parsed_args.budget,
-            band=parsed_args.band, objective=parsed_args.objective,
-            limit=parsed_args.limit)
+        with progress.for_command(self, parsed_args, 'search') as line:
+            result = search.run(
+                scen, parsed_args.platform, parsed_args.cpu,
+                workload=parsed_args.workload, dimms=parsed_args.dimm,
+                modes=parsed_args.modes, budget=parsed_args.budget,
+                band=parsed_args.band, objective=parsed_args.objective,
+                limit=parsed_args.limit, progress=line.update)
         return base.frame_rows(result.frame)

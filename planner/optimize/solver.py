@@ -252,11 +252,16 @@ class _Solution(object):
 
 
 def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
-          generate=True):
+          generate=True, stage=None):
     """Optimise; returns the :class:`Plan` of the optimal fleet.
 
     :param generate: generate patterns that mix workloads (column
         generation); False keeps one workload per node, without a bound.
+    :param progress: called as ``progress(round, patterns, LP value,
+        bound)`` after each column-generation round.
+    :param stage: called as ``stage(what, incumbent, bound)`` as each
+        stage after column generation ends (``incumbent`` None: no fleet
+        yet); the values are the minimised objective's.
 
     :raises errors.Infeasible: naming what makes the demand impossible.
     """
@@ -339,6 +344,13 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
                     continue
             break
     lp_res, lp_layout = res, layout
+
+    def tell(what, best):
+        if stage is not None:
+            stage(what, None if best is None else best.fun, bound)
+
+    tell('column generation: %d patterns after %d rounds'
+         % (len(master.columns), rounds), None)
     # With TCO the master problem lets a cap grow (so that column
     # generation always has a fleet); the integer stages hold it.
     hard = master.elastic and bool(master.caps)
@@ -346,13 +358,17 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
                       gap, generate)
     if best is not None and hard and _grows_a_cap(master, best):
         best = None
+    tell('fleet from the patterns', best)
     if generate:
         best, bound = _exact_stage(problem, master, best, bound, deadline,
                                    gap, hard, scen)
+        tell('integer program with free nodes', best)
     elif best is None:
         raise errors.Infeasible('no fleet of one workload per node meets '
                                 'the demand within the caps')
     if problem.objective != 'tco':
+        # Before: its objective is cost, which the bound is not about.
+        tell('cheapest fleet serving as much', None)
         best = _cheapest_serving(problem, master, best, deadline, gap)
     layout = master.layout()
     return _plan('optimal', problem, master, best.vector(master), layout,
@@ -605,10 +621,17 @@ def _objective_value(problem, vms, capex, energy):
     return total
 
 
-def best_single(problem, scen=None, time_limit=60.0, gap=1e-3):
-    """The best fleet of one configuration only (None: none carries it)."""
+def best_single(problem, scen=None, time_limit=60.0, gap=1e-3,
+                progress=None):
+    """The best fleet of one configuration only (None: none carries it).
+
+    :param progress: called as ``progress(index, count, configuration)``
+        before each configuration is solved.
+    """
     best = None
-    for cand in problem.candidates:
+    for index, cand in enumerate(problem.candidates, start=1):
+        if progress is not None:
+            progress(index, len(problem.candidates), cand.name)
         sub = problem.restricted([cand.name])
         try:
             plan = solve(sub, scen=scen, time_limit=time_limit, gap=gap)

@@ -11,23 +11,25 @@
 #    under the License.
 """DIMM population rules, with severities and sources.
 
-``error``: the machine cannot be built or will not boot in that mode (PMem on
-a CPU that cannot drive it, more modules than slots, a PMem channel without
-DRAM, sockets populated differently, over the CPU's memory limit). A
-configuration with an error is refused.
+``error``: the machine cannot be built or will not boot in that mode (a CPU
+the platform cannot take, PMem on a CPU that cannot drive it, more modules
+than slots, a PMem channel without DRAM, sockets populated differently, over
+the CPU's memory limit). A configuration with an error is refused.
 
 ``warning``: legal, but outside vendor guidance (a Memory-Mode DRAM:PMem
 ratio outside 1:4 to 1:16, a mix no OEM offers). Warnings are shown in every
 report next to the numbers they qualify.
 
-Sources are the sections of the project's field notes, or URLs.
+Every source is a public document of :mod:`planner.population.sources`
+(title and URL), a catalog entry's own source, or an ``assumption``.
 
 One module per family: ``common`` (findings, severities and what a socket
-holds), ``pmem`` (the DIMM and PMem rules) and ``cxl`` (the DDR5 and CXL
-rules); :func:`check` runs both families.
+holds), ``cpus`` (which CPUs a platform takes), ``pmem`` (the DIMM and PMem
+rules) and ``cxl`` (the DDR5 and CXL rules); :func:`check` runs them all.
 """
 
 from planner.population import common
+from planner.population import cpus
 from planner.population import cxl
 from planner.population import pmem
 
@@ -38,6 +40,7 @@ WARNING = common.WARNING
 Finding = common.Finding
 errors = common.errors
 warnings = common.warnings
+cpu_problem = cpus.cpu_problem
 
 
 def check(config):
@@ -46,5 +49,5 @@ def check(config):
     Each finding names the parts involved (configuration, socket, CPU,
     platform, modules) and cites the source that applies to this case.
     """
-    found = pmem.check(config) + cxl.check(config)
+    found = cpus.check(config) + pmem.check(config) + cxl.check(config)
     return sorted(found, key=lambda f: (f.severity != ERROR, f.code))

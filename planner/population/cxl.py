@@ -37,10 +37,9 @@ FLAT_RATIO_SOURCE = ('https://www.intel.com/content/www/us/en/support/'
 KMEM_RATIO_MIN = 0.25
 KMEM_RATIO_MAX = 2.0
 KMEM_RATIO_SOURCE = (
-    'assumption (no vendor band for kmem; field notes 7: a hypervisor\'s '
-    'memory tiering defaults to DRAM:tier 1:1 and advises active memory at '
-    'or below half of DRAM; the band is that 1:1 widened by 4x below and '
-    '2x above)')
+    'assumption (no vendor band for kmem; a hypervisor\'s memory tiering '
+    'defaulting to DRAM:tier 1:1, with active memory kept at or below half '
+    'of DRAM, widened by 4x below and 2x above)')
 CXL_MODES = frozenset(kinds.CXL_MODES)
 
 
@@ -94,14 +93,16 @@ def check(config):
         add(common.ERROR, 'mode-without-cxl',
             'mode %s needs CXL memory devices; configuration %s has none (%s '
             'per socket)' % (mode, config.name, common.modules(per)),
-            'design (the cxl_* host kinds are modes of CXL memory)')
+            'assumption (planner design: the cxl_* host kinds are modes of '
+            'CXL memory)')
     if mode in (kinds.CXL_FLAT, kinds.CXL_KMEM) and not dram_gb:
         add(common.ERROR, 'mode-without-dram',
             'mode %s needs DRAM as the near tier in front of CXL memory; '
             'configuration %s has no DRAM (%s per socket)'
             % (mode, config.name, common.modules(per)),
             FLAT_RATIO_SOURCE if mode == kinds.CXL_FLAT else
-            'design (pmem_dram_cache_gb of a cxl_kmem host is its DRAM)')
+            'assumption (planner design: pmem_dram_cache_gb of a cxl_kmem '
+            'host is its DRAM)')
     if mode == kinds.CXL_FLAT and cxl and not cpu.flat_memory_mode:
         add(common.ERROR, 'flat-unsupported-cpu',
             'CPU %s offers no flat memory mode (hardware-managed CXL '
@@ -140,5 +141,6 @@ def check(config):
             'configuration %s runs in %s mode, where they add cost and '
             'power but no memory' % (common.modules(per, pmem='cxl'),
                                      config.name, mode),
-            'design (CXL memory serves the cxl_* host kinds only)')
+            'assumption (planner design: CXL memory serves the cxl_* host '
+            'kinds only)')
     return found

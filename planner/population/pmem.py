@@ -13,28 +13,51 @@
 
 from nova_pmem_filters.core import kinds
 from planner.population import common
+from planner.population import cpus
+from planner.population import sources
 
 
-# Memory Mode DRAM:PMem guidance (field notes 2 and 7): 1:4 to 1:16.
+# Memory Mode DRAM:PMem guidance: Intel recommends 1:8; the planner warns
+# outside 1:4 to 1:16.
 MM_RATIO_MIN = 4.0
 MM_RATIO_MAX = 16.0
+MM_RATIO_SOURCE = '; '.join([
+    sources.cite('intel-pmem-video', 'Intel recommends 1 GB of DRAM for '
+                 'every 8 GB of PMem in Memory Mode'),
+    sources.assumption('1:4 to 1:16 is the band around that 1:8 within '
+                       'which the DRAM cache is neither too small for '
+                       'most workloads nor wasted')])
 
-# Per-socket (PMem, DRAM) module mixes OEMs offer (field notes 7).
+# Per-socket (PMem, DRAM) module mixes OEMs offer.
 OEM_MIXES = {
     '100': {(2, 4), (2, 6), (4, 6), (6, 6)},
     '200': {(4, 4), (4, 8), (8, 8), (1, 8)},
 }
-
-
-# CPU generations the field notes name, and the PMem series each drives
-# (field notes 1 and 2).
-CPU_GENERATIONS = {
-    'skylake': '1st-gen Xeon Scalable, Skylake-SP',
-    'cascade_lake': '2nd-gen Xeon Scalable, Cascade Lake',
-    'ice_lake': '3rd-gen Xeon Scalable, Ice Lake',
+OEM_MIX_SOURCES = {
+    '100': sources.cite('lenovo-sr630-pmem-mixes', 'PMem 100 mixes per '
+                        'socket: 2 PMem + 4 DRAM, 2+6, 4+6, 6+6'),
+    '200': sources.cite('lenovo-pmem200', 'supported PMem 200 and DRAM '
+                        'combinations per socket'),
 }
-SERIES_PAIRING = ('field notes 2 (PMem 100 runs on 2nd-gen Xeon Scalable, '
-                  'Cascade Lake; PMem 200 on 3rd-gen, Ice Lake)')
+
+
+# CPU generations (one table, planner.population.cpus), by description.
+CPU_GENERATIONS = {name: gen.description
+                   for name, gen in cpus.GENERATIONS.items()}
+SERIES_PAIRING = sources.cite_all(
+    ('lenovo-pmem100', 'PMem 100 runs on 2nd-gen Xeon Scalable, Cascade '
+     'Lake'),
+    ('lenovo-pmem200', 'PMem 200 on 3rd-gen, Ice Lake'))
+# What the modes are: DRAM caches PMem in Memory Mode; App Direct exposes
+# PMem as persistent memory.
+MODES_SOURCE = sources.cite('intel-pmem-video', 'in Memory Mode the DRAM is '
+                            'a cache in front of PMem; App Direct exposes '
+                            'PMem to software as persistent memory')
+# Memory Mode population on PMem 100.
+MM_POPULATION_SOURCE = sources.cite(
+    'fujitsu-rx4770-m5', 'Memory Mode: DDR4 caches PMem on channels of the '
+    'same memory controller only; at least 1 DDR4 DIMM and 1 PMem module '
+    'per memory controller')
 
 
 def _generation(cpu):
@@ -58,8 +81,10 @@ def _cpu_pmem(cpu, dimm):
                 SERIES_PAIRING)
     message = '%s: %s that drives no PMem at all' % (stem, _generation(cpu))
     if cpu.generation == 'skylake':
-        return message, ('field notes 1 (1st-gen Xeon Scalable parts such '
-                         'as the Gold 6148 cannot drive PMem)')
+        return message, sources.cite(
+            'intel-pmem-platforms', 'PMem is supported on 2nd-gen Xeon '
+            'Scalable Gold and Platinum parts; 1st-gen parts such as the '
+            'Gold 6148 cannot drive it')
     return message, common.catalog_source('CPU', cpu.name, 'drives no PMem',
                                           cpu.source)
 
@@ -75,15 +100,14 @@ def _platform_pmem(platform, dimm):
 
 
 def _symmetry_source(generations):
-    if '200' in generations:
-        return 'field notes 7 (PMem 200: both sockets populated alike)'
     if generations:
-        return ('assumption (field notes 7 require both sockets populated '
-                'alike for PMem 200; applied to PMem %s)'
-                % ', '.join(generations))
-    return ('assumption (sockets of different sizes make NUMA nodes of '
-            'different sizes; the planner sizes nodes with identical '
-            'sockets)')
+        return sources.assumption(
+            'every socket populated alike, as balanced-memory guidance '
+            'asks of each CPU socket (%s); applied to PMem %s'
+            % (sources.cite('wwt-xeon-population'), ', '.join(generations)))
+    return sources.assumption(
+        'sockets of different sizes make NUMA nodes of different sizes; '
+        'the planner sizes nodes with identical sockets')
 
 
 def _limit(cpu, sock, mode, generations, where):
@@ -96,14 +120,18 @@ def _limit(cpu, sock, mode, generations, where):
         return None
     if pmem_only:
         what = 'the PMem only: %s' % common.modules(sock, pmem=True)
-        source = ('field notes 7 (PMem 200 in Memory Mode: only the PMem '
-                  'counts toward the CPU\'s limit)')
+        source = sources.assumption(
+            'PMem 200 in Memory Mode: only the PMem counts toward the '
+            'CPU\'s memory limit, since the DRAM is a cache')
     else:
         what = common.modules(sock)
-        source = ('field notes 7 (the CPU\'s per-socket memory limit counts '
-                  'PMem as well as DRAM)' if generations else
-                  common.catalog_source('CPU', cpu.name, 'memory_limit_gb %g'
-                                        % cpu.memory_limit_gb, cpu.source))
+        limit = common.catalog_source('CPU', cpu.name, 'memory_limit_gb %g'
+                                      % cpu.memory_limit_gb, cpu.source)
+        source = limit
+        if generations:
+            source = sources.assumption(
+                'the CPU\'s per-socket memory limit counts PMem as well as '
+                'DRAM; %s' % limit)
     return ('%s holds %g GB against the %g GB limit of CPU %s; counted: %s'
             % (where, counted, cpu.memory_limit_gb, cpu.name, what), source)
 
@@ -145,10 +173,12 @@ def check(config):
             'PMem modules of different sizes in one node (%s); all PMem '
             'must be one size' % ', '.join(
                 '%s: %g GB' % (d.name, d.capacity_gb) for d in pmem_dimms),
-            'field notes 7 (PMem 200: all PMem one size)'
-            if '200' in generations else
-            'assumption (field notes 7 require one PMem size for PMem 200; '
-            'applied to PMem %s)' % ', '.join(generations))
+            sources.assumption(
+                'every supported PMem combination uses one module size '
+                '(%s); applied to PMem %s'
+                % (sources.cite('lenovo-pmem200' if '200' in generations
+                                else 'lenovo-sr630-pmem-mixes'),
+                   ', '.join(generations))))
     for d in pmem_dimms:
         if (d.generation in cpu.pmem_generations
                 and d.capacity_gb > cpu.pmem_max_module_gb):
@@ -156,8 +186,9 @@ def check(config):
                 'CPU %s takes PMem modules of at most %g GB, not %s (%g GB)'
                 % (cpu.name, cpu.pmem_max_module_gb, d.name,
                    d.capacity_gb),
-                'field notes 7 (PMem 100: base CPUs take 128 GB modules '
-                'only; M and L parts larger)' if d.generation == '100'
+                sources.cite('lenovo-sr630-pmem-mixes', 'PMem 100 sizes by '
+                             'processor family: base parts 128 GB only; M '
+                             'and L parts larger') if d.generation == '100'
                 else common.catalog_source(
                     'CPU', cpu.name,
                     'pmem_max_module_gb %g' % cpu.pmem_max_module_gb,
@@ -184,10 +215,12 @@ def check(config):
                 '%s; at most one per channel'
                 % (where, pmem, common.modules(sock, pmem=True),
                    platform.channels_per_socket, platform.name),
-                'field notes 7 (PMem 100: at most one PMem module per '
-                'channel)' if generations == ['100'] else
-                'field notes 7 (at most one PMem module per channel on PMem '
-                '100; no PMem 200 mix has more PMem modules than channels)')
+                sources.cite('lenovo-sr630-pmem-mixes', 'at most one PMem '
+                             'module per channel: no PMem 100 mix has more '
+                             'PMem modules than channels')
+                if generations == ['100'] else sources.cite(
+                    'lenovo-pmem200', 'no PMem 200 combination has more '
+                    'PMem modules than channels'))
         elif pmem > dram:
             # Each PMem channel needs a DRAM module beside it.
             add(common.ERROR, 'pmem-without-dram',
@@ -197,9 +230,10 @@ def check(config):
                    'only %d DRAM (%s)'
                    % (dram, common.modules(sock, pmem=False))
                    if dram else 'no DRAM'),
-                'field notes 7 (every OEM mix has at least as many DRAM as '
-                'PMem modules per socket: each PMem module has a DRAM '
-                'module on its channel)')
+                sources.cite('lenovo-sr630-pmem-mixes', 'every mix has at '
+                             'least as many DRAM as PMem modules per '
+                             'socket: each PMem module has a DRAM module '
+                             'on its channel'))
         ctrl = platform.controllers_per_socket
         if mode == kinds.MEMORY_MODE and (0 < pmem < ctrl
                                           or 0 < dram < ctrl):
@@ -209,11 +243,11 @@ def check(config):
                 'and PMem on every controller'
                 % (where, dram, pmem, ctrl, platform.name,
                    common.modules(sock)),
-                'field notes 7 (PMem 100 in Memory Mode: at least one DRAM '
-                'and one PMem per controller)' if generations == ['100']
-                else 'assumption (field notes 7 state the rule for PMem '
-                '100, and list the PMem 200 mix with a single PMem module, '
-                '8 DRAM + 1 PMem, as App Direct only)')
+                MM_POPULATION_SOURCE if generations == ['100']
+                else sources.assumption(
+                    'the PMem 100 rule (%s) holds for PMem 200, whose '
+                    'single-module mix, 8 DRAM + 1 PMem, is App Direct '
+                    'only' % sources.cite('fujitsu-rx4770-m5')))
         limit = _limit(cpu, sock, mode, generations, where)
         if limit:
             add(common.ERROR, 'memory-limit', *limit)
@@ -223,21 +257,19 @@ def check(config):
         add(common.ERROR, 'mode-without-pmem',
             'mode %s needs PMem modules; configuration %s has none (%s per '
             'socket)' % (mode, config.name, common.modules(per)),
-            'field notes 2 (Memory Mode and App Direct are modes of PMem)')
+            MODES_SOURCE)
     if mode == kinds.MEMORY_MODE and not dram:
         add(common.ERROR, 'mode-without-dram',
             'Memory Mode needs DRAM as the cache in front of PMem; '
             'configuration %s has no DRAM (%s per socket)'
             % (config.name, common.modules(per)),
-            'field notes 2 (in Memory Mode DRAM is the cache in front of '
-            'PMem)')
+            MODES_SOURCE)
     if mode == kinds.DRAM and pmem:
         add(common.WARNING, 'pmem-unused',
             'PMem modules are installed (%s per socket) but configuration '
             '%s runs in dram mode, where they add cost and power but no '
             'memory' % (common.modules(per, pmem=True), config.name),
-            'field notes 2 (PMem serves as Memory Mode memory or as App '
-            'Direct regions)')
+            MODES_SOURCE)
     if mode == kinds.MEMORY_MODE and dram and pmem:
         dram_gb = common.socket_gb(per, pmem=False)
         pmem_gb = common.socket_gb(per, pmem=True)
@@ -250,7 +282,7 @@ def check(config):
                 % (ratio, dram_gb, common.modules(per, pmem=False), pmem_gb,
                    common.modules(per, pmem=True), MM_RATIO_MIN,
                    MM_RATIO_MAX),
-                'field notes 1 and 7')
+                MM_RATIO_SOURCE)
     if pmem and generations and (pmem, dram) not in OEM_MIXES.get(
             generations[0], set()):
         add(common.WARNING, 'not-oem-mix',
@@ -258,13 +290,14 @@ def check(config):
             'PMem %s (PMem + DRAM: %s)'
             % (pmem, dram, common.modules(per), generations[0], ', '.join(
                 '%d+%d' % m for m in sorted(OEM_MIXES[generations[0]]))),
-            'field notes 7 (per-socket mixes OEMs offer for PMem %s)'
-            % generations[0])
+            OEM_MIX_SOURCES[generations[0]])
     if dram and dram % platform.channels_per_socket and not pmem:
         add(common.WARNING, 'unbalanced-channels',
             '%d DRAM modules (%s) on the %d channels of platform %s leave '
             'channels uneven, which lowers memory bandwidth'
             % (dram, common.modules(per), platform.channels_per_socket,
                platform.name),
-            'assumption (common vendor population guidance)')
+            sources.assumption('channels populated alike, as balanced-'
+                               'memory guidance asks (%s)'
+                               % sources.cite('wwt-xeon-population')))
     return found

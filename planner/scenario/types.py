@@ -201,7 +201,8 @@ class Policies:
 
 @dataclasses.dataclass(frozen=True)
 class Performance:
-    # Field notes 7: Optane media about 350 ns idle read latency against
+    # Intel's platform guide (planner.population.sources,
+    # 'intel-pmem-platforms'): Optane about 350 ns idle read latency against
     # under 100 ns for DRAM.
     dram_latency_ns: float = 90.0
     pmem_latency_ns: float = 350.0

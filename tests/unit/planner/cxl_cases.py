@@ -29,8 +29,7 @@ def raw_scenario():
 
 def cited(text):
     return bool(re.search(r'https?://', text or '')) or (
-        (text or '').startswith('assumption') or
-        (text or '').startswith('field notes'))
+        (text or '').startswith('assumption'))
 
 
 def dataclass_replace(workload, hot_ratio):

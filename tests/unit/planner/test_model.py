@@ -145,7 +145,7 @@ class FieldNotesExampleTestCase(testtools.TestCase):
             self.assertAlmostEqual(gain * n_dram / n_mm, cal.t_hit,
                                    places=9)
             self.assertLess(cal.t_hit, 1.0)
-            self.assertIn('field notes 1', cal.source)
+            self.assertIn('as the telco case reports', cal.source)
 
     def test_calibration_table(self):
         frame = tables.calibration(self.scen)

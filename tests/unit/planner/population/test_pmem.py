@@ -9,7 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""DIMM population rules, checked against the field notes (sections 1, 7).
+"""DIMM population rules, checked against the published population rules.
 
 Each error rule fires on a configuration crafted to break that rule alone;
 warnings fire when the population leaves vendor guidance and not otherwise.
@@ -70,7 +70,7 @@ class PopulationTestCase(testtools.TestCase):
 
 
 class FieldNotesNodeTestCase(PopulationTestCase):
-    """Field notes 1: the cost-matched pair."""
+    """The telco case's cost-matched pair."""
 
     def test_memory_mode_node(self):
         # 6 x 16 GB DDR4 + 2 x 128 GB PMem per socket, Memory Mode.
@@ -91,14 +91,16 @@ class FieldNotesNodeTestCase(PopulationTestCase):
         self.assertEqual(384, config.dram_gb)
 
     def test_the_6148_cannot_drive_pmem(self):
-        # The field notes' own caveat: the 6148 is 1st generation.
+        # The 6148 is 1st generation: it cannot drive PMem.
         config = node_config('cascade-lake-2s', 'xeon-gold-6148',
                              kinds.MEMORY_MODE,
                              {'ddr4-16': 6, 'pmem100-128': 2})
         findings = self.assertFindings(
             config, errors=['pmem-unsupported-cpu'], warnings=['mm-ratio'])
         self.assertEqual('pmem-unsupported-cpu', findings[0].code)
-        self.assertIn('field notes 1', findings[0].source)
+        self.assertIn('1st-gen parts such as the Gold 6148',
+                      findings[0].source)
+        self.assertIn('https://www.intel.com/', findings[0].source)
 
 
 class ErrorRuleTestCase(PopulationTestCase):
@@ -255,7 +257,7 @@ class WarningRuleTestCase(PopulationTestCase):
                                     pmem100_128=2))
 
     def test_oem_mixes_pmem_100(self):
-        # Field notes 7: 2 PMem + 4 DRAM, 2+6, 4+6, 6+6 per socket.
+        # OEM mixes: 2 PMem + 4 DRAM, 2+6, 4+6, 6+6 per socket.
         for pmem, dram in ((2, 4), (2, 6), (4, 6), (6, 6)):
             self.assertFindings(cascade(kinds.APP_DIRECT, ddr4_16=dram,
                                         pmem100_128=pmem))
@@ -267,7 +269,7 @@ class WarningRuleTestCase(PopulationTestCase):
                           findings[0].message)
 
     def test_oem_mixes_pmem_200(self):
-        # Field notes 7: DRAM + PMem 4+4, 8+4, 8+8 and 8+1.
+        # OEM mixes: DRAM + PMem 4+4, 8+4, 8+8 and 8+1.
         for dram, pmem in ((4, 4), (8, 4), (8, 8), (8, 1)):
             self.assertFindings(ice(kinds.APP_DIRECT, ddr4_16=dram,
                                     pmem200_128=pmem))
@@ -313,37 +315,37 @@ MESSAGE_CASES = [
      'pmem-unsupported-cpu',
      ['xeon-gold-6330', '3rd-gen', 'PMem 100', 'pmem100-128',
       'drives PMem 200'],
-     ['field notes 2', 'PMem 200 on 3rd-gen'], ['field notes 1', '1st-gen']),
+     ['lenovopress.lenovo.com', 'PMem 200 on 3rd-gen'], ['1st-gen']),
     ('PMem 200 on a Cascade Lake CPU',
      lambda: cascade(kinds.APP_DIRECT, ddr4_16=6, pmem200_128=2),
      'pmem-unsupported-cpu',
      ['xeon-gold-6230n', '2nd-gen', 'PMem 200', 'pmem200-128',
       'drives PMem 100'],
-     ['field notes 2'], ['field notes 1']),
+     ['PMem 100 runs on 2nd-gen'], ['1st-gen']),
     ('PMem on the 1st-gen Gold 6148',
      lambda: node_config('cascade-lake-2s', 'xeon-gold-6148',
                          kinds.MEMORY_MODE,
                          {'ddr4-16': 6, 'pmem100-128': 2}),
      'pmem-unsupported-cpu', ['xeon-gold-6148', '1st-gen', 'pmem100-128'],
-     ['field notes 1', '1st-gen'], ['field notes 2']),
+     ['gartner-perf-article', '1st-gen'], ['lenovopress']),
     ('PMem on a catalog CPU of no known generation without PMem',
      lambda: with_cpu(cascade(kinds.APP_DIRECT, ddr4_16=6, pmem100_128=2),
                       name='acme-1', generation='', pmem_generations=(),
                       source='the vendor datasheet'),
      'pmem-unsupported-cpu', ['acme-1', 'pmem100-128'],
      ['CPU catalog (acme-1', 'the vendor datasheet'],
-     ['field notes', '1st-gen']),
+     ['https://', '1st-gen']),
     ('PMem 100 on an Ice Lake platform',
      lambda: node_config('ice-lake-2s', 'xeon-gold-6330', kinds.APP_DIRECT,
                          {'ddr4-16': 8, 'pmem100-128': 4}),
      'pmem-unsupported-platform', ['ice-lake-2s', 'PMem 100', 'pmem100-128',
                                    'takes PMem 200'],
-     ['field notes 2'], ['field notes 1']),
+     ['PMem 200 on 3rd-gen'], ['1st-gen']),
     ('PMem on a platform without PMem',
      lambda: node_config('purley-2s', 'xeon-gold-6148', kinds.APP_DIRECT,
                          {'ddr4-16': 6, 'pmem100-128': 2}),
      'pmem-unsupported-platform', ['purley-2s', 'pmem100-128'],
-     ['platform catalog (purley-2s'], ['field notes 2']),
+     ['platform catalog (purley-2s'], ['lenovopress']),
     ('sockets differ, PMem 100',
      lambda: asym('cascade-lake-2s', 'xeon-gold-6230n', kinds.MEMORY_MODE,
                   {'ddr4-16': 6, 'pmem100-128': 2},
@@ -358,8 +360,8 @@ MESSAGE_CASES = [
                   {'ddr4-16': 8, 'pmem200-128': 8}),
      'asymmetric-sockets', ['8 x ddr4-16 + 8 x pmem200-128',
                             '8 x ddr4-16 + 4 x pmem200-128'],
-     ['field notes 7 (PMem 200: both sockets populated alike'],
-     ['assumption']),
+     ['assumption', 'every socket populated alike', 'applied to PMem 200'],
+     []),
     ('sockets differ, DRAM only',
      lambda: asym('purley-2s', 'xeon-gold-6148', kinds.DRAM,
                   {'ddr4-16': 6}, {'ddr4-16': 4}),
@@ -374,11 +376,11 @@ MESSAGE_CASES = [
      lambda: ice(kinds.APP_DIRECT, ddr4_16=8, pmem200_128=2,
                  pmem200_256=2),
      'mixed-pmem-sizes', ['pmem200-128', 'pmem200-256'],
-     ['field notes 7 (PMem 200: all PMem one size)'], ['assumption']),
+     ['assumption', 'one module size', 'lp1380'], []),
     ('PMem 100 module too large for a base CPU',
      lambda: cascade(kinds.APP_DIRECT, ddr4_16=6, pmem100_256=2),
      'pmem-module-too-large', ['xeon-gold-6230n', '128 GB', 'pmem100-256'],
-     ['field notes 7 (PMem 100: base CPUs'], []),
+     ['base parts 128 GB only', 'pubs.lenovo.com'], []),
     ('PMem 200 module over a catalog CPU limit',
      lambda: with_cpu(ice(kinds.APP_DIRECT, ddr4_16=8, pmem200_512=4),
                       pmem_max_module_gb=256),
@@ -393,20 +395,20 @@ MESSAGE_CASES = [
     ('more PMem than channels',
      lambda: cascade(kinds.APP_DIRECT, ddr4_16=5, pmem100_128=7),
      'pmem-per-channel', ['socket 0', '7 x pmem100-128', 'cascade-lake-2s'],
-     ['field notes 7 (PMem 100: at most one PMem module per channel)'], []),
+     ['at most one PMem module per channel', 'pubs.lenovo.com'], []),
     ('more PMem than DRAM',
      lambda: cascade(kinds.APP_DIRECT, ddr4_16=1, pmem100_128=2),
      'pmem-without-dram', ['socket 0', '2 x pmem100-128', '1 x ddr4-16'],
-     ['field notes 7'], []),
+     ['pubs.lenovo.com', 'DRAM module on its channel'], []),
     ('PMem and no DRAM',
      lambda: cascade(kinds.APP_DIRECT, pmem100_128=2),
      'pmem-without-dram', ['2 x pmem100-128', 'no DRAM'],
-     ['field notes 7'], []),
+     ['pubs.lenovo.com'], []),
     ('Memory Mode, a PMem 100 controller without PMem',
      lambda: cascade(kinds.MEMORY_MODE, ddr4_16=6, pmem100_128=1),
      'mm-controller', ['socket 0', '2 memory controllers', 'cascade-lake-2s',
                        '6 x ddr4-16 + 1 x pmem100-128'],
-     ['field notes 7 (PMem 100 in Memory Mode'], ['assumption']),
+     ['Fujitsu', 'per memory controller'], ['assumption']),
     ('Memory Mode, PMem 200 controllers without PMem',
      lambda: ice(kinds.MEMORY_MODE, ddr4_16=8, pmem200_128=1),
      'mm-controller', ['4 memory controllers', 'ice-lake-2s',
@@ -416,12 +418,12 @@ MESSAGE_CASES = [
      lambda: cascade(kinds.APP_DIRECT, ddr4_64=6, pmem100_128=6),
      'memory-limit', ['socket 0', 'xeon-gold-6230n',
                       '6 x ddr4-64 + 6 x pmem100-128'],
-     ['field notes 7', 'counts PMem as well as DRAM'], ['only the PMem']),
+     ['assumption', 'counts PMem as well as DRAM'], ['only the PMem']),
     ('over the limit with PMem 200 in Memory Mode',
      lambda: with_cpu(ice(kinds.MEMORY_MODE, ddr4_128=8, pmem200_512=8),
                       memory_limit_gb=3072),
      'memory-limit', ['xeon-gold-6330', 'the PMem only: 8 x pmem200-512'],
-     ['field notes 7 (PMem 200 in Memory Mode: only the PMem'],
+     ['assumption: PMem 200 in Memory Mode: only the PMem'],
      ['ddr4-128']),
     ('over the limit with DRAM only',
      lambda: with_cpu(cascade(kinds.DRAM, ddr4_128=12),
@@ -432,25 +434,26 @@ MESSAGE_CASES = [
     ('a PMem mode without PMem',
      lambda: named(cascade(kinds.APP_DIRECT, ddr4_16=6)),
      'mode-without-pmem', ['app_direct', 'cfg-under-test', '6 x ddr4-16'],
-     ['field notes 2'], []),
+     ['App Direct exposes PMem'], []),
     ('Memory Mode without DRAM',
      lambda: named(cascade(kinds.MEMORY_MODE, pmem100_128=2)),
      'mode-without-dram', ['cfg-under-test', '2 x pmem100-128'],
-     ['field notes 2'], []),
+     ['DRAM is a cache in front of PMem'], []),
     ('PMem unused in dram mode',
      lambda: named(cascade(kinds.DRAM, ddr4_16=6, pmem100_128=2)),
      'pmem-unused', ['cfg-under-test', '2 x pmem100-128'],
-     ['field notes 2'], []),
+     ['intel.com'], []),
     ('Memory-Mode ratio outside guidance',
      lambda: cascade(kinds.MEMORY_MODE, ddr4_16=6, pmem100_128=2),
      'mm-ratio', ['1:2.7', '96 GB of 6 x ddr4-16',
                   '256 GB of 2 x pmem100-128'],
-     ['field notes 1 and 7'], []),
+     ['1 GB of DRAM for every 8 GB of PMem', 'assumption: 1:4 to 1:16'],
+     []),
     ('not an OEM mix of PMem 200',
      lambda: ice(kinds.APP_DIRECT, ddr4_16=6, pmem200_128=2),
      'not-oem-mix', ['2 PMem + 6 DRAM', 'PMem 200',
                      '6 x ddr4-16 + 2 x pmem200-128'],
-     ['field notes 7', 'PMem 200'], ['PMem 100']),
+     ['lp1380', 'PMem 200'], ['PMem 100']),
     ('uneven DRAM channels',
      lambda: cascade(kinds.DRAM, ddr4_16=8),
      'unbalanced-channels', ['8 x ddr4-16', '6 channels', 'cascade-lake-2s'],

@@ -1,0 +1,110 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Which CPUs a platform can take: the one rule search and scenarios share.
+
+A CPU generation fixes its socket and its memory interface (DIMM type and
+channels per socket); a platform's board is built for one socket and wires
+that interface. The catalog gives each CPU its ``generation`` and each
+platform its ``memory_type`` and ``channels_per_socket``, so a platform
+takes the generations whose memory interface it wires. A CPU of a
+generation this table does not know, or a platform whose interface matches
+no generation here, is not judged (nothing says it cannot be built).
+
+Generations that share a memory interface on different sockets (Xeon 6900P
+and EPYC 9005 both wire 12 DDR5 channels) could be told apart only by the
+platform's socket, which the catalog does not record; they are not in the
+table, so such pairs are not refused.
+"""
+
+import collections
+
+from planner.population import common
+from planner.population import sources
+
+
+Generation = collections.namedtuple(
+    'Generation', 'description socket memory_type channels source')
+
+# (source id of planner.population.sources, what it says)
+_LGA3647 = ('ice-lake-socket', 'Skylake and Cascade Lake: LGA3647, six DDR4 '
+            'channels')
+
+GENERATIONS = {
+    'skylake': Generation('1st-gen Xeon Scalable, Skylake-SP', 'LGA3647',
+                          'ddr4', 6, _LGA3647),
+    'cascade_lake': Generation('2nd-gen Xeon Scalable, Cascade Lake',
+                               'LGA3647', 'ddr4', 6, _LGA3647),
+    'ice_lake': Generation('3rd-gen Xeon Scalable, Ice Lake', 'LGA4189',
+                           'ddr4', 8, ('ice-lake-socket', 'Ice Lake: '
+                                       'LGA4189, eight DDR4 channels')),
+    'sapphire_rapids': Generation(
+        '4th-gen Xeon Scalable, Sapphire Rapids', None, 'ddr5', 8,
+        ('wwt-xeon-population', 'four controllers and eight channels, '
+         'DDR5')),
+}
+
+
+def _interface(memory_type, channels):
+    return '%d %s channels per socket' % (channels, memory_type.upper())
+
+
+def _describe(generation):
+    gen = GENERATIONS[generation]
+    return '%s%s' % (gen.description,
+                     ' (socket %s)' % gen.socket if gen.socket else '')
+
+
+def platform_generations(platform):
+    """The CPU generations of the table whose memory interface it wires."""
+    return [name for name, gen in GENERATIONS.items()
+            if gen.memory_type == platform.memory_type
+            and gen.channels == platform.channels_per_socket]
+
+
+def cpu_problem(platform, cpu, catalog=None):
+    """The error Finding when ``platform`` cannot take ``cpu``, or None.
+
+    :param catalog: when given, the message also lists the catalog's CPUs
+        the platform takes.
+    """
+    gen = GENERATIONS.get(cpu.generation)
+    takes = platform_generations(platform)
+    if gen is None or not takes or cpu.generation in takes:
+        return None
+    message = ('CPU %s, %s with %s, does not fit platform %s, whose %s take '
+               'only CPUs of: %s' % (
+                   cpu.name, _describe(cpu.generation),
+                   _interface(gen.memory_type, gen.channels), platform.name,
+                   _interface(platform.memory_type,
+                              platform.channels_per_socket),
+                   '; '.join(_describe(g) for g in takes)))
+    if catalog is not None:
+        names = sorted(c.name for c in catalog.cpus.values()
+                       if c.generation in takes)
+        message += ('; CPUs of the catalog it takes: %s'
+                    % (', '.join(names) or 'none'))
+    said = collections.OrderedDict()
+    for name in [cpu.generation] + takes:
+        source_id, detail = GENERATIONS[name].source
+        said.setdefault(source_id, [])
+        if detail not in said[source_id]:
+            said[source_id].append(detail)
+    source = sources.cite_all(*[(source_id, '; '.join(details))
+                                for source_id, details in said.items()])
+    return common.Finding(common.ERROR, 'cpu-unsupported-platform', message,
+                          source)
+
+
+def check(config):
+    """The CPU-platform finding of one NodeConfig, as a list."""
+    problem = cpu_problem(config.platform, config.cpu)
+    return [problem] if problem else []

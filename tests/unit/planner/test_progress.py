@@ -1,0 +1,205 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Progress on a terminal: one rewritten stderr line, never in the output.
+
+A fake terminal (a StringIO whose isatty() is true) stands for stderr; the
+tests count updates, never time.
+"""
+
+import io
+import json
+import logging
+import os
+
+import fixtures
+import testtools
+
+from planner import cli
+from planner import progress
+from planner import report
+from tests.unit import clitools
+
+
+class FakeTerminal(io.StringIO):
+    """A captured stream that says it is a terminal."""
+
+    def isatty(self):
+        return True
+
+
+def run_on_terminal(test, argv):
+    """Run the planner with stderr a fake terminal: (status, out, err)."""
+    root = logging.getLogger()
+    test.addCleanup(setattr, root, 'handlers', list(root.handlers))
+    test.addCleanup(root.setLevel, root.level)
+    out = io.StringIO()
+    err = FakeTerminal()
+    with fixtures.MonkeyPatch('sys.stdout', out), \
+            fixtures.MonkeyPatch('sys.stderr', err):
+        status = cli.main(list(argv))
+    return status, out.getvalue(), err.getvalue()
+
+
+def shown(err, label):
+    """The progress texts written, in order (the \\r-separated pieces)."""
+    return [piece.rstrip() for piece in err.split('\r')
+            if piece.startswith(label + ': ')]
+
+
+class ProgressTestCase(testtools.TestCase):
+
+    def test_rewrites_one_line(self):
+        stream = FakeTerminal()
+        with progress.Progress(stream, 'search') as line:
+            line.update('enumerating a longer text')
+            line.update('judged', 200, 400)
+            line.update('sized', 3)
+        first = 'search: enumerating a longer text'
+        second = 'search: [200/400] judged'
+        third = 'search: [3] sized'
+        # Each line covers what the longer one before it left.
+        self.assertEqual(
+            '\r' + first + '\r' + second.ljust(len(first))
+            + '\r' + third.ljust(len(second))
+            + '\r%s\r' % (' ' * len(third)),
+            stream.getvalue())
+        self.assertNotIn('\n', stream.getvalue())
+
+    def test_nothing_off_a_terminal(self):
+        stream = io.StringIO()
+        with progress.Progress(stream, 'search') as line:
+            line.update('judged', 1, 2)
+        self.assertEqual('', stream.getvalue())
+
+    def test_disabled_on_a_terminal(self):
+        stream = FakeTerminal()
+        with progress.Progress(stream, 'search', enabled=False) as line:
+            line.update('judged', 1, 2)
+        self.assertEqual('', stream.getvalue())
+
+    def test_forced_on_any_stream(self):
+        stream = io.StringIO()
+        progress.Progress(stream, 'x', enabled=True).update('y')
+        self.assertEqual('\rx: y', stream.getvalue())
+
+    def test_line_fits_the_terminal(self):
+        stream = FakeTerminal()
+        progress.Progress(stream, 'x').update('y' * 500)
+        # A stream without a terminal size is taken as 80 columns; the
+        # last column stays empty.
+        self.assertEqual(1 + progress.DEFAULT_WIDTH - 1,
+                         len(stream.getvalue()))
+
+
+class SearchProgressTestCase(testtools.TestCase):
+
+    ARGS = ['search', '--platform', 'cascade-lake-2s', '--cpu',
+            'xeon-gold-6230n', '--dimm', 'ddr4-16', '--dimm', 'ddr4-32',
+            '--dimm', 'pmem100-128', '--limit', '3', '-f', 'json']
+
+    def test_terminal(self):
+        status, out, err = run_on_terminal(self, self.ARGS)
+        self.assertEqual(0, status, err)
+        json.loads(out)
+        self.assertNotIn('\r', out)
+        texts = shown(err, 'search')
+        self.assertIn('enumerating populations', texts[0])
+        judged = [t for t in texts if 'populations judged' in t]
+        self.assertTrue(judged)
+        # The last batch reports every population judged.
+        self.assertRegex(judged[-1], r'\[(\d+)/\1\]')
+        self.assertIn('sizing for workload redis', texts[-1])
+        # The line is erased before the command ends.
+        self.assertTrue(err.endswith('\r'))
+
+    def test_no_progress_option_and_quiet(self):
+        for option in ('--no-progress', '-q'):
+            argv = ([option] + self.ARGS if option == '-q'
+                    else self.ARGS + [option])
+            status, out, err = run_on_terminal(self, argv)
+            self.assertEqual(0, status, err)
+            self.assertNotIn('\r', err, option)
+
+    def test_not_a_terminal(self):
+        status, out, err = clitools.run_cli(self, self.ARGS)
+        self.assertEqual(0, status, err)
+        self.assertNotIn('\r', err)
+        self.assertNotIn('populations judged', err)
+
+
+class OptimizeProgressTestCase(testtools.TestCase):
+
+    def test_terminal(self):
+        status, out, err = run_on_terminal(
+            self, ['optimize', '-f', 'json'])
+        self.assertEqual(0, status, err)
+        json.loads(out)
+        texts = shown(err, 'optimize')
+        self.assertIn('column generation round 1: ', texts[0])
+        self.assertTrue([t for t in texts if 'integer program' in t
+                         and 'incumbent' in t and 'gap' in t], texts)
+        self.assertTrue([t for t in texts if t.startswith(
+            'optimize: [1/2] best single configuration: ')], texts)
+        self.assertTrue(err.endswith('\r'))
+
+    def test_very_verbose_logs_lines_instead(self):
+        status, out, err = run_on_terminal(
+            self, ['-vv', 'optimize', '--no-single', '-f', 'json'])
+        self.assertEqual(0, status, err)
+        self.assertIn('[round 1] ', err)
+        self.assertIn('[stage] integer program with free nodes', err)
+        self.assertEqual([], shown(err, 'optimize'))
+
+
+class ReportProgressTestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.out = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                                'report')
+
+    def test_simulation_counts_in_the_total(self):
+        total = report.STEPS + 2
+        status, out, err = clitools.run_cli(
+            self, ['report', '--simulate', '--no-png', '--output-dir',
+                   self.out, '-f', 'value'])
+        self.assertEqual(0, status, err)
+        self.assertIn('[1/%d] simulate: ' % total, err)
+        self.assertIn('[2/%d] simulate: replaying the trace' % total, err)
+        self.assertIn('[3/%d] tables' % total, err)
+        self.assertIn('[%d/%d] write' % (total, total), err)
+        self.assertNotIn('\r', err)
+
+    def test_terminal(self):
+        total = report.STEPS + 2
+        status, out, err = run_on_terminal(
+            self, ['report', '--simulate', '--no-png', '--output-dir',
+                   self.out, '-f', 'value'])
+        self.assertEqual(0, status, err)
+        self.assertNotIn('\r', out)
+        texts = shown(err, 'report')
+        self.assertEqual('report: [1/%d] simulate: the optimiser\'s fleet '
+                         'and the trace' % total, texts[0])
+        self.assertTrue([t for t in texts if t.startswith(
+            'report: [2/%d] simulate: replaying the trace, ' % total)])
+        self.assertTrue(texts[-1].startswith(
+            'report: [%d/%d] write: 1 files' % (total, total)))
+        # No line per step on a terminal.
+        self.assertNotIn('[3/%d] tables' % total, err.replace('\r', '\n')
+                         .split('\n')[0])
+
+    def test_no_progress(self):
+        status, out, err = clitools.run_cli(
+            self, ['report', '--no-progress', '--no-png', '--output-dir',
+                   self.out])
+        self.assertEqual(0, status, err)
+        self.assertNotIn('[1/', err)
