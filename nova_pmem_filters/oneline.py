@@ -12,9 +12,17 @@
 """Host-side commands fail in one line: never a traceback on a console.
 
 Shared by ``nova-pmem-discover`` and ``nova-pmem-observe`` (argparse
-commands run by a compute host's automation). Imports nothing but the
+commands run by a compute host's automation); the one-line usage errors,
+the version and the plain-text help are shared with the cliff tools
+(``nova-pmem-planner``, ``nova-pmem-doctor``) too. Imports nothing but the
 standard library.
 """
+
+import difflib
+import importlib.metadata
+import re
+
+DISTRIBUTION = 'nova-pmem-filters'
 
 
 def run(prog, stderr, debug, call, expected, unexpected_status):
@@ -48,3 +56,87 @@ def run(prog, stderr, debug, call, expected, unexpected_status):
 
 def _line(exc):
     return ' '.join(str(exc).split())
+
+
+def version():
+    """The installed version of the distribution, as pip shows it.
+
+    pbr's ``version_string()`` drops the ``.devN`` of a development
+    install; an operator comparing with ``pip show`` needs all of it.
+    """
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return 'unknown'
+
+
+def usage_error(message, help_command):
+    """One line for a bad command line: MESSAGE (see 'HELP_COMMAND')."""
+    return "%s (see '%s')" % (' '.join(str(message).split()), help_command)
+
+
+def one_line_errors(parser, help_command, error_class):
+    """Make ``parser`` raise ``error_class`` with one line; returns it.
+
+    argparse prints the whole usage block before its error; an operator
+    needs the one line that says what is wrong and where to read more:
+    ``PROG: error: MESSAGE (see 'HELP_COMMAND')``.
+    """
+    def error(message):
+        raise error_class('%s: error: %s' % (
+            parser.prog, usage_error(message, help_command)))
+    parser.error = error
+    return parser
+
+
+def unknown_name(what, word, known, help_command):
+    """One line for a name that is none of ``known``, with close matches."""
+    close = difflib.get_close_matches(word, sorted(known), n=3)
+    hint = ('; did you mean %s?' % ' or '.join("'%s'" % c for c in close)
+            if close else '')
+    return usage_error('unknown %s %r%s' % (what, word, hint), help_command)
+
+
+# reStructuredText in docstrings and help strings, as plain text: a role's
+# text (:ref:`title <target>` is "title", :class:`~a.B` is "B"), a link's
+# text, literals and emphasis without their marks; directives and comments
+# dropped, and the "::" that opens a literal block made a colon.
+_RST = (
+    (re.compile(r':[a-z:]+:`~?([^`<]*?)\s*<[^`>]*>`'), r'\1'),
+    (re.compile(r':[a-z:]+:`~([^`]*\.)?([^`.]+)`'), r'\2'),
+    (re.compile(r':[a-z:]+:`([^`]+)`'), r'\1'),
+    (re.compile(r'`([^`<]*?)\s*<[^`>]*>`__?'), r'\1'),
+    (re.compile(r'`([^`]+)`__?'), r'\1'),
+    (re.compile(r'``([^`]+)``'), r'\1'),
+    (re.compile(r'`([^`]+)`'), r'\1'),
+    (re.compile(r'\*\*([^*]+)\*\*'), r'\1'),
+    (re.compile(r'(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])'), r'\1'),
+    (re.compile(r'^[ \t]*\.\.( [^\n]*)?\n?', re.M), ''),
+    (re.compile(r'^[ \t]*::[ \t]*\n?', re.M), ''),
+    (re.compile(r'(\S)[ \t]*::[ \t]*$', re.M), r'\1:'),
+)
+
+
+def plain_text(text):
+    """``text`` without reStructuredText markup, for a terminal."""
+    if not text:
+        return text
+    for pattern, replacement in _RST:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def plain_parser(parser):
+    """Make an argparse parser's help plain text, in place; returns it.
+
+    Docstrings serve both the documentation and the help: the help shows
+    them without the markup.
+    """
+    parser.description = plain_text(parser.description)
+    parser.epilog = plain_text(parser.epilog)
+    for group in parser._action_groups:
+        group.description = plain_text(group.description)
+    for action in parser._actions:
+        if isinstance(action.help, str):
+            action.help = plain_text(action.help)
+    return parser

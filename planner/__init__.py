@@ -15,10 +15,9 @@ Imports the shared core of nova_pmem_filters (profiles, extra specs), never
 Nova itself.
 """
 
+from nova_pmem_filters import oneline
+
 
 def version_string():
-    try:
-        import pbr.version
-        return pbr.version.VersionInfo('nova-pmem-filters').version_string()
-    except Exception:
-        return 'unknown'
+    """The installed version (``0.0.1.dev96``), as ``pip show`` gives it."""
+    return oneline.version()

@@ -11,35 +11,115 @@
 #    under the License.
 """The ``nova-pmem-planner`` command-line application (cliff)."""
 
+import inspect
 import sys
 
+import autopage.argparse
 from cliff import app
 from cliff import commandmanager
+from cliff import help as cliff_help
 
+from nova_pmem_filters import oneline
 import planner
 from planner import errors
 
-
+NAME = 'nova-pmem-planner'
 # Errors in what the user gave us: one line on stderr, exit status 2.
 USAGE_ERRORS = (errors.PlannerError,)
+
+
+class UsageError(errors.PlannerError):
+    """A command line the planner cannot parse; the message is one line."""
+
+
+class HelpCommand(cliff_help.HelpCommand):
+    """Print the help of a command, as plain text."""
+
+    def take_action(self, parsed_args):
+        if not parsed_args.cmd:
+            return super().take_action(parsed_args)
+        try:
+            factory, name, _rest = self.app.command_manager.find_command(
+                parsed_args.cmd)
+        except ValueError:
+            raise UsageError(self.app.unknown_command(
+                ' '.join(parsed_args.cmd)))
+        kwargs = {}
+        if 'cmd_name' in inspect.getfullargspec(factory.__init__).args:
+            kwargs['cmd_name'] = name
+        cmd = factory(self.app, self.app_args, **kwargs)
+        parser = oneline.plain_parser(
+            cmd.get_parser('%s %s' % (self.app.NAME, name)))
+        pager = autopage.argparse.help_pager(self.app.stdout)
+        with pager as out:
+            autopage.argparse.use_color_for_parser(parser,
+                                                   pager.to_terminal())
+            parser.print_help(out)
+        return 0
 
 
 class PlannerApp(app.App):
     """Capacity planning for DRAM, Memory-Mode and App-Direct PMem nodes."""
 
+    # cliff's default is the name of the running script, which is not the
+    # command's under "python -m planner.cli" or a test runner.
+    NAME = NAME
+
     def __init__(self):
         super().__init__(
-            description=__doc__,
+            description=PlannerApp.__doc__,
             version=planner.version_string(),
             command_manager=commandmanager.CommandManager(
                 'nova_pmem_planner.cli'),
             deferred_help=True)
+        self.command_manager.add_command('help', HelpCommand)
         self._last_error = None
+
+    def build_option_parser(self, description, version, argparse_kwargs=None):
+        parser = super().build_option_parser(
+            description, version, dict(argparse_kwargs or {}, prog=self.NAME))
+        # cliff names the base class's script in --version.
+        parser._option_string_actions['--version'].version = '%s %s' % (
+            self.NAME, version)
+        return oneline.plain_parser(parser)
+
+    def prepare_to_run_command(self, cmd):
+        super().prepare_to_run_command(cmd)
+        get_parser = cmd.get_parser
+        name = cmd.cmd_name
+
+        # Every command's parser, whoever wrote the command.
+        def parser_of_one_line_errors(prog_name):
+            return oneline.one_line_errors(
+                get_parser(prog_name), '%s help %s' % (self.NAME, name),
+                UsageError)
+        cmd.get_parser = parser_of_one_line_errors
+
+    def unknown_command(self, word):
+        """One line for a command name we do not have, with close ones."""
+        return '%s: error: %s' % (self.NAME, oneline.unknown_name(
+            'command', word, [name for name, _ep in self.command_manager],
+            '%s --help' % self.NAME))
 
     def clean_up(self, cmd, result, err):
         self._last_error = err
 
     def run_subcommand(self, argv):
+        if argv and argv[0].startswith('-'):
+            # An option the application does not know, before any command:
+            # cliff would look it up as a command name.
+            self.stderr.write('%s: error: %s\n' % (self.NAME, (
+                oneline.usage_error('unrecognized arguments: %s'
+                                    % ' '.join(argv),
+                                    '%s --help' % self.NAME))))
+            return 2
+        try:
+            self.command_manager.find_command(argv)
+        except ValueError:
+            # One line, with the close matches, on stderr (cliff writes
+            # its suggestions on stdout, where a script reads data).
+            self.stderr.write(self.unknown_command(argv[0]) + '\n')
+            return 2
         result = super().run_subcommand(argv)
         if isinstance(self._last_error, USAGE_ERRORS):
             return 2

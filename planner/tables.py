@@ -22,11 +22,42 @@ import pandas as pd
 from planner import model
 from planner import population
 
+# Prices in the built-in catalog are US dollars; a scenario's own catalog
+# entries are expected in the same unit. Every cost column is in it.
+CURRENCY = 'USD'
+# What each binding value (model.CONSTRAINTS) means, for the commands' help.
+BINDINGS = {
+    'mode': "the flavor's pmem: extra specs exclude the node's memory mode "
+            "(0 VMs)",
+    'vcpu': 'vCPUs: sockets x threads x cpu overcommit / the flavor\'s '
+            'vCPUs',
+    'memory': 'visible memory, less the host reserve, x the memory cap / '
+              'the memory a VM uses',
+    'dram_cache': 'near memory (the DRAM cache in Memory Mode, the DRAM on '
+                  'CXL nodes) PmemCacheFilter admits at the flavor\'s hot '
+                  'ratio',
+    'pmem_namespaces': "whole App-Direct namespaces of the flavor's vPMEM "
+                       'size in each socket\'s region',
+    'numa_nodes': "the flavor's hw:numa_nodes is more than the node's "
+                  'sockets (0 VMs)',
+    'socket_vcpu': 'vCPUs of one NUMA cell (socket), for a flavor with '
+                   'hw:numa_nodes',
+    'socket_memory': 'memory of one NUMA cell, for a flavor with '
+                     'hw:numa_nodes',
+    'socket_dram_cache': 'near memory of one NUMA cell, for a flavor with '
+                         'hw:numa_nodes',
+}
+
 COMPARISON_COLUMNS = (
     'config', 'workload', 'mode', 'visible_memory_gb', 'dram_cache_gb',
     'vms_per_node', 'binding', 'node_cost', 'memory_cost', 'cost_vs_baseline',
     'cost_per_vm', 'node_watts', 'vms_per_kw', 'per_vm_throughput',
     'relative_throughput', 'warnings')
+# The compare command's columns: the report's, then those added for scripts
+# (appended, so that csv and value columns keep their places):
+# cost_vs_baseline as a number, and the currency of the cost columns.
+COMPARE_COMMAND_COLUMNS = COMPARISON_COLUMNS + ('cost_vs_baseline_pct',
+                                                'currency')
 # What a reader decides by: the table of ``compare`` without --long.
 COMPARISON_SHORT_COLUMNS = (
     'config', 'workload', 'mode', 'vms_per_node', 'binding', 'cost_per_vm',
@@ -45,12 +76,14 @@ def memory_cost(config):
                for d, n in sock.items())
 
 
-def comparison(scen, fleet_kinds=()):
+def comparison(scen, fleet_kinds=(), columns=COMPARISON_COLUMNS):
     """One row per (config, workload), baseline first.
 
     :param fleet_kinds: node kinds of the current fleet
         (:func:`planner.fleet.load`), added as configs named
         ``fleet:<kind>``; they have no price or power.
+    :param columns: COMPARISON_COLUMNS (the report's) or
+        COMPARE_COMMAND_COLUMNS.
     """
     rows = []
     for fit, relative, cost_delta in model.compare(scen):
@@ -67,6 +100,8 @@ def comparison(scen, fleet_kinds=()):
             'memory_cost': _round(memory_cost(config), 2),
             'cost_vs_baseline': ('%+.1f%%' % (100.0 * cost_delta)
                                  if math.isfinite(cost_delta) else None),
+            'cost_vs_baseline_pct': _round(100.0 * cost_delta, 2),
+            'currency': CURRENCY,
             'cost_per_vm': _round(fit.cost_per_vm, 2),
             'node_watts': _round(fit.node_watts, 1),
             'vms_per_kw': _round(fit.vms_per_kw, 2),
@@ -75,7 +110,7 @@ def comparison(scen, fleet_kinds=()):
             'warnings': ','.join(fit.warnings),
         })
     rows.extend(_fleet_rows(scen, fleet_kinds))
-    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _fleet_rows(scen, kinds):
@@ -103,7 +138,8 @@ def _fleet_rows(scen, kinds):
                 'vms_per_node': this.vms_per_node,
                 'binding': this.binding,
                 'node_cost': None, 'memory_cost': None,
-                'cost_vs_baseline': None, 'cost_per_vm': None,
+                'cost_vs_baseline': None, 'cost_vs_baseline_pct': None,
+                'currency': CURRENCY, 'cost_per_vm': None,
                 'node_watts': None, 'vms_per_kw': None,
                 'per_vm_throughput': _round(this.per_vm_throughput, 3),
                 'relative_throughput': _round(relative, 3),

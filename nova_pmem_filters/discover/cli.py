@@ -41,7 +41,8 @@ FORMATS = ('json', 'table', 'yaml')
 class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
-        raise errors.UsageError(message)
+        raise errors.UsageError(oneline.usage_error(message,
+                                                    '%s --help' % PROG))
 
 
 def _timeout(raw):
@@ -118,6 +119,8 @@ def build_parser():
                         help='time limit of each tool run (default 30)')
     parser.add_argument('--hostname', help='host name to report (default: '
                         'DIR/hostname with --from, else this host)')
+    parser.add_argument('--version', action='version',
+                        version='%(prog)s ' + oneline.version())
     parser.add_argument('--debug', action='store_true',
                         help='show a traceback on unexpected errors')
     parser.set_defaults(view='json')

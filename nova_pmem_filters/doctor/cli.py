@@ -31,13 +31,13 @@ from keystoneauth1 import exceptions as ksa_exceptions
 from openstack import config as sdk_config
 from openstack import connection
 from openstack import exceptions as sdk_exceptions
-import pbr.version
 
 from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.core import observation
 from nova_pmem_filters.doctor import checks
 from nova_pmem_filters.doctor import novaconf
 from nova_pmem_filters.doctor import snapshot
+from nova_pmem_filters import oneline
 
 COLUMNS = ('severity', 'code', 'object', 'problem', 'fix')
 DEFAULT_COMMAND = 'check'
@@ -88,10 +88,8 @@ def _cloud_error(exc):
 
 
 def version_string():
-    try:
-        return pbr.version.VersionInfo('nova-pmem-filters').version_string()
-    except Exception:
-        return 'unknown'
+    """The installed version (``0.0.1.dev96``), as ``pip show`` gives it."""
+    return oneline.version()
 
 
 CLOUD_ERRORS = (sdk_exceptions.SDKException, ksa_exceptions.ClientException)
@@ -103,7 +101,10 @@ class Check(lister.Lister):
     log = None
 
     def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+        # A bad option is one line, and the audit did not run (exit 3).
+        parser = oneline.one_line_errors(
+            super().get_parser(prog_name), 'nova-pmem-doctor help check',
+            DoctorError)
         parser.add_argument(
             '--config-file', metavar='FILE', action='append', default=[],
             help='the nova.conf that nova-scheduler reads (repeatable, later '
@@ -123,7 +124,7 @@ class Check(lister.Lister):
                  'files, one per host and window): compare the flavors\' '
                  'hot ratios, the hosts\' near memory and where NUMA-bound '
                  'instances\' memory sits with what was measured')
-        return parser
+        return oneline.plain_parser(parser)
 
     def take_action(self, parsed_args):
         config = None
@@ -166,6 +167,9 @@ class Check(lister.Lister):
 class DoctorApp(app.App):
     """Audit a cloud's PMem scheduling setup: findings and what to do."""
 
+    # Not the running script's name, which "python -m" makes "cli".
+    NAME = 'nova-pmem-doctor'
+
     def __init__(self, argv=()):
         # openstacksdk registers the options of the auth plugin named in
         # argv (--os-auth-type), so it needs argv before the parser exists.
@@ -185,11 +189,14 @@ class DoctorApp(app.App):
                 logging.getLogger(name).setLevel(logging.CRITICAL)
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
-        parser = super().build_option_parser(description, version,
-                                             argparse_kwargs)
+        parser = super().build_option_parser(
+            description, version, dict(argparse_kwargs or {}, prog=self.NAME))
+        # cliff names the base class's script in --version.
+        parser._option_string_actions['--version'].version = '%s %s' % (
+            self.NAME, version)
         sdk_config.OpenStackConfig().register_argparse_arguments(
             parser, self._argv)
-        return parser
+        return oneline.plain_parser(parser)
 
     def run(self, argv):
         # "nova-pmem-doctor [options]" runs the audit: the check command is
@@ -215,6 +222,15 @@ class DoctorApp(app.App):
         self._last_error = err
 
     def run_subcommand(self, argv):
+        if argv[:1] == ['help'] and argv[1:] and not self._names_command(
+                argv[1:]):
+            # cliff's help prints "Unknown command ['NAME']".
+            self.stderr.write('%s: error: %s\n' % (
+                self.NAME, oneline.unknown_name(
+                    'command', ' '.join(argv[1:]),
+                    [name for name, _ep in self.command_manager],
+                    '%s --help' % self.NAME)))
+            return UNKNOWN
         result = super().run_subcommand(argv)
         if self._last_error is not None:
             # One line was printed; the audit did not run.

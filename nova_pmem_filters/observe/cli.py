@@ -64,7 +64,7 @@ class UsageError(ObserveError):
 class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
-        raise UsageError(message)
+        raise UsageError(oneline.usage_error(message, '%s --help' % PROG))
 
 
 def _seconds(raw):
@@ -127,6 +127,8 @@ def build_parser():
     parser.add_argument('-f', '--format', choices=('table', 'json'),
                         default='table', help='what to print (default '
                         'table); a service prints nothing')
+    parser.add_argument('--version', action='version',
+                        version='%(prog)s ' + oneline.version())
     parser.add_argument('--debug', action='store_true',
                         help='show a traceback on unexpected errors')
     return parser

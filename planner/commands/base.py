@@ -13,11 +13,21 @@
 
 import math
 import sys
+import textwrap
 
 from cliff import lister
 
 from planner import errors
+from planner import model
 from planner import scenario
+from planner import tables
+
+# Output formats that carry a missing value as null; the others (table,
+# value, csv) show it as an empty cell rather than "None".
+NULL_FORMATS = ('json', 'yaml')
+# Commands with a binding column (fleet: one per workload): their help
+# explains the values.
+BINDING_COMMANDS = ('compare', 'search', 'fleet')
 
 
 def add_scenario_argument(parser, observations=True):
@@ -84,7 +94,77 @@ def show_warnings(findings_by_config, stream=None):
             stream.write('%s: %s\n' % (name, finding))
 
 
-class ShortTableLister(lister.Lister):
+def binding_help():
+    """What each ``binding`` value means, as plain text for an epilog.
+
+    The values are the model's constraints, in the model's order, so the
+    help lists every value a command can print.
+    """
+    width = max(len(name) for name in model.CONSTRAINTS)
+    lines = textwrap.wrap(
+        'binding: the constraint that limits VMs per node (several, joined '
+        'by "+", when they give the same count, e.g. vcpu+memory):', 76)
+    for name in model.CONSTRAINTS:
+        # A constraint new to the model without words yet still shows (a
+        # test asks for the words).
+        lines += textwrap.wrap(tables.BINDINGS.get(name, '(undocumented)'),
+                               76,
+                               initial_indent='  %-*s  ' % (width, name),
+                               subsequent_indent=' ' * (width + 4))
+    return '\n'.join(lines)
+
+
+def _keeping_lines(formatter_class):
+    """``formatter_class`` that keeps the line breaks of an epilog."""
+
+    class Formatter(formatter_class):
+        # argparse fills an epilog into one paragraph; a list of values
+        # must stay one per line (a long line still wraps).
+        def _fill_text(self, text, width, indent):
+            lines = []
+            for line in text.splitlines():
+                lead = indent + line[:len(line) - len(line.lstrip())]
+                lines.append(textwrap.fill(line.strip(), width,
+                                           initial_indent=lead,
+                                           subsequent_indent=lead))
+            return '\n'.join(lines)
+
+    return Formatter
+
+
+class _BlankMissing(object):
+    """A cliff formatter that shows a missing value as an empty cell."""
+
+    def __init__(self, formatter):
+        self._formatter = formatter
+
+    def emit_list(self, column_names, data, stdout, parsed_args):
+        rows = ([('' if v is None else v) for v in row] for row in data)
+        return self._formatter.emit_list(column_names, rows, stdout,
+                                         parsed_args)
+
+
+class Lister(lister.Lister):
+    """A listing whose empty cells are empty in table, value and csv.
+
+    json and yaml keep null. The cells are blanked after cliff has sorted
+    the rows (None sorts last; an empty string would not sort with
+    numbers).
+    """
+
+    def produce_output(self, parsed_args, column_names, data):
+        if (parsed_args.formatter == 'table' and not parsed_args.print_empty
+                and isinstance(data, (list, tuple)) and not data):
+            # cliff prints an empty table as a blank line; the command says
+            # why there are no rows on stderr (--print-empty shows the
+            # header).
+            return 0
+        if parsed_args.formatter not in NULL_FORMATS:
+            self.formatter = _BlankMissing(self.formatter)
+        return super().produce_output(parsed_args, column_names, data)
+
+
+class ShortTableLister(Lister):
     """A listing whose table shows the columns that decide; --long all.
 
     As in the ``openstack`` client, a terminal table shows what a reader
@@ -98,8 +178,15 @@ class ShortTableLister(lister.Lister):
         """The columns the table shows without --long, in their order."""
         raise NotImplementedError()
 
+    def get_epilog(self):
+        epilog = super().get_epilog()
+        if self.cmd_name in BINDING_COMMANDS:
+            epilog = '\n\n'.join(e for e in (binding_help(), epilog) if e)
+        return epilog
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
+        parser.formatter_class = _keeping_lines(parser.formatter_class)
         parser.add_argument(
             '--long', action='store_true',
             help='show every column in the table (the machine formats, '

@@ -11,7 +11,7 @@
 #    under the License.
 """compare and calibration commands."""
 
-from cliff import lister
+import sys
 
 from planner.commands import base
 from planner import fleet
@@ -20,6 +20,14 @@ from planner import tables
 
 class Compare(base.ShortTableLister):
     """Compare the baseline configuration with its cost-matched candidates."""
+
+    _epilog = (
+        'node_cost, memory_cost and cost_per_vm are in %s (the currency '
+        'column; a scenario\'s own prices are taken to be in it too). '
+        'cost_vs_baseline is the node cost against the baseline\'s as text '
+        '("-14.9%%"); cost_vs_baseline_pct is the same as a number (-14.93). '
+        'An empty cell has no value (null in json and yaml): fleet:<kind> '
+        'rows have no price or power.' % tables.CURRENCY)
 
     def short_columns(self, column_names):
         return tables.COMPARISON_SHORT_COLUMNS
@@ -35,10 +43,11 @@ class Compare(base.ShortTableLister):
         scen = base.load_scenario(parsed_args)
         kinds = fleet.load(parsed_args.fleet) if parsed_args.fleet else ()
         base.show_warnings(tables.findings_by_config(scen))
-        return base.frame_rows(tables.comparison(scen, fleet_kinds=kinds))
+        return base.frame_rows(tables.comparison(
+            scen, fleet_kinds=kinds, columns=tables.COMPARE_COMMAND_COLUMNS))
 
 
-class Calibration(lister.Lister):
+class Calibration(base.Lister):
     """Show how the performance model is calibrated on published gains."""
 
     def get_parser(self, prog_name):
@@ -46,10 +55,19 @@ class Calibration(lister.Lister):
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
-        return base.frame_rows(tables.calibration(scen))
+        columns, rows = base.frame_rows(tables.calibration(scen))
+        if not rows:
+            # Not an error: the model then uses each workload's throughput
+            # as the scenario gives it. Machine formats get an empty list.
+            sys.stderr.write(
+                '%s: no calibration points: no workload gives a published '
+                'Memory-Mode gain (calibration:) with a memory_mode '
+                'configuration to fit it on; the model uses each '
+                'workload\'s throughput as given\n' % scen.name)
+        return columns, rows
 
 
-class Configs(lister.Lister):
+class Configs(base.Lister):
     """List the scenario's node configurations and their population checks."""
 
     def get_parser(self, prog_name):

@@ -62,11 +62,39 @@ def _schema_check(data, schema, source):
                                   [str(p) for p in e.absolute_path]))
     if found:
         err = found[0]
+        if err.validator in ('oneOf', 'anyOf') and err.context:
+            # "... is not valid under any of the given schemas" names
+            # neither the key nor the rule: report the sub-error of the
+            # branch that fits the value best (a negative count in a
+            # mapping of counts, not "expected an array").
+            err = jsonschema.exceptions.best_match([err])
         raise errors.ScenarioError(source, list(err.absolute_path),
                                    _describe(err))
 
 
+def _allowed(schema):
+    """What a number schema allows, in words: 'a whole number >= 0'."""
+    kind = {'integer': 'a whole number', 'number': 'a number'}.get(
+        str(schema.get('type')))
+    if kind is None:
+        return None
+    words = [kind] + ['%s %s' % (sign, schema[key]) for key, sign in (
+        ('minimum', '>='), ('exclusiveMinimum', '>'), ('maximum', '<='),
+        ('exclusiveMaximum', '<')) if key in schema]
+    return ' '.join(words[:2]) + ''.join(' and %s' % w for w in words[2:])
+
+
 def _describe(err):
+    text = _rule(err)
+    allowed = (_allowed(err.schema) if isinstance(err.schema, dict)
+               else None)
+    if allowed and err.validator in ('type', 'minimum', 'exclusiveMinimum',
+                                     'maximum', 'exclusiveMaximum'):
+        text = '%s (allowed: %s)' % (text, allowed)
+    return text
+
+
+def _rule(err):
     if err.validator == 'additionalProperties':
         extra = sorted(set(err.instance) - set(err.schema.get(
             'properties', {})))
@@ -84,6 +112,12 @@ def _describe(err):
     if err.validator == 'enum':
         return 'must be one of %s, got %r' % (
             ', '.join(str(v) for v in err.validator_value), err.instance)
+    if err.validator in ('oneOf', 'anyOf'):
+        # No branch has the value's type.
+        types = [str(branch['type']) for branch in err.validator_value
+                 if 'type' in branch]
+        if types:
+            return 'expected %s, got %r' % (' or '.join(types), err.instance)
     if err.validator == 'pattern':
         return '%r does not match %s' % (err.instance, err.validator_value)
     return err.message

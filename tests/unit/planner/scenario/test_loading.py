@@ -265,7 +265,7 @@ class BadScenarioTestCase(ScenarioFileTestCase):
         message = str(self.assertRaises(errors.ScenarioError,
                                         scenario.load, self.write(data)))
         self.assertIn('(pmem-unsupported-cpu)', message)
-        self.assertIn('[field notes 1', message)
+        self.assertIn('[Intel, ', message)
 
     def test_asymmetric_sockets(self):
         data = _base()
