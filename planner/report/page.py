@@ -23,9 +23,8 @@ from planner.report import charts as charts_mod
 from planner import tables
 
 
-# Prices in the built-in catalog are US dollars; a scenario's own catalog
-# entries are expected in the same unit.
-CURRENCY = 'USD'
+# The unit of every price and cost, as the commands show it.
+CURRENCY = tables.CURRENCY
 
 
 _CSS = """
