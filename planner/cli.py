@@ -14,7 +14,6 @@
 import inspect
 import sys
 
-import autopage.argparse
 from cliff import app
 from cliff import commandmanager
 from cliff import help as cliff_help
@@ -50,6 +49,10 @@ class HelpCommand(cliff_help.HelpCommand):
         cmd = factory(self.app, self.app_args, **kwargs)
         parser = oneline.plain_parser(
             cmd.get_parser('%s %s' % (self.app.NAME, name)))
+        # Imported here: a bare install (no planner extra) must fail on
+        # cliff, which names the extra, not on cliff's own dependency.
+        import autopage.argparse
+
         pager = autopage.argparse.help_pager(self.app.stdout)
         with pager as out:
             autopage.argparse.use_color_for_parser(parser,
