@@ -19,16 +19,182 @@ the finding is gone and no other has appeared.
 The database here is SQLite, which compares keys exactly; the MariaDB
 behaviour that makes "unset before set" necessary is not reproduced, only
 that the printed order works.
+
+Every code the checks can emit is either run here (``RUN_BY``: the tests
+that run its fix) or listed with the reason its fix cannot be run against
+the APIs (``NOT_RUN``); :class:`FixClassificationTest` keeps the two
+complete, so that a new finding gets a fix test or a reason.
 """
 
+import glob
+import os
+import re
 import shlex
 import urllib.parse
 
+import fixtures
+import testtools
+import yaml
+
 from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
 from nova_pmem_filters.doctor import checks
 from nova_pmem_filters.doctor import snapshot
 from tests.functional import base
+from tests.unit import obsdocs
+
+NEAR_RC = placement.NEAR_MEMORY_RC
+
+# Nova validates extra specs from this microversion on; flavors whose specs
+# it would refuse are planted one below, as flavors made before the
+# validators were installed look.
+UNVALIDATED_MICROVERSION = '2.85'
+
+# The codes whose printed fix is ``openstack aggregate|flavor set|unset``
+# commands, and the tests below that plant the finding, run the fix as
+# printed and check that only that finding went away. Some codes have other
+# forms that print a placeholder: those are named in NOT_RUN_FORMS.
+RUN_BY = {
+    'untidy-pmem-mode': (
+        'test_mode_with_spaces_is_a_warning_and_its_fix_works',),
+    'invalid-pmem-mode': ('test_misspelt_mode_fix_works',),
+    'misspelt-key': ('test_misspelt_key_fixes_work',
+                     'test_misspelt_key_fix_sets_a_readable_value',
+                     'test_misspelt_flavor_key_fix_works'),
+    'invalid-weight-multiplier': ('test_non_finite_multiplier_fix_works',),
+    'invalid-extra-spec': ('test_unknown_pmem_key_fix_works',),
+    'near-memory-mismatch': ('test_numbered_group_fix_works',
+                             'test_several_groups_fix_works'),
+    'placement-accounting-partial': ('test_partial_accounting_fix_works',),
+    'hot-ratio-under-declared': ('test_hot_ratio_fix_works',),
+}
+
+# Forms of the codes above whose fix is not run, and why.
+NOT_RUN_FORMS = {
+    'misspelt-key': 'a value the filters would not read under the right '
+                    'key either (and no mode close to it): the placeholder '
+                    'of the key is for the operator to fill in',
+    'invalid-pmem-mode': 'no mode close to the value: <mode> is for the '
+                         'operator to choose',
+    'invalid-weight-multiplier': 'the warning (not a number): <number> is '
+                                 'for the operator to choose',
+    'invalid-extra-spec': 'a known pmem: key, or a misspelt one whose value '
+                          'does not validate: <rule> is for the operator '
+                          'to choose',
+}
+
+# The codes whose fix is not openstack commands that can be run against the
+# compute API, and why.
+NOT_RUN = {
+    # nova.conf: the fix edits the scheduler's file and restarts it.
+    'nova-conf-not-read': 'informational: run the doctor again with '
+                          '--config-file; nothing in the cloud changes',
+    'filter-not-available': 'edits [filter_scheduler] available_filters in '
+                            'nova.conf',
+    'filter-not-enabled': 'edits [filter_scheduler] enabled_filters in '
+                          'nova.conf and restarts nova-scheduler',
+    'filter-unknown': 'edits [filter_scheduler] enabled_filters in '
+                      'nova.conf and restarts nova-scheduler',
+    'weighers-not-configured': 'edits [filter_scheduler] weight_classes in '
+                               'nova.conf',
+    'nova-weighers-dropped': 'edits [filter_scheduler] weight_classes in '
+                             'nova.conf',
+    'weight-multiplier-not-finite': 'edits [pmem] in nova.conf and restarts '
+                                    'nova-scheduler',
+    'filter-only-cache-accounting': 'provider configs on the computes and '
+                                    'planner-made flavor specs, or '
+                                    '[scheduler] workers in nova.conf',
+    # Aggregates: values only the host's hardware tells.
+    'invalid-dram-cache': 'placeholder <GB of DRAM cache per host>: the '
+                          'size is measured on the host '
+                          '(nova-pmem-discover --aggregate)',
+    'invalid-dram-cache-per-cell': 'placeholder <cell:GB,...> (and '
+                                   'AGGREGATE from the host check): the '
+                                   'sizes are measured on the host '
+                                   '(nova-pmem-discover --numa)',
+    'memory-mode-without-cache': 'placeholder <GB of DRAM cache per '
+                                 'host>: the size is measured on the host',
+    'dram-cache-without-memory-mode': 'a choice in prose: set pmem_mode or '
+                                      'unset the cache, by what the hosts '
+                                      'run',
+    # Flavors.
+    'vpmem-modes-conflict': 'a choice in prose: add app_direct to '
+                            'pmem:modes or drop hw:pmem, by what the flavor '
+                            'is for',
+    # Hosts.
+    'aggregates-disagree': 'a choice in prose: which aggregate (or value) '
+                           'is right for the host',
+    'profile-mismatch': 'moves the host to the aggregate that discovery on '
+                        'the host (--fleet) prints',
+    'mode-trait-mismatch': 'regenerates the provider config on the compute '
+                           'host and restarts nova-compute',
+    'near-memory-inventory-missing': 'installs a provider config on the '
+                                     'compute host and restarts '
+                                     'nova-compute',
+    'near-memory-inventory-mismatch': 'regenerates the provider config on '
+                                      'the compute host and restarts '
+                                      'nova-compute',
+    'cache-overcommitted': 'live-migrates instances (placeholder SERVER), '
+                           'as many as the operator picks',
+    'cache-cells-unchecked': 'informational: --fleet with the host\'s '
+                             'discovered profile, or per-cell sizes '
+                             'measured on the host',
+    'fleet-host-unknown': 'informational: about a file in the --fleet '
+                          'directory',
+    # Instances with vPMEM: namespaces are carved on the host.
+    'vpmem-numa-remote': 'carves namespaces on the host (ndctl) and '
+                         'migrates instances',
+    'vpmem-numa-unknown': 'informational: discovery and virsh/ndctl on the '
+                          'host',
+    'vpmem-guest-numa-nodes': 'flavor design in prose (hw:numa_nodes=1) and '
+                              'resizes of existing instances',
+    # Observations: what the instances do.
+    'working-set-over-near-memory': 'migrates instances and declares hot '
+                                    'ratios (hot-ratio-under-declared, run '
+                                    'here)',
+    'numa-memory-remote': 'migrates instances and checks what moves their '
+                          'memory on the host',
+    'numa-memory-slow-tier': 'flavor choice and the host\'s demotion '
+                             'settings, in prose; migrates instances',
+}
+
+# A code as the checks write it: a quoted lower-case word with dashes.
+_CODE_RE = re.compile(r"'([a-z0-9]+(?:-[a-z0-9]+)+)'")
+# What the operator is to fill in: <mode>, <GB of DRAM cache per host>.
+_PLACEHOLDER_RE = re.compile(r'<[^<>]+>')
+
+
+def commands(fix):
+    """The commands of ``fix``: (noun, verb, properties, name) each.
+
+    Only the forms :meth:`DoctorFixesTest.apply` runs: ``openstack
+    aggregate|flavor set|unset --property ... NAME``, joined by ``&&``. Any
+    other word (a placeholder, prose, another verb or option) fails.
+    """
+    if _PLACEHOLDER_RE.search(fix):
+        raise AssertionError('a placeholder: %r' % fix)
+    parsed = []
+    words = [[]]
+    for word in shlex.split(fix):
+        if word == '&&':
+            words.append([])
+        else:
+            words[-1].append(word)
+    for command in words:
+        options, name = command[3:-1], command[-1:]
+        if (command[:1] != ['openstack']
+                or command[1:2] not in (['aggregate'], ['flavor'])
+                or command[2:3] not in (['set'], ['unset'])
+                or not options or len(options) % 2
+                or options[::2] != ['--property'] * (len(options) // 2)
+                or name[0].startswith('-')):
+            raise AssertionError('not a fix the test runs: %r' % fix)
+        props = options[1::2]
+        if command[2] == 'set' and not all('=' in p for p in props):
+            raise AssertionError('set without a value: %r' % fix)
+        parsed.append((command[1], command[2], props, name[0]))
+    return parsed
 
 
 class _Response(object):
@@ -89,31 +255,55 @@ class DoctorFixesTest(base.PmemTestBase):
     MM = 'aggregate %s' % base.MEMORY_MODE_AGGREGATE.name
 
     def setUp(self):
+        # mm1 reports its DRAM cache to Placement, as the provider config of
+        # nova-pmem-discover gives it: flavors that request near memory
+        # land there once a fix makes them right. Read when the computes
+        # start, in super().setUp().
+        conf_dir = self.useFixture(fixtures.TempDir()).path
+        self.near_inventory = placement.near_memory_inventory(
+            kinds.MEMORY_MODE, base.MM_CACHE_GB)
+        with open(os.path.join(conf_dir, 'mm1.yaml'), 'w') as f:
+            yaml.safe_dump(placement.near_memory_provider_config(
+                self.near_inventory, name=base.MM_HOST), f)
+        self.flags(provider_config_location=conf_dir, group='compute')
         super(DoctorFixesTest, self).setUp()
         self.flavors = {}
 
-    def doctor(self):
+    def doctor(self, observations=None):
         conn = _Connection(self.admin_api, self.placement)
         return {(f.severity, f.code, f.object): f
-                for f in checks.run(snapshot.gather(conn))}
+                for f in checks.run(snapshot.gather(
+                    conn, observations=observations))}
+
+    def flavor(self, name, memory_gb, specs, microversion='latest'):
+        """Create flavor ``name``; its extra specs set at ``microversion``.
+
+        Below 2.86 nova-api takes specs its validators refuse.
+        """
+        self.flavors[name] = self._create_pmem_flavor(name, memory_gb)
+        saved = self.admin_api.microversion
+        self.admin_api.microversion = microversion
+        try:
+            self.admin_api.post_extra_spec(self.flavors[name],
+                                           {'extra_specs': specs})
+        finally:
+            self.admin_api.microversion = saved
+        return self.flavors[name]
+
+    def extra_specs(self, name):
+        return self.admin_api.api_get(
+            'flavors/%s/os-extra_specs' % self.flavors[name]
+        ).body['extra_specs']
 
     def apply(self, fix):
-        """Run ``fix`` as printed: openstack commands joined by &&."""
-        words = shlex.split(fix)
-        commands = [[]]
-        for word in words:
-            if word == '&&':
-                commands.append([])
-            else:
-                commands[-1].append(word)
-        for command in commands:
-            self.assertEqual('openstack', command[0], fix)
-            noun, verb, name = command[1], command[2], command[-1]
-            props = [command[i + 1] for i, w in enumerate(command[:-1])
-                     if w == '--property']
-            self.assertIn(noun, ('aggregate', 'flavor'), fix)
-            self.assertIn(verb, ('set', 'unset'), fix)
+        """Run ``fix`` as printed: openstack commands joined by &&.
+
+        Each through the API call the command makes, at the API's latest
+        microversion, as the client does: a value nova-api refuses fails.
+        """
+        for noun, verb, props, name in commands(fix):
             if noun == 'aggregate':
+                self.assertIn(name, self.aggregates, fix)
                 if verb == 'set':
                     meta = dict(p.split('=', 1) for p in props)
                 else:
@@ -121,7 +311,9 @@ class DoctorFixesTest(base.PmemTestBase):
                 self.admin_api.post_aggregate_action(
                     self.aggregates[name],
                     {'set_metadata': {'metadata': meta}})
-            elif verb == 'set':
+                continue
+            self.assertIn(name, self.flavors, fix)
+            if verb == 'set':
                 self.admin_api.post_extra_spec(
                     self.flavors[name],
                     {'extra_specs': dict(p.split('=', 1) for p in props)})
@@ -131,16 +323,25 @@ class DoctorFixesTest(base.PmemTestBase):
                         'flavors/%s/os-extra_specs/%s'
                         % (self.flavors[name], urllib.parse.quote(key)))
 
-    def assert_fix_clears(self, code, obj):
+    def assert_fix_clears(self, code, obj, observations=None):
         """Apply the fix of finding (code, obj): only it goes away."""
-        before = self.doctor()
+        before = self.doctor(observations)
         (key,) = [k for k in before if k[1:] == (code, obj)]
         self.apply(before[key].fix)
-        after = self.doctor()
+        after = self.doctor(observations)
         expected = dict(before)
         del expected[key]
         self.assertEqual(sorted(expected), sorted(after))
         return before[key]
+
+    def assert_lands_on_mm(self, flavor, near_mb=None):
+        """A boot of ``flavor`` lands on mm1, with ``near_mb`` accounted."""
+        server = self._boot(flavor)
+        self.assertEqual(base.MM_HOST, self._host_of(server))
+        rp_uuid = self._get_provider_uuid_by_host(base.MM_HOST)
+        self.assertEqual(near_mb or 0, self._get_provider_usages(
+            rp_uuid).get(NEAR_RC, 0))
+        self._delete(server)
 
     def test_mode_with_spaces_is_a_warning_and_its_fix_works(self):
         baseline = self.doctor()
@@ -181,6 +382,27 @@ class DoctorFixesTest(base.PmemTestBase):
             self.apply(fix)
             self.assertEqual(sorted(baseline), sorted(self.doctor()))
 
+    def test_misspelt_key_fix_sets_a_readable_value(self):
+        # Moved as it is, the value would be reported next: untidy or
+        # invalid pmem_mode.
+        baseline = self.doctor()
+        name = base.MEMORY_MODE_AGGREGATE.name
+        for wrong, value in (('PMEM_MODE', ' %s ' % kinds.MEMORY_MODE),
+                             ('pmem-mode', 'memory-mode')):
+            self.apply(shlex.join([
+                'openstack', 'aggregate', 'unset', '--property',
+                profile.MODE_KEY, name]))
+            self.apply(shlex.join([
+                'openstack', 'aggregate', 'set', '--property',
+                '%s=%s' % (wrong, value), name]))
+            found = self.doctor()
+            self.apply(found[(checks.WARNING, 'misspelt-key', self.MM)].fix)
+            self.assertEqual(sorted(baseline), sorted(self.doctor()))
+        self.assertEqual(
+            dict(base.MEMORY_MODE_AGGREGATE.metadata),
+            self.admin_api.api_get('os-aggregates/%s' % self.aggregates[name]
+                                   ).body['aggregate']['metadata'])
+
     def test_non_finite_multiplier_fix_works(self):
         baseline = self.doctor()
         self.apply(shlex.join([
@@ -203,3 +425,153 @@ class DoctorFixesTest(base.PmemTestBase):
         ).body['extra_specs']
         self.assertEqual('2048', specs['resources1:CUSTOM_NEAR_MEMORY_MB'])
         self.assertNotIn('resources:CUSTOM_NEAR_MEMORY_MB', specs)
+
+    def test_several_groups_fix_works(self):
+        # Two groups request near memory and Placement sums them: 3072 MB
+        # for 8 GB x 0.25 = 2048.
+        self.flavor('two groups', 8, {
+            'pmem:modes': kinds.MEMORY_MODE, 'pmem:hot_ratio': '0.25',
+            'resources1:%s' % NEAR_RC: '1024',
+            'resources2:%s' % NEAR_RC: '2048'})
+        finding = self.assert_fix_clears('near-memory-mismatch',
+                                         'flavor two groups')
+        self.assertIn(' && ', finding.fix)
+        specs = self.extra_specs('two groups')
+        self.assertEqual('2048', specs['resources1:%s' % NEAR_RC])
+        self.assertNotIn('resources2:%s' % NEAR_RC, specs)
+        self.assert_lands_on_mm(self.flavors['two groups'], 2048)
+
+    def test_misspelt_mode_fix_works(self):
+        baseline = self.doctor()
+        self.apply(shlex.join([
+            'openstack', 'aggregate', 'set', '--property',
+            '%s=memory-mode' % profile.MODE_KEY,
+            base.MEMORY_MODE_AGGREGATE.name]))
+        self.assert_fix_clears('invalid-pmem-mode', self.MM)
+        self.assertEqual(sorted(baseline), sorted(self.doctor()))
+        self.assertEqual(
+            kinds.MEMORY_MODE,
+            self.admin_api.api_get('os-aggregates/%s' % self.aggregates[
+                base.MEMORY_MODE_AGGREGATE.name]
+            ).body['aggregate']['metadata'][profile.MODE_KEY])
+        self.flavor('mm-only', 8, {'pmem:modes': kinds.MEMORY_MODE,
+                                   'pmem:hot_ratio': '0.5'})
+        self.assert_lands_on_mm(self.flavors['mm-only'])
+
+    def test_misspelt_flavor_key_fix_works(self):
+        # Unread, pmem_modes lets the flavor land on any host.
+        self.flavor('m1 odd', 8, {'pmem_modes': kinds.MEMORY_MODE,
+                                  'pmem:hot_ratio': '0.5'})
+        finding = self.assert_fix_clears('misspelt-key', 'flavor m1 odd')
+        self.assertTrue(finding.fix.startswith(
+            "openstack flavor unset --property pmem_modes 'm1 odd' && "),
+            finding.fix)
+        self.assertEqual({'pmem:modes': kinds.MEMORY_MODE,
+                          'pmem:hot_ratio': '0.5'},
+                         self.extra_specs('m1 odd'))
+        self.assert_lands_on_mm(self.flavors['m1 odd'])
+
+    def test_unknown_pmem_key_fix_works(self):
+        # nova-api refuses pmem:hotratio from 2.86 on; flavors from before
+        # the validators keep it, and the filters reject every host.
+        self.flavor('m1 old', 8, {'pmem:modes': kinds.MEMORY_MODE,
+                                  'pmem:hotratio': '0.3'},
+                    microversion=UNVALIDATED_MICROVERSION)
+        self._assert_no_valid_host(
+            self._boot(self.flavors['m1 old'], expected_state='ERROR'))
+        self.assert_fix_clears('invalid-extra-spec', 'flavor m1 old')
+        self.assertEqual({'pmem:modes': kinds.MEMORY_MODE,
+                          'pmem:hot_ratio': '0.3'},
+                         self.extra_specs('m1 old'))
+        self.assert_lands_on_mm(self.flavors['m1 old'])
+
+    def test_partial_accounting_fix_works(self):
+        specs = {'pmem:modes': kinds.MEMORY_MODE, 'pmem:hot_ratio': '0.25'}
+        specs.update(placement.near_memory_spec(8 * base.GB, 0.25))
+        self.flavor('accounted', 8, specs)
+        self.flavor('m1 partial', 8, {'pmem:modes': kinds.MEMORY_MODE,
+                                      'pmem:hot_ratio': '0.5'})
+        finding = self.assert_fix_clears('placement-accounting-partial',
+                                         'flavor m1 partial')
+        self.assertIn('=4096 ', finding.fix)
+        # Placement now holds its hot RAM: 8 GB x 0.5.
+        self.assert_lands_on_mm(self.flavors['m1 partial'], 4096)
+
+    def test_hot_ratio_fix_works(self):
+        ram_mb = 8 * base.GB
+        # Observed at 0.4: the recommended ratio is 0.4, above 0.25.
+        self.flavor('plain', 8, {'pmem:modes': kinds.MEMORY_MODE,
+                                 'pmem:hot_ratio': '0.25'})
+        observed = [obsdocs.document(base.MM_HOST, [
+            obsdocs.instance('%s-%d' % (name, n), name, ram_mb, 0.4)
+            for name in ('plain', 'redis grouped', 'split')
+            for n in range(2)])]
+        self.assert_fix_clears('hot-ratio-under-declared', 'flavor plain',
+                               observed)
+        self.assertEqual('0.4', self.extra_specs('plain')['pmem:hot_ratio'])
+        # A flavor that requests near memory in a numbered group: the fix
+        # keeps the group, or Placement would add a second request to it.
+        self.flavor('redis grouped', 8, {
+            'pmem:modes': kinds.MEMORY_MODE, 'pmem:hot_ratio': '0.25',
+            'resources1:%s' % NEAR_RC: '2048'})
+        self.assert_fix_clears('hot-ratio-under-declared',
+                               'flavor redis grouped', observed)
+        # 8192 MB x 0.4 = 3276.8, requested as 3277.
+        self.assertEqual({'pmem:modes': kinds.MEMORY_MODE,
+                          'pmem:hot_ratio': '0.4',
+                          'resources1:%s' % NEAR_RC: '3277'},
+                         self.extra_specs('redis grouped'))
+        self.assert_lands_on_mm(self.flavors['redis grouped'], 3277)
+        # Two groups that add up to the hot RAM: the fix keeps one.
+        self.flavor('split', 8, {
+            'pmem:modes': kinds.MEMORY_MODE, 'pmem:hot_ratio': '0.25',
+            'resources1:%s' % NEAR_RC: '1024',
+            'resources2:%s' % NEAR_RC: '1024'})
+        self.assert_fix_clears('hot-ratio-under-declared', 'flavor split',
+                               observed)
+        self.assertEqual({'pmem:modes': kinds.MEMORY_MODE,
+                          'pmem:hot_ratio': '0.4',
+                          'resources1:%s' % NEAR_RC: '3277'},
+                         self.extra_specs('split'))
+
+
+class FixClassificationTest(testtools.TestCase):
+    """Every code the doctor can emit: its fix run above, or a reason."""
+
+    def test_every_code_is_run_or_has_a_reason(self):
+        # Finding() refuses a code not in CODES, so CODES holds every code
+        # the checks can emit; the source names each of them.
+        source = ''
+        for path in sorted(glob.glob(os.path.join(
+                os.path.dirname(checks.__file__), '*.py'))):
+            with open(path, encoding='utf-8') as f:
+                source += f.read()
+        emitted = set(_CODE_RE.findall(source)) & set(checks.CODES)
+        self.assertEqual(set(checks.CODES), emitted)
+        self.assertEqual(set(), set(RUN_BY) & set(NOT_RUN))
+        self.assertEqual(emitted, set(RUN_BY) | set(NOT_RUN))
+        self.assertLessEqual(set(NOT_RUN_FORMS), set(RUN_BY))
+        for code, tests in RUN_BY.items():
+            for name in tests:
+                self.assertTrue(
+                    callable(getattr(DoctorFixesTest, name, None)),
+                    '%s: no test %s' % (code, name))
+
+    def test_only_plain_commands_are_run(self):
+        self.assertEqual(
+            [('flavor', 'unset', ['a', 'b'], 'm1 x'),
+             ('flavor', 'set', ['c=1'], 'm1 x')],
+            commands("openstack flavor unset --property a --property b "
+                     "'m1 x' && openstack flavor set --property c=1 'm1 x'"))
+        for fix in (
+                'openstack aggregate set --property pmem_mode=<mode> mm',
+                'openstack aggregate set --property pmem_dram_cache_gb=<GB '
+                'of DRAM cache per host> mm (nova-pmem-discover prints it)',
+                'openstack aggregate add host mm mm1',
+                'openstack flavor set --property a=1 --private m1',
+                'openstack flavor set --property a m1',
+                'openstack flavor set m1',
+                'openstack flavor set --property a=1 m1 &&',
+                'set [pmem] tier_weight_multiplier to a finite number',
+                'openstack server migrate --live-migration SERVER'):
+            self.assertRaises(AssertionError, commands, fix)

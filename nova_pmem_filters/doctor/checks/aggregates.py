@@ -30,6 +30,46 @@ def _looks_like_ours(key):
     return None
 
 
+# What the operator fills in for a value the filters would not read.
+_PLACEHOLDERS = {
+    profile.MODE_KEY: '<mode>',
+    profile.DRAM_CACHE_KEY: '<GB of DRAM cache per host>',
+    profile.DRAM_CACHE_PER_CELL_KEY: '<cell:GB,...>',
+    profile.TIER_WEIGHT_MULTIPLIER_KEY: '<number>',
+}
+
+
+def _moved_value(key, value):
+    """The value to set under ``key`` for a misspelt key holding ``value``.
+
+    Judged alone, as the checks below judge it: moved as it is, a value
+    they reject would turn the warning into another finding, so a
+    placeholder is printed instead; a mode is written as the scheduler
+    reads it, without spaces.
+    """
+    if key == profile.TIER_WEIGHT_MULTIPLIER_KEY:
+        try:
+            finite = math.isfinite(float(value))
+        except (TypeError, ValueError):
+            finite = False
+        return value if finite else _PLACEHOLDERS[key]
+    meta = {profile.MODE_KEY: kinds.MEMORY_MODE}
+    if key != profile.DRAM_CACHE_PER_CELL_KEY:
+        meta[profile.DRAM_CACHE_KEY] = '1'
+    meta[key] = value
+    parsed = profile.from_metadata([meta])
+    if not parsed.known:
+        hint = _mode_hint(value) if key == profile.MODE_KEY else None
+        return hint or _PLACEHOLDERS[key]
+    return parsed.mode if key == profile.MODE_KEY else value
+
+
+def _mode_hint(raw_mode):
+    """The mode a value that names none looks like, or None."""
+    return findings.suggest(str(raw_mode).strip().lower().replace('-', '_'),
+                            kinds.ALL_MODES, 0.6)
+
+
 def _hosts_note(agg):
     if not agg.hosts:
         return 'no hosts yet'
@@ -51,8 +91,9 @@ def check(snap, view):
                     'metadata key %r is not one the filters read; it looks '
                     'like %s, so %s ignore it' % (key, suggestion,
                                                   _hosts_note(agg)),
-                    findings.replace_property('aggregate', agg.name, key,
-                                              suggestion, meta[key])))
+                    findings.replace_property(
+                        'aggregate', agg.name, key, suggestion,
+                        _moved_value(suggestion, meta[key]))))
         raw_mode = meta.get(profile.MODE_KEY)
         mode = None
         if raw_mode is not None:
@@ -62,9 +103,7 @@ def check(snap, view):
                                              profile.DRAM_CACHE_KEY: '1'}])
             mode = parsed.mode
             if not parsed.known:
-                hint = findings.suggest(
-                    str(raw_mode).strip().lower().replace('-', '_'),
-                    kinds.ALL_MODES, 0.6)
+                hint = _mode_hint(raw_mode)
                 found.append(findings.Finding(
                     findings.ERROR, 'invalid-pmem-mode', obj,
                     '%s=%r is not one of %s: %s' % (
@@ -73,7 +112,8 @@ def check(snap, view):
                         findings.rejected_in(agg)),
                     findings.command(
                         'openstack', 'aggregate', 'set', '--property',
-                        '%s=%s' % (profile.MODE_KEY, hint or '<mode>'),
+                        '%s=%s' % (profile.MODE_KEY,
+                                   hint or _PLACEHOLDERS[profile.MODE_KEY]),
                         agg.name)))
             elif raw_mode != mode:
                 found.append(findings.Finding(

@@ -38,16 +38,27 @@ def _spec_lookalike(key):
     return None
 
 
+def _moved_value(key, value):
+    """``value`` if it is valid for ``key``, else a placeholder.
+
+    Moved as it is, an invalid value would turn a misspelt key into an
+    invalid-extra-spec, and nova-api refuses to set it (microversion 2.86
+    and later) after the misspelt key was unset.
+    """
+    try:
+        extra_specs.validate(key, value)
+    except extra_specs.InvalidExtraSpec:
+        return '<%s>' % extra_specs.RULES[key][0]
+    return value
+
+
 def _spec_fix(key, value, flavor):
     if key in extra_specs.RULES:
         return ('openstack flavor set --property %s=<%s> %s'
                 % (key, extra_specs.RULES[key][0], flavor))
     right = findings.suggest(key, PMEM_SPEC_KEYS, 0.0)
-    try:
-        extra_specs.validate(right, value)
-    except extra_specs.InvalidExtraSpec:
-        value = '<%s>' % extra_specs.RULES[right][0]
-    return findings.replace_property('flavor', flavor, key, right, value)
+    return findings.replace_property('flavor', flavor, key, right,
+                                     _moved_value(right, value))
 
 
 def _near_memory_fix(specs, expected, flavor):
@@ -97,8 +108,9 @@ def check(snap, view):
                     findings.WARNING, 'misspelt-key', obj,
                     'extra spec %r is not read by the filters; it looks '
                     'like %s' % (key, lookalike),
-                    findings.replace_property('flavor', flavor.name, key,
-                                              lookalike, specs[key])))
+                    findings.replace_property(
+                        'flavor', flavor.name, key, lookalike,
+                        _moved_value(lookalike, specs[key]))))
         if bad:
             continue
         request, _error = view.requests[flavor.name]
@@ -133,7 +145,9 @@ def check(snap, view):
                 'while other flavors do: Placement does not see the DRAM '
                 'cache its instances use, and admits the other flavors '
                 'into it' % placement.NEAR_MEMORY_RC,
-                'openstack flavor set --property %s=%d %s'
-                % (placement.NEAR_MEMORY_KEY, placement.near_memory_mb(
-                    flavor.ram_mb, request.hot_ratio), flavor.name)))
+                findings.command(
+                    'openstack', 'flavor', 'set', '--property', '%s=%d' % (
+                        placement.NEAR_MEMORY_KEY, placement.near_memory_mb(
+                            flavor.ram_mb, request.hot_ratio)),
+                    flavor.name)))
     return found

@@ -18,7 +18,6 @@ whose memory sits on another node or on a CPU-less (slow-tier) node.
 """
 
 import math
-import shlex
 
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
@@ -55,13 +54,25 @@ def _hot_ratios(snap, view):
                                                   ratios.ratios)):
             continue
         value = ratios.recommended
-        props = ['--property %s=%g' % (extra_specs.HOT_RATIO_KEY, value)]
+        props = ['%s=%g' % (extra_specs.HOT_RATIO_KEY, value)]
+        commands = []
         if placement.requested_near_memory(flavor.extra_specs) is not None:
             # Placement accounting follows the new ratio, or
-            # near-memory-mismatch follows the fix.
-            props.append('--property %s=%d' % (
-                placement.NEAR_MEMORY_KEY,
-                placement.near_memory_mb(flavor.ram_mb, value)))
+            # near-memory-mismatch follows the fix: in the request group
+            # that asks for it, as an unnumbered key beside
+            # resources1:... would be a second request, summed with the
+            # first; other groups that ask for it too are dropped.
+            keys = placement.near_memory_keys(flavor.extra_specs)
+            if len(keys) > 1:
+                commands.append(findings.command(
+                    'openstack', 'flavor', 'unset',
+                    *[w for k in keys[1:] for w in ('--property', k)],
+                    flavor.name))
+            props.append('%s=%d' % (
+                keys[0], placement.near_memory_mb(flavor.ram_mb, value)))
+        commands.append(findings.command(
+            'openstack', 'flavor', 'set',
+            *[w for p in props for w in ('--property', p)], flavor.name))
         declared = ('declares %s=%g' % (extra_specs.HOT_RATIO_KEY,
                                         request.hot_ratio)
                     if extra_specs.HOT_RATIO_KEY in flavor.extra_specs else
@@ -77,8 +88,7 @@ def _hot_ratios(snap, view):
             % (declared, observation.quantile(
                 ratios.ratios, observation.RECOMMEND_QUANTILE),
                max(ratios.ratios), ratios.instances, ratios.windows, value),
-            'openstack flavor set %s %s' % (' '.join(props),
-                                            shlex.quote(flavor.name))))
+            ' && '.join(commands)))
     return found
 
 

@@ -103,6 +103,26 @@ class AggregateTestCase(cases.DoctorTestCase):
                  '--property', 'pmem_dram_cache_gb=192', 'pmem-mm'],
                 shlex.split(fixes[0]))
 
+    def test_key_fix_sets_a_value_the_filters_read(self):
+        # Moved as it is, the value would turn the warning into another
+        # finding: a mode is tidied or guessed, else a placeholder.
+        for wrong, value, moved in (
+                ('PMEM_MODE', ' memory_mode ', 'pmem_mode=memory_mode'),
+                ('PMEM_MODE', 'memory-mode', 'pmem_mode=memory_mode'),
+                ('PMEM_MODE', 'tiered', "'pmem_mode=<mode>'"),
+                ('pmem_dram_cache', 'banana',
+                 "'pmem_dram_cache_gb=<GB of DRAM cache per host>'"),
+                ('pmem_tier_weight_mult', 'nan',
+                 "'pmem_tier_weight_multiplier=<number>'")):
+            snap = cases.with_aggregate(cases.clean(), 'pmem-mm',
+                                        **{wrong: value})
+            fixes = [f.fix for f in self.findings(snap)
+                     if f.code == 'misspelt-key']
+            self.assertEqual(
+                ['openstack aggregate unset --property %s pmem-mm && '
+                 'openstack aggregate set --property %s pmem-mm'
+                 % (wrong, moved)], fixes)
+
     def test_nova_keys_are_not_ours(self):
         snap = cases.with_aggregate(
             cases.clean(), 'pmem-mm', cpu_allocation_ratio='2',

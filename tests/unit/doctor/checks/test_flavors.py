@@ -105,6 +105,11 @@ class FlavorTestCase(cases.DoctorTestCase):
              'nova.conf [scheduler] workers'))
         self.assertIn('CUSTOM_NEAR_MEMORY_MB=1024 small', found[(
             'placement-accounting-partial', 'flavor small')].fix)
+        # Quoted: a flavor name may hold spaces.
+        snap = cases.with_flavor(cases.clean(), cases.flavor('m1 small', 2))
+        self.assertIn("CUSTOM_NEAR_MEMORY_MB=1024 'm1 small'", {
+            f.code: f.fix for f in self.findings(snap)}[
+                'placement-accounting-partial'])
         # A flavor that never lands in Memory Mode needs no accounting.
         dram_only = cases.flavor('small', 2, **{'pmem:modes': 'dram'})
         self.assertFindings(cases.with_flavor(cases.clean(), dram_only))
@@ -116,3 +121,16 @@ class FlavorTestCase(cases.DoctorTestCase):
                 cases.NEAR: '1024', wrong: 'dram'}))
             self.assertFindings(snap, (checks.WARNING, 'misspelt-key',
                                        'flavor odd'))
+
+    def test_misspelt_key_with_an_invalid_value(self):
+        # nova-api would refuse the value once the misspelt key is unset,
+        # and a cloud without the validators would then report it.
+        snap = cases.with_flavor(cases.clean(), cases.flavor('odd', 2, **{
+            cases.NEAR: '1024', 'pmem_hot_ratio': '1.5'}))
+        found = self.assertFindings(snap, (checks.WARNING, 'misspelt-key',
+                                           'flavor odd'))
+        self.assertEqual(
+            "openstack flavor unset --property pmem_hot_ratio odd && "
+            "openstack flavor set --property 'pmem:hot_ratio=<a decimal "
+            "number greater than 0 and at most 1>' odd",
+            found[('misspelt-key', 'flavor odd')].fix)

@@ -74,6 +74,32 @@ class HotRatioTestCase(cases.DoctorTestCase):
                          '--property resources:CUSTOM_NEAR_MEMORY_MB=1434 '
                          'small', finding.fix)
 
+    def test_fix_keeps_the_near_memory_group(self):
+        # An unnumbered key beside resources1:... would be a second
+        # request, summed with the first; a second group is dropped.
+        doc = obsdocs.document('mm1', [
+            obsdocs.instance('a', 'm1 grouped', 2 * GB, 0.7),
+            obsdocs.instance('b', 'split', 2 * GB, 0.7)])
+        snap = cases.with_flavor(cases.clean(), cases.flavor(
+            'm1 grouped', 2, **{'pmem:hot_ratio': '0.5',
+                                'resources1:CUSTOM_NEAR_MEMORY_MB': '1024'}))
+        snap = cases.with_flavor(snap, cases.flavor('split', 2, **{
+            'pmem:hot_ratio': '0.5',
+            'resources1:CUSTOM_NEAR_MEMORY_MB': '512',
+            'resources2:CUSTOM_NEAR_MEMORY_MB': '512'}))
+        fixes = {f.object: f.fix for f in checks.run(observed(snap, doc))
+                 if f.code == 'hot-ratio-under-declared'}
+        self.assertEqual(
+            "openstack flavor set --property pmem:hot_ratio=0.7 --property "
+            "resources1:CUSTOM_NEAR_MEMORY_MB=1434 'm1 grouped'",
+            fixes['flavor m1 grouped'])
+        self.assertEqual(
+            'openstack flavor unset --property '
+            'resources2:CUSTOM_NEAR_MEMORY_MB split && openstack flavor set '
+            '--property pmem:hot_ratio=0.7 --property '
+            'resources1:CUSTOM_NEAR_MEMORY_MB=1434 split',
+            fixes['flavor split'])
+
 
 class WorkingSetTestCase(cases.DoctorTestCase):
 
