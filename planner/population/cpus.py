@@ -11,18 +11,17 @@
 #    under the License.
 """Which CPUs a platform can take: the one rule search and scenarios share.
 
-A CPU generation fixes its socket and its memory interface (DIMM type and
-channels per socket); a platform's board is built for one socket and wires
-that interface. The catalog gives each CPU its ``generation`` and each
-platform its ``memory_type`` and ``channels_per_socket``, so a platform
-takes the generations whose memory interface it wires. A CPU of a
-generation this table does not know, or a platform whose interface matches
-no generation here, is not judged (nothing says it cannot be built).
-
-Generations that share a memory interface on different sockets (Xeon 6900P
-and EPYC 9005 both wire 12 DDR5 channels) could be told apart only by the
-platform's socket, which the catalog does not record; they are not in the
-table, so such pairs are not refused.
+A platform's board is built for one CPU socket. A catalog platform lists
+the CPU generations it takes (``cpu_generations``; a CPU gives its
+``generation``), and a CPU of another generation does not fit. A platform
+that lists none is judged by its memory interface: a CPU generation fixes
+its socket and its memory interface (DIMM type and channels per socket),
+so such a platform takes the generations of :data:`GENERATIONS` whose
+interface it wires. There, a CPU of a generation the table does not know,
+or a platform whose interface matches no generation here, is not judged
+(nothing says it cannot be built); generations that share an interface on
+different sockets (Xeon 6900P and EPYC 9005 both wire 12 DDR5 channels)
+are told apart only by a platform that lists its generations.
 """
 
 import collections
@@ -58,13 +57,21 @@ def _interface(memory_type, channels):
 
 
 def _describe(generation):
-    gen = GENERATIONS[generation]
+    gen = GENERATIONS.get(generation)
+    if gen is None:
+        return 'generation %s' % generation
     return '%s%s' % (gen.description,
                      ' (socket %s)' % gen.socket if gen.socket else '')
 
 
 def platform_generations(platform):
-    """The CPU generations of the table whose memory interface it wires."""
+    """The CPU generations the platform takes.
+
+    Those it lists, else those of the table whose memory interface it
+    wires.
+    """
+    if platform.cpu_generations:
+        return list(platform.cpu_generations)
     return [name for name, gen in GENERATIONS.items()
             if gen.memory_type == platform.memory_type
             and gen.channels == platform.channels_per_socket]
@@ -76,17 +83,25 @@ def cpu_problem(platform, cpu, catalog=None):
     :param catalog: when given, the message also lists the catalog's CPUs
         the platform takes.
     """
-    gen = GENERATIONS.get(cpu.generation)
     takes = platform_generations(platform)
-    if gen is None or not takes or cpu.generation in takes:
+    listed = bool(platform.cpu_generations)
+    gen = GENERATIONS.get(cpu.generation)
+    if not takes or cpu.generation in takes or (gen is None and not listed):
         return None
-    message = ('CPU %s, %s with %s, does not fit platform %s, whose %s take '
-               'only CPUs of: %s' % (
-                   cpu.name, _describe(cpu.generation),
-                   _interface(gen.memory_type, gen.channels), platform.name,
-                   _interface(platform.memory_type,
-                              platform.channels_per_socket),
-                   '; '.join(_describe(g) for g in takes)))
+    if listed:
+        message = ('CPU %s, %s, does not fit platform %s, whose board takes '
+                   'only CPUs of: %s' % (
+                       cpu.name, _describe(cpu.generation), platform.name,
+                       '; '.join(_describe(g) for g in takes)))
+    else:
+        message = ('CPU %s, %s with %s, does not fit platform %s, whose %s '
+                   'take only CPUs of: %s' % (
+                       cpu.name, _describe(cpu.generation),
+                       _interface(gen.memory_type, gen.channels),
+                       platform.name,
+                       _interface(platform.memory_type,
+                                  platform.channels_per_socket),
+                       '; '.join(_describe(g) for g in takes)))
     if catalog is not None:
         names = sorted(c.name for c in catalog.cpus.values()
                        if c.generation in takes)
@@ -94,14 +109,21 @@ def cpu_problem(platform, cpu, catalog=None):
                     % (', '.join(names) or 'none'))
     said = collections.OrderedDict()
     for name in [cpu.generation] + takes:
+        if name not in GENERATIONS:
+            continue
         source_id, detail = GENERATIONS[name].source
         said.setdefault(source_id, [])
         if detail not in said[source_id]:
             said[source_id].append(detail)
-    source = sources.cite_all(*[(source_id, '; '.join(details))
+    cited = [sources.cite_all(*[(source_id, '; '.join(details))
                                 for source_id, details in said.items()])
+             ] if said else []
+    if listed:
+        cited.append(sources.assumption(
+            'the catalog entry of platform %s lists the CPU generations its '
+            'board takes (%s)' % (platform.name, ', '.join(takes))))
     return common.Finding(common.ERROR, 'cpu-unsupported-platform', message,
-                          source)
+                          '; '.join(cited))
 
 
 def check(config):

@@ -194,7 +194,8 @@ def _build_catalog(raw, source, path=()):
         base_watts_source=p.get('base_watts_source', ''),
         source=p.get('source', ''), rack_units=p.get('rack_units', 2),
         memory_type=p.get('memory_type', 'ddr4'),
-        cxl_lanes=int(p.get('cxl_lanes', 0)))
+        cxl_lanes=int(p.get('cxl_lanes', 0)),
+        cpu_generations=tuple(p.get('cpu_generations', ())))
         for name, p in raw.get('platforms', {}).items()}
     return cpus, dimms, platforms
 

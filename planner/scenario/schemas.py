@@ -68,6 +68,9 @@ PLATFORM_SCHEMA = _obj({
     'controllers_per_socket': _POSITIVE_INT,
     'channels_per_socket': _POSITIVE_INT,
     'slots_per_channel': _POSITIVE_INT, 'pmem_generations': _GENERATIONS,
+    # The CPU generations (a CPU's ``generation``) the board's socket takes.
+    'cpu_generations': {'type': 'array', 'items': _TEXT, 'minItems': 1,
+                        'uniqueItems': True},
     'base_cost': _NON_NEGATIVE, 'base_cost_source': _TEXT,
     'base_watts': _NON_NEGATIVE, 'base_watts_source': _TEXT,
     'rack_units': _POSITIVE_INT, 'rack_units_source': _TEXT,

@@ -88,6 +88,8 @@ class Platform:
     rack_units: int = 2
     memory_type: str = 'ddr4'
     cxl_lanes: int = 0
+    # CPU generations the board takes; () : judged by the memory interface.
+    cpu_generations: tuple = ()
 
     @property
     def slots_per_socket(self):

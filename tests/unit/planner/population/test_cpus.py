@@ -43,11 +43,43 @@ class CpuRuleTestCase(testtools.TestCase):
         self.assertEqual(population.ERROR, found.severity)
         self.assertEqual('cpu-unsupported-platform', found.code)
         for part in ('xeon-gold-6330', 'Ice Lake', 'LGA4189',
-                     'cascade-lake-2s', '6 DDR4 channels',
+                     'cascade-lake-2s', 'board takes only CPUs of',
                      'Cascade Lake (socket LGA3647)',
                      'xeon-gold-6148, xeon-gold-6230n, xeon-gold-6238l'):
             self.assertIn(part, found.message)
         self.assertIn('hothardware.com', found.source)
+        # The board's list is the catalog's, named as the project's.
+        self.assertIn('assumption: the catalog entry of platform '
+                      'cascade-lake-2s lists the CPU generations its board '
+                      'takes (skylake, cascade_lake)', found.source)
+
+    def test_a_platform_without_a_list_is_judged_by_its_memory(self):
+        board = dataclasses.replace(CATALOG.platforms['cascade-lake-2s'],
+                                    cpu_generations=())
+        found = population.cpu_problem(board, CATALOG.cpus['xeon-gold-6330'])
+        for part in ('8 DDR4 channels per socket', 'cascade-lake-2s, whose '
+                     '6 DDR4 channels per socket take only CPUs of',
+                     'Cascade Lake (socket LGA3647)'):
+            self.assertIn(part, found.message)
+        self.assertIsNone(population.cpu_problem(
+            board, CATALOG.cpus['xeon-gold-6230n']))
+
+    def test_same_memory_other_socket(self):
+        # Xeon 6900P and EPYC 9005 boards both wire 12 DDR5 channels: only
+        # the boards' lists tell them apart.
+        scen = scenario.load('cxl-cost-matched')
+        catalog = scen.catalog
+        found = population.cpu_problem(catalog.platforms['turin-2s'],
+                                       catalog.cpus['xeon-6980p'], catalog)
+        self.assertIn('CPU xeon-6980p, generation granite_rapids, does not '
+                      'fit platform turin-2s, whose board takes only CPUs '
+                      'of: generation genoa; generation turin', found.message)
+        self.assertIsNotNone(population.cpu_problem(
+            catalog.platforms['granite-rapids-ap-2s'],
+            catalog.cpus['epyc-9755']))
+        self.assertIsNone(population.cpu_problem(
+            catalog.platforms['granite-rapids-ap-2s'],
+            catalog.cpus['xeon-6980p']))
 
     def test_ice_lake_cpu_on_purley_board(self):
         found = problem('purley-2s', 'xeon-gold-6330')
@@ -71,12 +103,15 @@ class CpuRuleTestCase(testtools.TestCase):
             self.assertIsNone(problem(platform, cpu), (platform, cpu))
 
     def test_unknown_generation_or_interface_is_not_judged(self):
+        # Only where the platform lists no generations of its own.
+        unlisted = dataclasses.replace(CATALOG.platforms['cascade-lake-2s'],
+                                       cpu_generations=())
         cpu = dataclasses.replace(CATALOG.cpus['xeon-gold-6330'],
                                   generation='acme')
-        self.assertIsNone(population.cpu_problem(
-            CATALOG.platforms['cascade-lake-2s'], cpu))
-        board = dataclasses.replace(CATALOG.platforms['cascade-lake-2s'],
-                                    channels_per_socket=4)
+        self.assertIsNone(population.cpu_problem(unlisted, cpu))
+        self.assertIn('generation acme', population.cpu_problem(
+            CATALOG.platforms['cascade-lake-2s'], cpu).message)
+        board = dataclasses.replace(unlisted, channels_per_socket=4)
         self.assertIsNone(population.cpu_problem(
             board, CATALOG.cpus['xeon-gold-6330']))
 
