@@ -21,6 +21,7 @@ import shlex
 
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import observation
+from nova_pmem_filters.core import placement
 from planner import errors
 
 # The value of a workload's hot_ratio that asks for the measured one.
@@ -56,17 +57,29 @@ def describe(found, directory):
                                found.recommended))
 
 
-def set_command(flavor, value):
-    """The ``openstack`` command that declares ``value`` for ``flavor``."""
-    return 'openstack flavor set --property %s=%g %s' % (
-        extra_specs.HOT_RATIO_KEY, value, shlex.quote(flavor))
+def set_command(flavor, value, ram_mb=None):
+    """The ``openstack`` command that declares ``value`` for ``flavor``.
+
+    With ``ram_mb`` (a flavor accounted in Placement) it also requests the
+    hot MB of that ratio (``resources:CUSTOM_NEAR_MEMORY_MB``), as
+    ``nova-config --placement-accounting`` writes it, so the two extra
+    specs stay consistent.
+    """
+    specs = {extra_specs.HOT_RATIO_KEY: '%g' % value}
+    if ram_mb is not None:
+        specs.update(placement.near_memory_spec(ram_mb, value))
+    return 'openstack flavor set %s %s' % (
+        ' '.join('--property %s' % shlex.quote('%s=%s' % kv)
+                 for kv in specs.items()), shlex.quote(flavor))
 
 
-def rows(ratios, scen=None):
+def rows(ratios, scen=None, placement_accounting=False):
     """One dict per observed flavor, with its declaration in ``scen``.
 
     A flavor is matched to the scenario workload whose ``flavor`` (default:
-    the workload's name, as ``nova-config`` creates it) is its name.
+    the workload's name, as ``nova-config`` creates it) is its name. With
+    ``placement_accounting`` the command of a matched flavor also sets its
+    near-memory request (:func:`set_command`).
     """
     workloads = {}
     if scen is not None:
@@ -90,5 +103,8 @@ def rows(ratios, scen=None):
             'under_declared': (None if declared is None else
                                observation.under_declared(declared,
                                                           found.ratios)),
-            'command': set_command(flavor, recommended)})
+            'command': set_command(
+                flavor, recommended,
+                workload.ram_mb if placement_accounting and workload
+                else None)})
     return result

@@ -32,6 +32,13 @@ class HotRatios(base.ShortTableLister):
                  'flavor matches the workload whose flavor (default: its '
                  'name) it is; default: none' % ', '.join(
                      scenario.builtin_names()))
+        parser.add_argument(
+            '--placement-accounting', action='store_true',
+            help='the flavors request their hot RAM in Placement '
+                 '(resources:CUSTOM_NEAR_MEMORY_MB, as nova-config '
+                 '--placement-accounting writes them): the command of a '
+                 'flavor of the scenario sets that request too, for the '
+                 'recommended ratio')
         return parser
 
     def short_columns(self, column_names):
@@ -44,4 +51,5 @@ class HotRatios(base.ShortTableLister):
                 if parsed_args.scenario else None)
         columns = observed.COLUMNS
         return columns, [tuple(r[c] for c in columns)
-                         for r in observed.rows(ratios, scen)]
+                         for r in observed.rows(
+                             ratios, scen, parsed_args.placement_accounting)]

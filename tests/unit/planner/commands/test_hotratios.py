@@ -13,11 +13,14 @@
 
 import json
 import os
+import shlex
 import textwrap
 
 import fixtures
 import testtools
 
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import placement
 from planner import errors
 from planner import scenario
 from tests.unit import clitools
@@ -86,6 +89,35 @@ class HotRatiosTestCase(testtools.TestCase):
         self.assertEqual(0, status, err)
         self.assertIn('--disk 0 m1.db\n', out)
         self.assertIn('pmem:hot_ratio=0.3 m1.db\n', out)
+
+    def test_placement_accounted_flavor_keeps_its_request_consistent(self):
+        path = self.scenario_file(
+            'db: {vcpus: 2, ram_gb: 8, flavor: m1.db, hot_ratio: 0.3}\n')
+        status, out, err = self.run_cli(
+            'hot-ratios', '--observations', self.obs, '--scenario', path,
+            '--placement-accounting', '-f', 'value', '-c', 'command')
+        self.assertEqual(0, status, err)
+        words = shlex.split(out)
+        self.assertEqual(['openstack', 'flavor', 'set'], words[:3])
+        self.assertEqual('m1.db', words[-1])
+        specs = dict(w.split('=', 1) for w in words[4:-1:2])
+        # The flavor nova-config --placement-accounting creates, with the
+        # command applied: the doctor's rule finds its request consistent.
+        status, out, err = self.run_cli(
+            'nova-config', '--scenario', path, '--placement-accounting',
+            '-f', 'json')
+        planned = {r['key']: r['value'] for r in json.loads(out)
+                   if r['scope'] == 'flavor' and r['key'] != 'create'}
+        planned.update(specs)
+        self.assertEqual('0.6', planned[extra_specs.HOT_RATIO_KEY])
+        self.assertEqual(placement.near_memory_mb(8192, 0.6),
+                         placement.requested_near_memory(planned))
+        # Without a scenario the RAM is unknown: only the ratio is set.
+        status, out, err = self.run_cli(
+            'hot-ratios', '--observations', self.obs,
+            '--placement-accounting', '-f', 'value', '-c', 'command')
+        self.assertEqual('openstack flavor set --property '
+                         'pmem:hot_ratio=0.6 m1.db\n', out)
 
     def test_bad_input_is_one_line_and_exit_2(self):
         bad = os.path.join(self.dir, 'bad')
