@@ -322,6 +322,57 @@ def scenario_doctor(cloud, results, work):
                  operator.doctor('--config-file', nova_conf), BASELINE)
 
 
+# Keys MariaDB's collation takes for pmem_dram_cache_gb: it compares
+# metadata keys ignoring case and trailing spaces, so the doctor's fix must
+# unset the misspelt key before it sets the right one.
+MISSPELT_KEYS = ('PMEM_DRAM_CACHE_GB', profile.DRAM_CACHE_KEY + ' ')
+
+
+def scenario_doctor_fixes(cloud, results, work):
+    """The doctor's misspelt-key fix, run as printed against MariaDB.
+
+    The functional tests run every fix on SQLite, which compares keys
+    exactly; here the database is the one that made "unset before set"
+    necessary. Each fix runs through the ``openstack`` client, as an
+    operator would paste it.
+    """
+    operator = Operator(cloud, work)
+    nova_conf = os.path.join(os.environ.get('PMEM_IT_WORK',
+                                            '/tmp/pmem-integration'),
+                             'etc', 'nova.conf')
+    env = dict(operator.env, OS_CLOUD='it')
+    name = 'doc-fix-case'
+    before = operator.doctor('--config-file', nova_conf)[1]
+    plants = _Plants(cloud)
+    try:
+        plants.aggregate(name, {profile.MODE_KEY: kinds.MEMORY_MODE})
+        for wrong in MISSPELT_KEYS:
+            cloud.set_metadata(plants.aggregates[0], {wrong: '192'})
+            _status, found, rows, err = operator.doctor('--config-file',
+                                                        nova_conf)
+            fixes = [r['fix'] for r in rows if r['code'] == 'misspelt-key'
+                     and r['object'] == 'aggregate %s' % name]
+            proc = subprocess.run(['sh', '-c', fixes[0] if fixes else
+                                   'exit 99'], env=env, capture_output=True,
+                                  text=True, timeout=300)
+            after = operator.doctor('--config-file', nova_conf)[1]
+            meta = _aggregates(cloud)[name].get('metadata', {})
+            results.check(
+                'doctor misspelt-key fix for %r runs as printed on MariaDB'
+                % wrong,
+                len(fixes) == 1 and proc.returncode == 0 and after == before
+                and meta == {profile.MODE_KEY: kinds.MEMORY_MODE,
+                             profile.DRAM_CACHE_KEY: '192'},
+                'fix %s: exit %d %s; metadata %s; %s'
+                % (fixes, proc.returncode, proc.stderr.strip()[-300:], meta,
+                   _diff(before, after)))
+            # The next plant starts from the aggregate without the key.
+            cloud.set_metadata(plants.aggregates[0],
+                               {profile.DRAM_CACHE_KEY: None})
+    finally:
+        plants.remove()
+
+
 # The devstack plugin's view of this cloud: one aggregate of its own with
 # mm2 in it, one named like an aggregate of the suite (not created by it),
 # and its example flavors plus one named like a flavor of the suite.
