@@ -451,6 +451,21 @@ def nova_conf(plan_rows, role, comments=()):
     return ini.text().lstrip('\n')
 
 
+def provider_config(plan_rows, role, comments=()):
+    """The provider config file of the computes of ``role``, as YAML.
+
+    From the ``provider`` row of that role (``placement_accounting``), for
+    ``PROVIDER_CONFIG_FILE`` on each of its hosts.
+    """
+    found = [r for r in plan_rows
+             if r['scope'] == 'provider' and r['object'] == role]
+    if not found:
+        raise KeyError(role)
+    body = yaml.safe_dump(yaml.safe_load(found[0]['command']),
+                          default_flow_style=False, sort_keys=False)
+    return ''.join('# %s\n' % c if c else '#\n' for c in comments) + body
+
+
 def merge_nova_conf(text, plan_rows, role):
     """``text`` (a nova.conf) with the settings of ``role`` merged in.
 

@@ -65,8 +65,9 @@ def _write(path, text, mode=None):
 class NovaConfig(base.ShortTableLister):
     """Show the Nova settings (aggregates, flavors, nova.conf) of the plan.
 
-    Every row once; nova-config script and nova-config nova-conf print the
-    same rows in forms that run as printed.
+    Every row once; nova-config script, nova-config nova-conf and
+    nova-config provider-config print the same rows in forms that run as
+    printed.
     """
 
     def short_columns(self, column_names):
@@ -188,4 +189,46 @@ class NovaConfigNovaConf(_Generated):
             return 0
         self.app.stdout.write(novaconfig.nova_conf(plan, role, _origin(
             parsed_args, scen, 'nova.conf settings (%s)' % role)))
+        return 0
+
+
+class NovaConfigProviderConfig(_Generated):
+    """Print (or write) the provider config of the hosts of one aggregate.
+
+    The CUSTOM_NEAR_MEMORY_MB inventory the plan gives the computes of
+    --role compute:AGGREGATE (as with --placement-accounting), for
+    /etc/nova/provider_config/ on each of its hosts; nova-pmem-discover
+    --provider-config writes the same from what the host really has.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--role', metavar='compute:AGGREGATE', required=True,
+            help='the computes of one aggregate of the plan')
+        parser.add_argument(
+            '--output', '-o', metavar='FILE',
+            help='write the file (atomically) instead of printing it')
+        return parser
+
+    def _argv_words(self, parsed_args):
+        return super()._argv_words(parsed_args) + ['--role',
+                                                   parsed_args.role]
+
+    def take_action(self, parsed_args):
+        parsed_args.placement_accounting = True
+        scen, plan = _plan_rows(parsed_args)
+        roles = [r for r in novaconfig.roles(plan)
+                 if r != novaconfig.SCHEDULER_ROLE]
+        if parsed_args.role not in roles:
+            raise errors.PlannerError(
+                '--role %s: not a compute role of this plan (roles: %s)'
+                % (parsed_args.role, ', '.join(roles)))
+        text = novaconfig.provider_config(plan, parsed_args.role, _origin(
+            parsed_args, scen, 'Provider config (%s)' % parsed_args.role) + [
+            'For %s on each host.' % novaconfig.PROVIDER_CONFIG_FILE])
+        if parsed_args.output:
+            _write(parsed_args.output, text, mode=0o644)
+        else:
+            self.app.stdout.write(text)
         return 0

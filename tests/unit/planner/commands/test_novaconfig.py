@@ -24,8 +24,10 @@ import subprocess
 import textwrap
 
 import fixtures
+from nova.compute import provider_config
 from oslo_config import cfg
 import testtools
+import yaml
 
 from nova_pmem_filters.core import classes
 from nova_pmem_filters.core import profile
@@ -270,3 +272,25 @@ class NovaConfigTestCase(testtools.TestCase):
         self.assertEqual(2, status)
         self.assertIn('missing.conf: No such file or directory', err)
         self.assertEqual(1, len(err.strip().splitlines()))
+
+    def test_provider_config_as_nova_reads_it(self):
+        rows = self.rows('--placement-accounting')
+        for agg in ('pmem-dram-384', 'pmem-mm-192-512'):
+            conf_dir = os.path.join(self.tmp, agg)
+            os.mkdir(conf_dir)
+            path = os.path.join(conf_dir, 'near-memory.yaml')
+            self.assertEqual('', self.ok(
+                'nova-config', 'provider-config', '--role',
+                'compute:%s' % agg, '-o', path))
+            parsed = provider_config.get_provider_configs(conf_dir)
+            (row,) = [r for r in rows if r['scope'] == 'provider'
+                      and r['target'].endswith(' %s' % agg)]
+            want = yaml.safe_load(row['command'])['providers'][0]
+            self.assertEqual(want['inventories']['additional'],
+                             parsed['$COMPUTE_NODE']['inventories'][
+                                 'additional'])
+        status, out, err = self.run_cli('nova-config', 'provider-config',
+                                        '--role', 'scheduler')
+        self.assertEqual(2, status)
+        self.assertIn('--role scheduler: not a compute role of this plan',
+                      err)
