@@ -25,6 +25,11 @@ from planner import population
 # Prices in the built-in catalog are US dollars; a scenario's own catalog
 # entries are expected in the same unit. Every cost column is in it.
 CURRENCY = 'USD'
+# The columns of any listing that are amounts of CURRENCY: a table shows
+# the unit in their header ("cost_per_vm USD"); the machine formats keep
+# the plain names.
+MONEY_COLUMNS = frozenset(['node_cost', 'memory_cost', 'cost_per_vm',
+                           'capex', 'energy', 'tco', 'tco_per_vm'])
 # What each binding value (model.CONSTRAINTS) means, for the commands' help.
 BINDINGS = {
     'mode': "the flavor's pmem: extra specs exclude the node's memory mode "

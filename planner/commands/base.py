@@ -133,13 +133,23 @@ def _keeping_lines(formatter_class):
 
 
 class _BlankMissing(object):
-    """A cliff formatter that shows a missing value as an empty cell."""
+    """A cliff formatter that shows a missing value as an empty cell.
 
-    def __init__(self, formatter):
+    In a table, the header of a money column also names the currency
+    ("cost_per_vm USD").
+    """
+
+    def __init__(self, formatter, table=False):
         self._formatter = formatter
+        self._table = table
 
     def emit_list(self, column_names, data, stdout, parsed_args):
         rows = ([('' if v is None else v) for v in row] for row in data)
+        if self._table:
+            # After cliff has picked and sorted the columns by their names.
+            column_names = ['%s %s' % (c, tables.CURRENCY)
+                            if c in tables.MONEY_COLUMNS else c
+                            for c in column_names]
         return self._formatter.emit_list(column_names, rows, stdout,
                                          parsed_args)
 
@@ -160,7 +170,8 @@ class Lister(lister.Lister):
             # header).
             return 0
         if parsed_args.formatter not in NULL_FORMATS:
-            self.formatter = _BlankMissing(self.formatter)
+            self.formatter = _BlankMissing(
+                self.formatter, table=parsed_args.formatter == 'table')
         return super().produce_output(parsed_args, column_names, data)
 
 
