@@ -312,6 +312,16 @@ def cell_sizing(config, policies=None):
     return cells(node(config, policies))
 
 
+def vm_memory_gb(node_, policies):
+    """The memory VMs of a node may use, GB (the ``memory`` bound's).
+
+    ``(visible GB - host_reserve_gb) x memory_cap``, as the packer and
+    nova-config (the reserve and ratio it prints) count it too.
+    """
+    usable = max(node_.visible_memory_gb - policies.host_reserve_gb, 0.0)
+    return usable * policies.memory_cap
+
+
 def limits(node_, workload, policies):
     """VMs per node allowed by each constraint that applies."""
     mode = node_.config.mode
@@ -322,8 +332,7 @@ def limits(node_, workload, policies):
     if node_.vcpus is not None:
         result['vcpu'] = _floor(node_.vcpus * policies.cpu_overcommit
                                 / workload.vcpus)
-    usable = max(node_.visible_memory_gb - policies.host_reserve_gb, 0.0)
-    result['memory'] = _floor(usable * policies.memory_cap
+    result['memory'] = _floor(vm_memory_gb(node_, policies)
                               / workload.used_gb)
     if mode in kinds.TIERED:
         capacity = node_.profile.cache_capacity_mb(policies.cache_overcommit)

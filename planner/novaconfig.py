@@ -176,8 +176,7 @@ def memory_settings(node_, workload, policies, reserved_mb=None):
                                            cell[1]) == cell[2]
 
     usable = total_mb - reserved_mb
-    planned_mb = (max(node_.visible_memory_gb - policies.host_reserve_gb, 0)
-                  * profile.MB_PER_GB * policies.memory_cap)
+    planned_mb = model.vm_memory_gb(node_, policies) * profile.MB_PER_GB
     exact = (planned_mb / usable * workload.ram_gb / workload.used_gb
              if usable > 0 else policies.memory_cap)
     ratio = round(exact, _RATIO_DIGITS)
@@ -254,8 +253,7 @@ def compute_memory(scen, config_name, workloads=None):
                              for w in fitting)
     total_mb = node_.visible_memory_gb * profile.MB_PER_GB
     usable = total_mb - reserved
-    planned_mb = (max(node_.visible_memory_gb - policies.host_reserve_gb, 0)
-                  * profile.MB_PER_GB * policies.memory_cap)
+    planned_mb = model.vm_memory_gb(node_, policies) * profile.MB_PER_GB
     return reserved, (round(planned_mb / usable, _RATIO_DIGITS)
                       if usable > 0 else policies.memory_cap)
 

@@ -81,11 +81,11 @@ class Capacity:
         mode = node_.config.mode
         vcpus = (None if node_.vcpus is None
                  else node_.vcpus * policies.cpu_overcommit)
-        usable = max(node_.visible_memory_gb - policies.host_reserve_gb, 0.0)
         cache = (node_.profile.cache_capacity_mb(policies.cache_overcommit)
                  if mode in kinds.TIERED else None)
         return cls(name=node_.config.name, mode=mode, vcpus=vcpus,
-                   memory_gb=usable * policies.memory_cap, cache_mb=cache,
+                   memory_gb=model.vm_memory_gb(node_, policies),
+                   cache_mb=cache,
                    regions=tuple(node_.region_gb))
 
 
