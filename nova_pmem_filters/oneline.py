@@ -18,6 +18,7 @@ the version and the plain-text help are shared with the cliff tools
 standard library.
 """
 
+import argparse
 import difflib
 import importlib.metadata
 import re
@@ -73,6 +74,20 @@ def version():
 def usage_error(message, help_command):
     """One line for a bad command line: MESSAGE (see 'HELP_COMMAND')."""
     return "%s (see '%s')" % (' '.join(str(message).split()), help_command)
+
+
+def seconds(limit):
+    """An argparse type: a number of seconds above 0 and at most ``limit``."""
+    def parse(raw):
+        try:
+            value = float(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError('not a number: %r' % raw)
+        if not 0 < value <= limit:
+            raise argparse.ArgumentTypeError(
+                'must be more than 0 and at most %d seconds' % limit)
+        return value
+    return parse
 
 
 def one_line_errors(parser, help_command, error_class):

@@ -45,15 +45,8 @@ class _Parser(argparse.ArgumentParser):
                                                     '%s --help' % PROG))
 
 
-def _timeout(raw):
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError('not a number: %r' % raw)
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(
-            'must be more than 0 and at most 3600 seconds')
-    return value
+# One tool run: up to an hour.
+_timeout = oneline.seconds(3600)
 
 
 def build_parser():

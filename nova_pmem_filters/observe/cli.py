@@ -67,15 +67,8 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(oneline.usage_error(message, '%s --help' % PROG))
 
 
-def _seconds(raw):
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError('not a number: %r' % raw)
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError(
-            'must be more than 0 and at most 86400 seconds')
-    return value
+# A window or an interval: up to a day.
+_seconds = oneline.seconds(86400)
 
 
 def _listen(raw):
