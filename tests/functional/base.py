@@ -36,6 +36,9 @@ import time
 
 import fixtures
 
+import nova.conf
+from nova import context as nova_context
+from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import integrated_helpers
 from nova.virt import fake
@@ -44,6 +47,11 @@ from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import profile
 from nova_pmem_filters.scheduler import ledger
 from nova_pmem_filters.scheduler import logonce
+
+LOG = logging.getLogger(__name__)
+NOVA_CONF = nova.conf.CONF
+# Longer than any test runs.
+SERVICE_DOWN_TIME = 3600
 
 # The image the Glance fixture always has.
 IMAGE = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
@@ -178,6 +186,12 @@ class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
         # under Nova's default state_path.
         self.flags(api_paste_config=os.path.join(
             sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
+        # A compute whose heartbeat is older than service_down_time (60 s)
+        # is down: ComputeFilter drops it and the API deletes its servers
+        # itself, leaving the compute's usage as it was. On a busy machine
+        # a test can go that long between heartbeats; these tests are about
+        # placement, not liveness.
+        self.flags(service_down_time=SERVICE_DOWN_TIME)
         fresh_process_state(self)
 
         super(PmemTestBase, self).setUp()
@@ -253,10 +267,89 @@ class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
 
     def _delete(self, server):
         self.api.delete_server(server['id'])
-        # nova-compute tells the scheduler before it notifies delete.end.
+        # nova-compute tells the scheduler before it notifies delete.end;
+        # a server that never left the API (NoValidHost) is deleted there,
+        # and notifies delete.end too: counted, so that the next wait is
+        # for the next delete.
         self._deletes += 1
         self.notifier.wait_for_versioned_notifications(
             'instance.delete.end', n_events=self._deletes)
+        self._wait_until_deleted(server)
+
+    # -- what the scheduler sees ----------------------------------------------
+
+    def _settle(self, max_retries=500):
+        """Wait until the scheduler's view is what the database says.
+
+        Nova promises this only eventually: nova-compute writes its usage to
+        the compute node record, and casts its instances to the scheduler
+        (``track_instance_changes``), after the API has answered. A test
+        that compares Nova's choices with a model of them waits for both
+        before the next request: each compute node record holds the RAM and
+        vCPUs of the instances the database has on the host, and the
+        scheduler's pushed instances of each host are the database's. (Nova
+        34 builds its HostStates anew for every request, from these.)
+
+        What a lost or late update leaves wrong, Nova mends with its
+        periodic tasks (``update_available_resource`` rewrites the record
+        from the host's instances, ``_sync_scheduler_instance_info`` sends
+        the scheduler their UUIDs): if waiting is not enough, they run
+        once, as they would within a minute or two on a cloud, and the view
+        must then be right.
+        """
+        problems = self._wait_for_view(max_retries)
+        if not problems:
+            return
+        LOG.warning('Running the periodic tasks of the computes: %s',
+                    '; '.join(problems))
+        ctxt = nova_context.get_admin_context()
+        for compute in self.computes.values():
+            compute.manager.update_available_resource(ctxt)
+            compute.manager._sync_scheduler_instance_info(ctxt)
+        still = self._wait_for_view(max_retries)
+        if still:
+            self.fail('the scheduler does not see what the database says, '
+                      'after the periodic tasks too: %s' % '; '.join(still))
+
+    def _wait_for_view(self, max_retries):
+        problems = None
+        for _ in range(max_retries):
+            problems = self._view_problems()
+            if not problems:
+                return None
+            time.sleep(0.02)
+        return problems
+
+    def _view_problems(self):
+        ctxt = nova_context.get_admin_context()
+        host_manager = self.scheduler_service.manager.host_manager
+        problems = []
+        for host in self.computes:
+            node = objects.ComputeNode.get_by_nodename(ctxt, host)
+            instances = objects.InstanceList.get_by_host(
+                ctxt, host, expected_attrs=['flavor'])
+            # memory_mb_used counts reserved_host_memory_mb too.
+            ram = node.memory_mb_used - NOVA_CONF.reserved_host_memory_mb
+            want_ram = sum(i.flavor.memory_mb for i in instances)
+            want_vcpus = sum(i.flavor.vcpus for i in instances)
+            if (ram, node.vcpus_used) != (want_ram, want_vcpus):
+                problems.append(
+                    '%s: compute node record %d MB, %d vCPUs used, its '
+                    'instances %d MB, %d vCPUs (%s)' % (
+                        host, ram, node.vcpus_used, want_ram, want_vcpus,
+                        ', '.join('%s %s %s/%s' % (
+                            i.uuid, i.flavor.name, i.vm_state, i.task_state)
+                            for i in instances)))
+                continue
+            info = host_manager._instance_info.get(host)
+            if info and info.get('updated'):
+                pushed = set(info['instances'])
+                if pushed != {i.uuid for i in instances}:
+                    problems.append(
+                        '%s: the scheduler has %d pushed instances, the '
+                        'database %d' % (host, len(pushed), len(instances)))
+                    continue
+        return problems
 
     def _wait_for_state_change(self, server, expected_status,
                                max_retries=500):

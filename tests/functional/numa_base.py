@@ -63,7 +63,8 @@ class NumaTestBase(libvirt_base.ServersTestBase):
         self.flags(api_paste_config=os.path.join(
             sys.prefix, 'etc', 'nova', 'api-paste.ini'), group='wsgi')
         self.flags(ram_allocation_ratio=1.0, cpu_allocation_ratio=16.0,
-                   reserved_host_memory_mb=0)
+                   reserved_host_memory_mb=0,
+                   service_down_time=base.SERVICE_DOWN_TIME)
         base.fresh_process_state(self)
         super(NumaTestBase, self).setUp()
         base.capture_pmem_logs(self)
