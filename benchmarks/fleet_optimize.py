@@ -32,8 +32,7 @@ import random
 import sys
 import time
 
-import yaml
-
+from nova_pmem_filters.core import scenario as document
 from planner import optimize
 from planner import scenario
 from planner import search
@@ -61,10 +60,11 @@ def _configs(count, policies, rng):
     configs = {}
     for i, node in enumerate(nodes):
         config = node.config
-        configs['c%03d-%s' % (i, config.name.replace('+', '.'))] = {
-            'platform': config.platform.name, 'cpu': config.cpu.name,
-            'mode': config.mode,
-            'per_socket': {d.name: n for d, n in config.per_socket.items()}}
+        configs['c%03d-%s' % (i, config.name.replace('+', '.'))] = (
+            document.Config(
+                platform=config.platform.name, cpu=config.cpu.name,
+                mode=config.mode, per_socket={
+                    d.name: n for d, n in config.per_socket.items()}))
     return configs
 
 
@@ -78,31 +78,35 @@ def _workloads(count, rng):
                  'hot_ratio': round(rng.uniform(0.05, 1.0), 2)}
         kind = rng.random()
         if kind < 0.2:
-            entry['modes'] = ['dram', 'app_direct']
+            entry['modes'] = ('dram', 'app_direct')
             entry['priority'] = 'high'
         elif kind < 0.3:
-            entry['vpmem'] = {'label': 'SMALL', 'size_gb': 16}
-        workloads['w%02d' % i] = entry
+            entry['vpmem'] = document.Vpmem(label='SMALL', size_gb=16)
+        workloads['w%02d' % i] = document.Workload(**entry)
     return workloads
 
 
 def make_scenario(workloads=20, configs=100, seed=1):
-    return scenario.parse(yaml.safe_dump(raw_scenario(workloads, configs,
-                                                      seed)),
-                          'benchmark scenario')
+    return scenario.parse(document.dumps(scenario_document(
+        workloads, configs, seed)), 'benchmark scenario')
+
+
+def scenario_document(workloads=20, configs=100, seed=1):
+    """The scenario file's values (nova_pmem_filters.core.scenario)."""
+    rng = random.Random(seed)
+    policies = scenario.Policies()
+    configs = _configs(configs, policies, rng)
+    workloads = _workloads(workloads, rng)
+    demand = {name: rng.randint(50, 400) for name in workloads}
+    return document.Document(
+        name='benchmark', configs=configs, workloads=workloads,
+        demand=(document.Period(name=document.WHOLE_LIFE, years=None,
+                                vms=demand),))
 
 
 def raw_scenario(workloads=20, configs=100, seed=1):
     """The scenario as a scenario file holds it."""
-    rng = random.Random(seed)
-    policies = scenario.Policies()
-    raw = {
-        'name': 'benchmark',
-        'configs': _configs(configs, policies, rng),
-        'workloads': _workloads(workloads, rng),
-    }
-    raw['demand'] = {name: rng.randint(50, 400) for name in raw['workloads']}
-    return raw
+    return document.to_mapping(scenario_document(workloads, configs, seed))
 
 
 def main(argv=None):

@@ -23,7 +23,7 @@ nothing.
 
 import re
 
-from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters import novaopts
 
 FILTERS = 'nova_pmem_filters.filters.all_filters'
 WEIGHERS = 'nova_pmem_filters.weighers.all_weighers'
@@ -124,7 +124,7 @@ class IniFile(object):
 
 def nova_default(group, name):
     """The default of one of Nova's scheduler options, as a list."""
-    for opt in novaconf.NOVA_OPTS[group]:
+    for opt in novaopts.NOVA_OPTS[group]:
         if opt.dest == name:
             return list(opt.default or ())
     raise KeyError(name)
@@ -132,7 +132,7 @@ def nova_default(group, name):
 
 def add_scheduler_classes(ini, filters=(), weighers=False):
     """Make our filters available, enable ``filters``, add our weighers."""
-    fs = novaconf.FILTER_SCHEDULER
+    fs = novaopts.FILTER_SCHEDULER
     ini.add_value(fs, 'available_filters', FILTERS,
                   defaults=nova_default(fs, 'available_filters'))
     if filters:

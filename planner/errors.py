@@ -15,24 +15,19 @@ Every error of the planner is a :class:`PlannerError` with a one-line
 message: the CLI prints it and exits with status 2.
 """
 
+from nova_pmem_filters.core import scenario
+
 
 class PlannerError(ValueError):
     """A request the planner cannot answer; the message is one line."""
 
 
-class ScenarioError(PlannerError):
-    """A scenario or catalog that cannot be used; the message is one line."""
+class ScenarioError(PlannerError, scenario.ScenarioError):
+    """A scenario or catalog that cannot be used; the message is one line.
 
-    def __init__(self, source, path, rule):
-        self.source = source
-        self.path = path
-        self.rule = rule
-        # A key is shown as written unless it holds a line break or another
-        # unprintable character (a YAML key may end in a newline).
-        where = '.'.join(str(p) if str(p).isprintable() else repr(p)
-                         for p in path) or '(top level)'
-        message = '%s: %s: %s' % (source, where, rule)
-        super().__init__(' '.join(message.splitlines()))
+    The file format's error (:class:`nova_pmem_filters.core.scenario.
+    ScenarioError`: the file, the key path and the rule), as the planner's.
+    """
 
 
 class TraceError(PlannerError):

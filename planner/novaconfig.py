@@ -58,8 +58,9 @@ import yaml
 from nova_pmem_filters.core import classes
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
-from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters.core import providerconfig
 from nova_pmem_filters import inifile
+from nova_pmem_filters import novaopts
 from nova_pmem_filters import oscscript
 
 from planner import model
@@ -215,10 +216,14 @@ PROVIDER_CONFIG_FILE = '/etc/nova/provider_config/nova-pmem-near-memory.yaml'
 def near_memory_inventory(config, policies, ram_allocation_ratio):
     """The CUSTOM_NEAR_MEMORY_MB inventory of the hosts of ``config``.
 
-    Their near memory is their DRAM, whatever the kind.
+    Their near memory (:func:`profile.near_memory_gb`) as the scheduler
+    reads their aggregate's metadata: a configuration's DRAM, whatever the
+    kind (the near memory of a tiered one).
     """
+    prof = model.host_profile(config)
     return placement.near_memory_inventory(
-        config.mode, config.dram_gb,
+        config.mode, profile.near_memory_gb(config.mode, config.dram_gb,
+                                            prof.dram_cache_gb),
         cache_overcommit_ratio=float(policies.cache_overcommit),
         ram_allocation_ratio=ram_allocation_ratio)
 
@@ -268,7 +273,7 @@ def compute_role(aggregate):
 
 
 def _nova_default_list(option):
-    return inifile.nova_default(novaconf.FILTER_SCHEDULER, option)
+    return inifile.nova_default(novaopts.FILTER_SCHEDULER, option)
 
 
 def _joined(defaults, ours):
@@ -329,7 +334,7 @@ def rows(scen, workloads=None, placement_accounting=False):
                 provider_config_yaml(inventory), object=role)
 
     sched = 'nova.conf of the schedulers'
-    fs = novaconf.FILTER_SCHEDULER
+    fs = novaopts.FILTER_SCHEDULER
     # A multi-valued option: this line goes beside Nova's own (the
     # nova.conf snippet writes both).
     conf(SCHEDULER_ROLE, sched, fs, 'available_filters',
@@ -453,14 +458,17 @@ def provider_config(plan_rows, role, comments=()):
     """The provider config file of the computes of ``role``, as YAML.
 
     From the ``provider`` row of that role (``placement_accounting``), for
-    ``PROVIDER_CONFIG_FILE`` on each of its hosts.
+    ``PROVIDER_CONFIG_FILE`` on each of its hosts: read back as Nova reads
+    it (:func:`providerconfig.parse`).
     """
     found = [r for r in plan_rows
              if r['scope'] == 'provider' and r['object'] == role]
     if not found:
         raise KeyError(role)
-    body = yaml.safe_dump(yaml.safe_load(found[0]['command']),
-                          default_flow_style=False, sort_keys=False)
+    config = providerconfig.parse(yaml.safe_load(found[0]['command']),
+                                  'the provider config of %s' % role)
+    body = yaml.safe_dump(config.as_dict(), default_flow_style=False,
+                          sort_keys=False)
     return ''.join('# %s\n' % c if c else '#\n' for c in comments) + body
 
 

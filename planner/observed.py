@@ -17,15 +17,10 @@ module turns them into the ``hot-ratios`` listing and into the hot ratio of
 a scenario workload that says ``hot_ratio: observed``.
 """
 
-import shlex
-
 from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import flavorfix
 from nova_pmem_filters.core import observation
-from nova_pmem_filters.core import placement
 from planner import errors
-
-# The value of a workload's hot_ratio that asks for the measured one.
-OBSERVED = 'observed'
 
 COLUMNS = ('flavor', 'instances', 'windows', 'p50', 'p95', 'max',
            'declared', 'workload', 'recommended', 'under_declared',
@@ -52,25 +47,25 @@ def describe(found, directory):
     """The hot_ratio_source of a workload planned with ``found``."""
     p95 = observation.quantile(found.ratios, observation.RECOMMEND_QUANTILE)
     return ('observed: p95 of %d instances in %d windows, %s (%.4g, rounded '
-            'up to %g: %g)' % (found.instances, found.windows, directory,
+            'up to %g: %s)' % (found.instances, found.windows, directory,
                                p95, observation.RECOMMEND_STEP,
-                               found.recommended))
+                               extra_specs.format_hot_ratio(
+                                   found.recommended)))
 
 
-def set_command(flavor, value, ram_mb=None):
+def set_command(flavor, value, ram_mb=None, specs=None):
     """The ``openstack`` command that declares ``value`` for ``flavor``.
 
     With ``ram_mb`` (a flavor accounted in Placement) it also requests the
-    hot MB of that ratio (``resources:CUSTOM_NEAR_MEMORY_MB``), as
-    ``nova-config --placement-accounting`` writes it, so the two extra
-    specs stay consistent.
+    hot MB of that ratio, so the two extra specs stay consistent: in the
+    request group of ``specs`` (the flavor's extra specs) that asks for
+    near memory, else as ``nova-config --placement-accounting`` writes it
+    (``resources:CUSTOM_NEAR_MEMORY_MB``). The doctor's fix of
+    ``hot-ratio-under-declared`` is the same command
+    (:func:`nova_pmem_filters.core.flavorfix.hot_ratio`).
     """
-    specs = {extra_specs.HOT_RATIO_KEY: '%g' % value}
-    if ram_mb is not None:
-        specs.update(placement.near_memory_spec(ram_mb, value))
-    return 'openstack flavor set %s %s' % (
-        ' '.join('--property %s' % shlex.quote('%s=%s' % kv)
-                 for kv in specs.items()), shlex.quote(flavor))
+    return flavorfix.hot_ratio(flavor, specs, value, memory_mb=ram_mb,
+                               accounted=ram_mb is not None).command()
 
 
 def rows(ratios, scen=None, placement_accounting=False):
@@ -106,5 +101,6 @@ def rows(ratios, scen=None, placement_accounting=False):
             'command': set_command(
                 flavor, recommended,
                 workload.ram_mb if placement_accounting and workload
-                else None)})
+                else None,
+                workload.extra_specs if workload is not None else None)})
     return result

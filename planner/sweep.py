@@ -55,7 +55,8 @@ def variant(scen, point):
         workloads = {}
         for name, w in scen.workloads.items():
             specs = dict(w.extra_specs)
-            specs[extra_specs.HOT_RATIO_KEY] = repr(float(point.hot_ratio))
+            specs[extra_specs.HOT_RATIO_KEY] = extra_specs.format_hot_ratio(
+                point.hot_ratio)
             workloads[name] = dataclasses.replace(
                 w, extra_specs=specs, request=dataclasses.replace(
                     w.request, hot_ratio=float(point.hot_ratio)))
@@ -151,6 +152,7 @@ def figure(rows, title):
 
 
 def _draw(rows, title, axis):
+    from nova_pmem_filters.core import extra_specs
     series = {}
     for row in rows:
         if row['tco_per_vm'] is None:
@@ -163,7 +165,8 @@ def _draw(rows, title, axis):
         points.sort()
         axis.plot([p for p, _c in points], [c for _p, c in points],
                   marker='o', label='hot ratio %s, demand x%g'
-                  % ('scenario' if hot is None else '%g' % hot, scale))
+                  % ('scenario' if hot is None
+                     else extra_specs.format_hot_ratio(hot), scale))
     axis.set_xlabel('power price per kWh')
     axis.set_ylabel('TCO per VM')
     axis.set_title(title)

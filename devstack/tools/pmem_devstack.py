@@ -40,6 +40,7 @@ import sys
 
 from nova_pmem_filters.conf import pmem as pmem_conf
 from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.discover import outputs
 from nova_pmem_filters.doctor import novaconf
@@ -132,10 +133,12 @@ def local_aggregate(from_dir, discover):
     """``name:key=value,...:host`` of this host's discovered profile."""
     argv = [discover, '--json']
     proc = _discover(argv, from_dir)
-    prof = json.loads(proc.stdout)
-    meta = ','.join('%s=%s' % kv for kv in outputs.aggregate_metadata(prof))
-    return '%s:%s:%s' % (outputs.aggregate_name(prof), meta,
-                         prof['hostname'])
+    try:
+        host = hostfile.parse(json.loads(proc.stdout), 'nova-pmem-discover')
+    except ValueError as exc:
+        raise ToolError(str(exc))
+    meta = ','.join('%s=%s' % kv for kv in outputs.aggregate_metadata(host))
+    return '%s:%s:%s' % (outputs.aggregate_name(host), meta, host.hostname)
 
 
 def flavor_properties(ram_mb, properties, placement_accounting,

@@ -26,9 +26,27 @@
 ``decide``
     the filters' and weighers' rules, the cache check among them.
 ``placement``
-    near memory in Placement: inventories and requests.
+    near memory in Placement: inventories (a host's near memory in whole
+    MB) and requests (an instance's hot MB).
 ``hostfile``
-    the host-profile file format (schema, reader, writer).
+    the host-profile document: its version and keys, built by discovery,
+    read back by every tool.
+``providerconfig``
+    Nova's provider config: built and read back.
+``scenario``
+    the planner's scenario file: its keys and schema, read (checked) and
+    built.
+``observation``
+    the observer's document: its sections and keys, written and read back
+    (checked as a whole), and hot ratios worked out of many.
+``document``
+    what the documents share: keys declared with their rules, read from a
+    mapping and written back, errors that name the file and the key.
+``flavorfix``
+    the ``openstack flavor set`` fix of a flavor's hot ratio or near-memory
+    request.
+``vpmem``
+    Nova's ``hw:pmem`` flavor extra spec.
 ``classes``
     the class names operators write in nova.conf.
 

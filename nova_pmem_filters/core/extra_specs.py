@@ -23,6 +23,7 @@ This module imports nothing from Nova.
 """
 
 import dataclasses
+import decimal
 import re
 
 from nova_pmem_filters.core import cache
@@ -36,6 +37,8 @@ HOT_RATIO_KEY = 'pmem:hot_ratio'
 
 # Nova's own vPMEM extra spec; a flavor with it needs an App Direct host.
 VPMEM_KEY = 'hw:pmem'
+# Nova's own extra spec for a guest NUMA topology of N cells.
+NUMA_NODES_KEY = 'hw:numa_nodes'
 
 PRIORITY_HIGH = 'high'
 PRIORITY_NORMAL = 'normal'
@@ -180,6 +183,35 @@ def parse_hot_ratio(value):
         # enough leading zeros underflow a double.
         raise InvalidExtraSpec(HOT_RATIO_KEY, value, RULES[HOT_RATIO_KEY][0])
     return ratio
+
+
+def format_hot_ratio(ratio):
+    """A hot ratio as the text of ``pmem:hot_ratio``: the one way to write it.
+
+    The shortest decimal that reads back as the same float (``repr``'s
+    digits: ``0.25``, ``1.0``), without an exponent (``1e-05`` is
+    ``0.00001``: the grammar has none), so that :func:`parse_hot_ratio` of
+    the text is ``ratio``. Every writer of the extra spec (the doctor's
+    fixes, ``hot-ratios``, nova-config, the sweep) writes it with this.
+
+    :raises InvalidExtraSpec: for a ratio that is not above 0 and at most 1.
+    """
+    try:
+        value = float(ratio)
+    except (TypeError, ValueError):
+        value = float('nan')
+    if isinstance(ratio, bool) or not 0.0 < value <= 1.0:
+        raise InvalidExtraSpec(HOT_RATIO_KEY, ratio, RULES[HOT_RATIO_KEY][0])
+    return plain_decimal(value)
+
+
+def plain_decimal(value):
+    """A float as the shortest decimal that reads back as it, no exponent.
+
+    ``repr(0.00001)`` is ``1e-05``, which the grammar of the extra specs
+    (no exponents) refuses; this is ``0.00001``.
+    """
+    return format(decimal.Decimal(repr(float(value))), 'f')
 
 
 def validate(key, value):

@@ -9,45 +9,331 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The host-profile file: what ``nova-pmem-discover`` writes, read back.
+"""The host-profile document: built, written and read back here.
 
-``nova-pmem-discover`` prints a host's profile as JSON
-(``doc/source/host-profile-format.rst``) with :func:`dumps` or
-:func:`write`; operators keep one file per host in a directory. The planner
-(``fleet``, ``compare --fleet``, ``simulate --fleet``) and the doctor
-(``--fleet``) read such directories through :func:`load`, so both accept and
-refuse the same files with the same one-line messages, and see the same
-scheduler profile (:meth:`DiscoveredHost.profile`).
+``nova-pmem-discover`` describes a host as one JSON document
+(``doc/source/host-profile-format.rst``, version :data:`VERSION`):
+discovery builds it as a :class:`Document` of the entries below and prints
+or writes it with :func:`dumps` or :func:`write`. Each key is declared once,
+as a field of the entry that holds it (the field's name is the key, its
+check is the rule readers apply; :func:`keys` lists them in the order they
+are written). :func:`parse_document` reads all of a document back, every
+key checked, to the same :class:`Document` (:func:`to_dict` gives the
+decoded JSON again).
+
+Operators keep one file per host in a directory. The planner (``fleet``,
+``compare --fleet``, ``simulate --fleet``), the doctor (``--fleet``) and
+the observer (``--profile``) read them through :func:`load`, :func:`read`
+or :func:`parse`, which give the host they plan with
+(:class:`DiscoveredHost`), so all accept and refuse the same files with
+the same one-line messages, and see the same scheduler profile
+(:meth:`DiscoveredHost.profile`). Discovery's own outputs (aggregate
+metadata, provider config) read the document it built the same way
+(:func:`host_of`).
+
+The document is only ever extended: a version gains keys (readers of the
+version ignore keys they do not know) and never loses one or changes what
+one means; readers accept a document without the keys added later
+(``near_memory_mb``, ``vcpus``, ``cpus``, the ``--numa`` and ``--cxl``
+keys).
 
 This module imports nothing from Nova.
 """
 
 import dataclasses
-import glob
 import json
-import math
-import os
 
+from nova_pmem_filters.core import document
 from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
 from nova_pmem_filters import fileutil
 
-SCHEMA = 'nova-pmem-host-profile/1'
+VERSION = 1
+SCHEMA = 'nova-pmem-host-profile/%d' % VERSION
 MIXED = kinds.MIXED
 HARDWARE_MODES = kinds.HARDWARE_MODES
 
 
-class ProfileError(ValueError):
+class ProfileError(document.DocumentError):
     """A profile that cannot be used; the message names the file and key."""
 
-    def __init__(self, source, path, rule):
-        self.source = source
-        self.path = list(path)
-        self.rule = rule
-        where = '.'.join(str(p) for p in path) or '(top level)'
-        super().__init__(' '.join(('%s: %s: %s' % (source, where, rule))
-                                  .splitlines()))
 
+ABSENT = document.ABSENT
+given = document.given
+
+
+# --- the rules of the values ----------------------------------------------
+#
+# A check takes (value, source, path) and returns the value as the document
+# holds it (see core.document); the refusal names source and path.
+
+def _gb(positive=False):
+    return document.number('a %s number of GB' % (
+        'positive' if positive else 'non-negative'),
+        least=0, above=0 if positive else None, convert=float)
+
+
+_whole = document.whole('an integer >= 0')
+_percent = document.whole('a percentage (an integer from 0 to 100)',
+                          most=100)
+_positive = document.whole('a positive integer', least=1)
+_node = document.whole('a NUMA node id (an integer >= 0)')
+_node_or_null = document.nullable(document.whole(
+    'a NUMA node id (an integer >= 0) or null'))
+_text_or_null = document.nullable(document.text(
+    'a non-empty string or null'))
+_string = document.text('a string', empty=True)
+_bool = document.flag()
+_nullable = document.nullable
+_list_of = document.list_of
+_object = document.object_of
+
+
+def _text(allowed=None):
+    text = document.text(blank=False)
+    return text if allowed is None else document.choice(allowed, check=text)
+
+
+def _entries(entry):
+    """A list of ``entry`` objects; an error names ``key.N`` and the key."""
+    return document.objects(entry, item_in_source=True)
+
+
+_key = document.key
+
+
+# --- the entries ------------------------------------------------------------
+
+class _Entry(document.Document):
+    """An object of the document; its fields are its keys, in order.
+
+    A key it leaves out stays out (ABSENT), and is refused where required.
+    """
+
+    error = ProfileError
+
+
+_GB = _gb()
+_TEXT = _text()
+
+
+@dataclasses.dataclass(frozen=True)
+class SocketEntry(_Entry):
+    """One socket (ipmctl): its DRAM (an even share), PMem and cache."""
+
+    socket: int = _key(_whole)
+    numa_node: int = _key(_node_or_null)
+    dram_gb: float = _key(_GB)
+    pmem_gb: float = _key(_GB)
+    memory_mode_gb: float = _key(_GB)
+    app_direct_gb: float = _key(_GB)
+    dram_cache_gb: float = _key(_GB)
+
+
+@dataclasses.dataclass(frozen=True)
+class DimmEntry(_Entry):
+    """One PMem module (ipmctl)."""
+
+    id: str = _key(_TEXT)
+    socket: int = _key(_whole)
+    type: str = _key(_TEXT)
+    capacity_gb: float = _key(_GB)
+
+
+@dataclasses.dataclass(frozen=True)
+class RegionEntry(_Entry):
+    """One PMem region (ndctl), with its socket."""
+
+    id: str = _key(_TEXT)
+    socket: int = _key(_nullable(_whole))
+    numa_node: int = _key(_node_or_null)
+    size_gb: float = _key(_GB)
+    available_gb: float = _key(_GB)
+
+
+@dataclasses.dataclass(frozen=True)
+class NamespaceEntry(_Entry):
+    """One PMem namespace (ndctl); ``socket`` with ``--numa``."""
+
+    name: str = _key(_text_or_null)
+    dev: str = _key(_TEXT)
+    mode: str = _key(_TEXT)
+    region: str = _key(_text_or_null)
+    numa_node: int = _key(_node_or_null)
+    size_gb: float = _key(_GB)
+    chardev: str = _key(_text_or_null)
+    blockdev: str = _key(_text_or_null)
+    align: int = _key(_nullable(_whole))
+    socket: int = _key(_nullable(_whole))
+
+
+@dataclasses.dataclass(frozen=True)
+class NumaNodeEntry(_Entry):
+    """One NUMA node of the ``--numa`` listing."""
+
+    numa_node: int = _key(_node)
+    sockets: tuple = _key(_list_of(_whole))
+    dram_gb: float = _key(_GB)
+    dram_cache_gb: float = _key(_GB)
+    memory_mode_gb: float = _key(_GB)
+    app_direct_gb: float = _key(_GB)
+    regions: tuple = _key(_list_of(_TEXT))
+    namespaces: tuple = _key(_list_of(_TEXT))
+
+
+@dataclasses.dataclass(frozen=True)
+class Cpus(_Entry):
+    """The ``cpus`` object (lscpu)."""
+
+    sockets: int = _key(_positive, required=True)
+    cores_per_socket: int = _key(_positive, required=True)
+    threads_per_core: int = _key(_positive, required=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class CxlMemdev(_Entry):
+    memdev: str = _key(_TEXT)
+    host: str = _key(_text_or_null)
+    serial: int = _key(_nullable(_whole))
+    numa_node: int = _key(_node_or_null)
+    ram_gb: float = _key(_GB)
+    pmem_gb: float = _key(_GB)
+
+
+@dataclasses.dataclass(frozen=True)
+class CxlRegion(_Entry):
+    region: str = _key(_TEXT)
+    type: str = _key(_text_or_null)
+    size_gb: float = _key(_GB)
+    decode_state: str = _key(_text_or_null)
+    dax_devices: tuple = _key(_list_of(_TEXT))
+
+
+@dataclasses.dataclass(frozen=True)
+class CxlDecoder(_Entry):
+    decoder: str = _key(_TEXT)
+    mode: str = _key(_text_or_null)
+    size_gb: float = _key(_GB)
+    region: str = _key(_text_or_null)
+
+
+@dataclasses.dataclass(frozen=True)
+class CxlDaxDevice(_Entry):
+    chardev: str = _key(_TEXT)
+    region: str = _key(_text_or_null)
+    mode: str = _key(_TEXT)
+    size_gb: float = _key(_GB)
+    numa_node: int = _key(_node_or_null)
+    movable: bool = _key(_nullable(_bool))
+
+
+@dataclasses.dataclass(frozen=True)
+class CxlNumaNode(_Entry):
+    """A NUMA node of sysfs: ``cpus`` is its cpulist, empty without CPUs."""
+
+    numa_node: int = _key(_node)
+    cpus: str = _key(_string)
+    memory_gb: float = _key(_GB)
+    near_memory_gb: float = _key(_GB)
+    tier: bool = _key(_bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class CxlTierNode(_Entry):
+    numa_node: int = _key(_node)
+    memory_gb: float = _key(_GB)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cxl(_Entry):
+    """The ``cxl`` object (``--cxl``).
+
+    ``kind`` is None on a host without CXL memory in use.
+    """
+
+    kind: str = _key(_nullable(_text(kinds.CXL_MODES)))
+    near_memory_gb: float = _key(_GB)
+    # The near memory in Placement's whole MB, of the unrounded size.
+    near_memory_mb: int = _key(_whole)
+    far_memory_gb: float = _key(_GB)
+    visible_memory_gb: float = _key(_GB)
+    memdevs: tuple = _key(_entries(CxlMemdev))
+    regions: tuple = _key(_entries(CxlRegion))
+    decoders: tuple = _key(_entries(CxlDecoder))
+    dax_devices: tuple = _key(_entries(CxlDaxDevice))
+    numa_nodes: tuple = _key(_entries(CxlNumaNode))
+    tier_nodes: tuple = _key(_entries(CxlTierNode))
+
+
+@dataclasses.dataclass(frozen=True)
+class Document(_Entry):
+    """A host-profile document, as discovery writes it.
+
+    Its top-level keys in order: version 1 (``schema`` to ``notes``), then
+    what was added to it.
+    """
+
+    schema: str = _key(document.exactly(SCHEMA), required=True,
+                       default=SCHEMA)
+    hostname: str = _key(_TEXT, required=True)
+    # The hardware mode: a kind, or mixed.
+    mode: str = _key(_text(kinds.HARDWARE_MODES), required=True)
+    # The kind the scheduler sees (pmem_mode); mixed is memory_mode.
+    scheduler_mode: str = _key(_text(kinds.ALL_MODES), required=True)
+    memory_mode_percent: int = _key(_percent)
+    dram_gb: float = _key(_GB)
+    pmem_gb: float = _key(_GB)
+    visible_memory_gb: float = _key(_gb(positive=True), required=True)
+    dram_cache_gb: float = _key(_GB, required=True)
+    app_direct_gb: float = _key(_GB)
+    sockets: tuple = _key(_entries(SocketEntry))
+    dimms: tuple = _key(_entries(DimmEntry))
+    regions: tuple = _key(_entries(RegionEntry))
+    namespaces: tuple = _key(_entries(NamespaceEntry))
+    notes: tuple = _key(_list_of(_string))
+    # The near memory in Placement's whole MB, of the unrounded size
+    # (placement.host_near_memory_mb): the provider config's total.
+    near_memory_mb: int = _key(_whole)
+    # --cxl
+    cxl: Cxl = _key(_object(Cxl))
+    # lscpu: the logical CPUs, and the topology.
+    vcpus: int = _key(_nullable(_positive))
+    cpus: Cpus = _key(_nullable(_object(Cpus)))
+    # --numa
+    numa_nodes: tuple = _key(_entries(NumaNodeEntry))
+    dram_cache_gb_per_cell: str = _key(_text_or_null)
+
+
+def keys(entry):
+    """The keys of an entry class (or entry), in the order written."""
+    return document.keys(entry)
+
+
+CPU_KEYS = keys(Cpus)
+
+
+def to_dict(entry):
+    """The decoded JSON of a :class:`Document` (or of one of its entries).
+
+    Its keys in order, without those it leaves out.
+    """
+    return entry.to_dict()
+
+
+def parse_document(data, source):
+    """All of one host-profile document (decoded JSON), every key checked.
+
+    Keys it does not know (of a later version) are ignored.
+
+    :returns: a :class:`Document`; :func:`to_dict` of it is ``data``, but
+        for those keys.
+    :raises ProfileError: naming ``source`` and the key.
+    """
+    return Document.from_document(data, source, SCHEMA)
+
+
+# --- the host the planner, the doctor and the observer read ---------------
 
 @dataclasses.dataclass(frozen=True)
 class Namespace:
@@ -88,6 +374,9 @@ class DiscoveredHost:
     # Ids of the NUMA nodes with CPUs (Nova's host cells that take
     # instance cells); None when the profile does not say.
     cell_ids: tuple = None
+    # The profile's near_memory_mb (the near memory in whole MB of its
+    # unrounded size); None in a profile written before it.
+    recorded_near_memory_mb: int = None
 
     def profile(self):
         """The scheduler's profile of the host, through its metadata."""
@@ -106,176 +395,116 @@ class DiscoveredHost:
                                       self.dram_cache_gb)
 
     @property
+    def host_near_memory_mb(self):
+        """The near memory in Placement's whole MB; None if not known.
+
+        The ``CUSTOM_NEAR_MEMORY_MB`` total the host reports:
+        the profile's exact figure where it records one, else its near
+        memory GB (rounded to 0.01 GB) in whole MB.
+        """
+        if self.recorded_near_memory_mb is not None:
+            return self.recorded_near_memory_mb
+        near_gb = self.near_memory_gb
+        return None if near_gb is None else placement.host_near_memory_mb(
+            near_gb)
+
+    @property
     def traits(self):
         return kinds.traits(self.hardware_mode)
 
 
-def _is_number(value):
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
-def _number(data, key, source, positive=False):
-    if key not in data:
-        raise ProfileError(source, [key], 'missing')
-    value = data[key]
-    if not _is_number(value) or value < 0 or (positive and value == 0):
-        raise ProfileError(
-            source, [key], 'expected a %s number of GB, got %s'
-            % ('positive' if positive else 'non-negative',
-               json.dumps(value)))
-    return float(value)
-
-
-def _text(data, key, source, allowed=None):
-    if key not in data:
-        raise ProfileError(source, [key], 'missing')
-    value = data[key]
-    if not isinstance(value, str) or not value.strip():
-        raise ProfileError(source, [key], 'expected a non-empty string, '
-                           'got %s' % json.dumps(value))
-    if allowed is not None and value not in allowed:
-        raise ProfileError(source, [key], '%s is not one of %s'
-                           % (json.dumps(value), ', '.join(allowed)))
+def _required(item, key, where):
+    value = getattr(item, key)
+    if value is ABSENT:
+        raise ProfileError(where, [key], 'missing')
     return value
 
 
-def _regions(data, source):
-    regions = data.get('regions', [])
-    if not isinstance(regions, list):
-        raise ProfileError(source, ['regions'], 'expected a list')
-    sizes = []
-    for i, region in enumerate(regions):
-        if not isinstance(region, dict):
-            raise ProfileError(source, ['regions', i], 'expected an object')
-        sizes.append(_number(region, 'size_gb', '%s: regions.%d'
-                             % (source, i)))
-    return tuple(sorted(sizes))
+def host_of(doc, source):
+    """The host a document describes, as the planner and the doctor read.
+
+    The rules that tie its keys together are checked here.
+
+    :param doc: a :class:`Document` (:func:`parse_document`, or as
+        discovery built it).
+    :raises ProfileError: naming ``source`` and the key.
+    """
+    mode = doc.scheduler_mode
+    cache = doc.dram_cache_gb
+    if mode in kinds.TIERED and not cache:
+        raise ProfileError(source, ['dram_cache_gb'], 'a %s host needs a '
+                           'positive DRAM cache, got %s'
+                           % (mode, profile.gb_text(cache)))
+    cells = None
+    if mode in kinds.TIERED:
+        cells = _cell_cache(doc, source, mode, cache)
+    else:
+        cache = 0.0
+    vcpus = given(doc.vcpus)
+    cpus = given(doc.cpus)
+    if vcpus is None and cpus:
+        vcpus = cpus.sockets * cpus.cores_per_socket * cpus.threads_per_core
+    regions = namespaces = ()
+    # Regions and namespaces matter where vPMEM goes: app_direct hosts.
+    if mode == kinds.APP_DIRECT:
+        regions = tuple(sorted(
+            _required(region, 'size_gb', '%s: regions.%d' % (source, i))
+            for i, region in enumerate(given(doc.regions, ()))))
+        namespaces = tuple(_namespace(ns, '%s: namespaces.%d' % (source, i))
+                           for i, ns in enumerate(given(doc.namespaces,
+                                                        ())))
+    return DiscoveredHost(source=source, hostname=doc.hostname,
+                          hardware_mode=doc.mode, mode=mode,
+                          visible_memory_gb=doc.visible_memory_gb,
+                          dram_cache_gb=cache, dram_gb=given(doc.dram_gb),
+                          vcpus=vcpus, region_gb=regions,
+                          namespaces=namespaces,
+                          sockets=_socket_count(doc),
+                          cell_cache_gb=cells,
+                          cell_ids=_cell_ids(doc, cells),
+                          recorded_near_memory_mb=given(doc.near_memory_mb))
 
 
-def _optional_text(item, key, where):
-    value = item.get(key)
-    if value is not None and (not isinstance(value, str) or not value):
-        raise ProfileError(where, [key], 'expected a non-empty string or '
-                           'null, got %s' % json.dumps(value))
-    return value
-
-
-def _namespaces(data, source):
-    items = data.get('namespaces', [])
-    if not isinstance(items, list):
-        raise ProfileError(source, ['namespaces'], 'expected a list')
-    found = []
-    for i, item in enumerate(items):
-        where = '%s: namespaces.%d' % (source, i)
-        if not isinstance(item, dict):
-            raise ProfileError(source, ['namespaces', i],
-                               'expected an object')
-        node = item.get('numa_node')
-        if node is not None and (not isinstance(node, int)
-                                 or isinstance(node, bool) or node < 0):
-            raise ProfileError(where, ['numa_node'], 'expected a NUMA node '
-                               'id (an integer >= 0) or null, got %s'
-                               % json.dumps(node))
-        found.append(Namespace(
-            name=_optional_text(item, 'name', where),
-            dev=_text(item, 'dev', where),
-            mode=_text(item, 'mode', where),
-            numa_node=node, size_gb=_number(item, 'size_gb', where)))
-    return tuple(found)
+def _namespace(item, where):
+    return Namespace(name=given(item.name),
+                     dev=_required(item, 'dev', where),
+                     mode=_required(item, 'mode', where),
+                     numa_node=given(item.numa_node),
+                     size_gb=_required(item, 'size_gb', where))
 
 
 def parse(data, source):
     """Check one host profile (a decoded JSON document).
 
+    :returns: the :class:`DiscoveredHost` it describes.
     :raises ProfileError: naming ``source`` and the key.
     """
-    if not isinstance(data, dict):
-        raise ProfileError(source, [], 'expected a JSON object')
-    if data.get('schema') != SCHEMA:
-        raise ProfileError(source, ['schema'], 'expected %s, got %s'
-                           % (json.dumps(SCHEMA),
-                              json.dumps(data.get('schema'))))
-    hostname = _text(data, 'hostname', source)
-    hardware_mode = _text(data, 'mode', source, HARDWARE_MODES)
-    mode = _text(data, 'scheduler_mode', source, kinds.ALL_MODES)
-    visible = _number(data, 'visible_memory_gb', source, positive=True)
-    cache = _number(data, 'dram_cache_gb', source)
-    if mode in kinds.TIERED and not cache:
-        raise ProfileError(source, ['dram_cache_gb'], 'a %s host needs a '
-                           'positive DRAM cache, got %s'
-                           % (mode, json.dumps(data['dram_cache_gb'])))
-    cells = None
-    if mode in kinds.TIERED:
-        cells = _cell_cache(data, source, mode, cache)
-    else:
-        cache = 0.0
-    dram = (_number(data, 'dram_gb', source) if 'dram_gb' in data
-            else None)
-    vcpus = data.get('vcpus')
-    if vcpus is not None and not _positive_int(vcpus):
-        raise ProfileError(source, ['vcpus'], 'expected a positive integer, '
-                           'got %s' % json.dumps(vcpus))
-    cpus = _cpus(data, source)
-    if vcpus is None and cpus:
-        vcpus = (cpus['sockets'] * cpus['cores_per_socket']
-                 * cpus['threads_per_core'])
-    regions = _regions(data, source) if mode == kinds.APP_DIRECT else ()
-    # Namespaces matter where vPMEM goes: app_direct hosts.
-    namespaces = (_namespaces(data, source) if mode == kinds.APP_DIRECT
-                  else ())
-    return DiscoveredHost(source=source, hostname=hostname,
-                          hardware_mode=hardware_mode, mode=mode,
-                          visible_memory_gb=visible, dram_cache_gb=cache,
-                          dram_gb=dram, vcpus=vcpus, region_gb=regions,
-                          namespaces=namespaces,
-                          sockets=_socket_count(data, source),
-                          cell_cache_gb=cells,
-                          cell_ids=_cell_ids(data, cells))
+    return host_of(parse_document(data, source), source)
 
 
-def _positive_int(value):
-    return isinstance(value, int) and not isinstance(value, bool) \
-        and value >= 1
-
-
-CPU_KEYS = ('sockets', 'cores_per_socket', 'threads_per_core')
-
-
-def _cpus(data, source):
-    """The optional ``cpus`` object (lscpu); None in older profiles."""
-    cpus = data.get('cpus')
-    if cpus is None:
+def _cxl_nodes_with_cpus(doc):
+    """The CXL listing's NUMA nodes with CPUs; None without a listing."""
+    section = given(doc.cxl)
+    listing = given(section.numa_nodes) if section else None
+    if listing is None:
         return None
-    if not isinstance(cpus, dict):
-        raise ProfileError(source, ['cpus'], 'expected an object')
-    for key in CPU_KEYS:
-        if not _positive_int(cpus.get(key)):
-            raise ProfileError(source, ['cpus', key], 'expected a positive '
-                               'integer, got %s' % json.dumps(cpus.get(key)))
-    return cpus
+    return [node for node in listing if given(node.cpus)]
 
 
-def _socket_count(data, source):
+def _socket_count(doc):
     """How many sockets the host has; None if the profile does not say.
 
     ipmctl lists the sockets of an Optane host; a host without Optane
     lists none, and with ``--cxl`` its NUMA nodes with CPUs stand for them.
     """
-    sockets = data.get('sockets', [])
-    if not isinstance(sockets, list):
-        raise ProfileError(source, ['sockets'], 'expected a list')
+    sockets = given(doc.sockets, ())
     if sockets:
         return len(sockets)
-    section = data.get('cxl')
-    nodes = section.get('numa_nodes') if isinstance(section, dict) else None
-    if isinstance(nodes, list):
-        return sum(1 for node in nodes
-                   if isinstance(node, dict) and node.get('cpus')) or None
-    return None
+    nodes = _cxl_nodes_with_cpus(doc)
+    return (len(nodes) or None) if nodes is not None else None
 
 
-def _cell_ids(data, cells):
+def _cell_ids(doc, cells):
     """The ids of the NUMA nodes with CPUs, None if the profile lacks them.
 
     The per-cell key's nodes, else the sockets' nodes, else the CXL
@@ -283,24 +512,16 @@ def _cell_ids(data, cells):
     """
     if cells:
         return tuple(cell for cell, _gb in cells)
-    nodes = {s.get('numa_node') for s in data.get('sockets') or ()
-             if isinstance(s, dict)}
+    nodes = {given(s.numa_node) for s in given(doc.sockets, ())}
     if not nodes:
-        section = data.get('cxl')
-        listing = section.get('numa_nodes') if isinstance(section, dict) \
-            else None
-        nodes = {n.get('numa_node') for n in listing or ()
-                 if isinstance(n, dict) and n.get('cpus')}
+        nodes = {given(n.numa_node) for n in _cxl_nodes_with_cpus(doc) or ()}
     nodes.discard(None)
-    if not nodes or not all(isinstance(n, int) and not isinstance(n, bool)
-                            for n in nodes):
-        return None
-    return tuple(sorted(nodes))
+    return tuple(sorted(nodes)) if nodes else None
 
 
-def _cell_cache(data, source, mode, cache_gb):
+def _cell_cache(doc, source, mode, cache_gb):
     """The per-cell near memory of a tiered host, as the scheduler reads."""
-    raw = data.get('dram_cache_gb_per_cell')
+    raw = given(doc.dram_cache_gb_per_cell)
     if raw is None:
         return None
     prof = profile.from_metadata([dict(
@@ -316,18 +537,7 @@ def read(path):
 
     :raises ProfileError: naming the file and, where it applies, the key.
     """
-    try:
-        with open(path, encoding='utf-8') as f:
-            text = f.read()
-    except OSError as exc:
-        raise ProfileError(path, [], 'cannot read the file: %s'
-                           % exc.strerror)
-    except UnicodeDecodeError:
-        raise ProfileError(path, [], 'not UTF-8 text')
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ProfileError(path, [], 'not valid JSON: %s' % exc)
+    data = document.read_json(path, ProfileError)
     return parse(data, path)
 
 
@@ -337,12 +547,7 @@ def load(directory):
     :raises ProfileError: on the first bad file, on a hostname given by two
         files and on a directory with no profile.
     """
-    if not os.path.isdir(directory):
-        raise ProfileError(directory, [], 'not a directory')
-    paths = sorted(glob.glob(os.path.join(directory, '*.json')))
-    if not paths:
-        raise ProfileError(directory, [], 'no *.json host profile in the '
-                           'directory')
+    paths = document.json_files(directory, ProfileError, 'host profile')
     hosts = []
     seen = {}
     for path in paths:
@@ -357,13 +562,19 @@ def load(directory):
 
 
 def dumps(prof):
-    """The text of a host-profile file (``prof`` as discovery builds it)."""
+    """The text of a host-profile file.
+
+    :param prof: a :class:`Document`, or its decoded JSON (a dict).
+    """
+    if isinstance(prof, Document):
+        prof = to_dict(prof)
     return json.dumps(prof, indent=2)
 
 
 def write(path, prof):
     """Write a host-profile file atomically: the old file or the new.
 
+    :param prof: a :class:`Document`, or its decoded JSON (a dict).
     :raises ProfileError: naming ``path`` when it cannot be written.
     """
     try:

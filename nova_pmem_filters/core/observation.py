@@ -57,124 +57,326 @@ versioned like the host profile (``doc/source/observation-format.rst``)::
 A measurement that could not be made is a ``gap`` (per instance) or an
 entry of ``gaps`` (per host) and its number is ``null``: never a guess.
 
+This module is the document's only home. Each part is a dataclass whose
+fields are its keys, in the document's order (:class:`Observation`,
+:class:`Profile` and :class:`ProfileCell`, :class:`Node`,
+:class:`Instance`, :class:`Host` and :class:`HostCell`,
+:class:`FarMemory`): the observer builds those and writes
+:func:`dumps`; every reader gets them from :func:`parse` (:func:`read`,
+:func:`load`), which checks every key and names the file and the key of a
+bad value, and never reads the JSON itself.
+
 The rules every reader shares live here too: which instances count, the
 distribution of a flavor's observed hot ratios and the value to declare.
+
+This module imports nothing from Nova.
 """
 
+import calendar
 import dataclasses
-import glob
+import functools
 import json
 import math
-import os
+import time
+
+from nova_pmem_filters.core import document
+from nova_pmem_filters.core import kinds
 
 SCHEMA = 'nova-pmem-observation/1'
-METHODS = ('damon', 'reference_bits')
+DAMON = 'damon'
+REFERENCE_BITS = 'reference_bits'
+METHODS = (DAMON, REFERENCE_BITS)
+# ``started``: ISO 8601, UTC, whole seconds.
+STARTED_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 # The recommended pmem:hot_ratio covers this share of the observations ...
 RECOMMEND_QUANTILE = 0.95
 # ... rounded up to a multiple of this step.
 RECOMMEND_STEP = 0.05
 
 
-class ObservationError(ValueError):
+class ObservationError(document.DocumentError):
     """A bad observation file, naming the file and the key."""
 
     def __init__(self, source, keys, message):
-        self.source = source
-        self.keys = list(keys)
-        where = ''.join('[%s]' % json.dumps(k) for k in self.keys)
-        super().__init__('%s%s: %s' % (source, where, message))
+        super().__init__(source, keys, message)
+
+    @property
+    def keys(self):
+        return self.path
+
+    @classmethod
+    def describe(cls, source, path, rule):
+        where = ''.join('[%s]' % json.dumps(k) for k in path)
+        return '%s%s: %s' % (source, where, rule)
 
 
-def _number(item, key, where, source, nullable=True, minimum=0.0):
-    value = item.get(key)
-    if value is None and nullable:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            not math.isfinite(value)) or value < minimum:
-        raise ObservationError(source, where + [key],
-                               'expected a number %s or more%s, got %s'
-                               % (minimum, ' or null' if nullable else '',
-                                  json.dumps(value)))
-    return float(value)
+# The checks of one value (see core.document): (value, source, path) ->
+# the value a reader gets. A missing key reads as null.
+
+def _or_null(make, what, nullable, **options):
+    """``make(what)``, or if ``nullable`` it or null."""
+    if nullable:
+        return document.nullable(make(what + ' or null', **options))
+    return make(what, **options)
 
 
-def _text(item, key, where, source, nullable=False):
-    value = item.get(key)
-    if value is None and nullable:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ObservationError(source, where + [key],
-                               'expected a non-empty string, got %s'
-                               % json.dumps(value))
+def _number(nullable=True):
+    # As written: an integer stays one, so the document writes back the
+    # same bytes.
+    return _or_null(document.number, 'a number 0.0 or more', nullable,
+                    least=0.0)
+
+
+def _whole(nullable=True):
+    return _or_null(document.whole, 'a whole number 0 or more', nullable)
+
+
+def _text(nullable=False):
+    return _or_null(document.text, 'a non-empty string', nullable)
+
+
+def _choice(choices, nullable=True):
+    return _or_null(functools.partial(document.choice, choices),
+                    'one of %s' % ', '.join(choices), nullable)
+
+
+_NUMBER = _number()
+
+
+def _ratio(value, source, path):
+    """A pmem:hot_ratio as a number: above 0 and at most 1, or null."""
+    value = _NUMBER(value, source, path)
+    if value is not None and not 0.0 < value <= 1.0:
+        document.refuse(source, path, 'expected a number above 0 and at '
+                        'most 1, or null, got {got}', value)
     return value
 
 
+def _started(value, source, path):
+    try:
+        time.strptime(value, STARTED_FORMAT)
+    except (TypeError, ValueError):
+        document.refuse(source, path, 'expected a UTC time as '
+                        '2026-11-25T12:00:00Z, got {got}', value)
+    return value
+
+
+def _texts(value, source, path):
+    if not isinstance(value, list) or not all(isinstance(g, str)
+                                              for g in value):
+        document.refuse(source, path, 'expected a list of strings')
+    return tuple(value)
+
+
+_MB = _number(nullable=False)
+
+
+def _mb_per_node(value, source, path):
+    """{NUMA node id: MB}; the JSON object's keys are the ids as strings."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        document.refuse(source, path, 'expected an object of MB per node')
+    found = {}
+    for node in value:
+        if not (node.isascii() and node.isdigit()
+                and str(int(node)) == node):
+            document.refuse(source, path, 'expected NUMA node ids (0, 1, '
+                            '...) as keys, got {got}', node)
+        found[int(node)] = _MB(value[node], source, path + [node])
+    return found
+
+
+def _object(cls, empty=None):
+    """A section: ``cls`` read from an object; ``empty()`` for null."""
+    return document.nullable(document.object_of(cls),
+                             null=empty() if empty is not None else None)
+
+
+def _objects(cls, required=False):
+    objects = document.objects(cls)
+    return objects if required else document.nullable(objects, null=())
+
+
+def _key(check, default=None):
+    """A field of the document: its key is the field's name."""
+    if callable(default):
+        return document.key(check, default_factory=default)
+    return document.key(check, default=default)
+
+
+class _Section(document.Document):
+    """A part of the document: one field per key, in the document's order.
+
+    ``from_dict`` (``parse``) is the reader of every key (checked as its
+    field says) and ``to_dict`` the writer: the keys are named once, by
+    the fields.
+    """
+
+    error = ObservationError
+    missing = None
+    not_an_object = 'expected an object, got {got}'
+
+    @classmethod
+    def parse(cls, value, where, source):
+        return cls.from_dict(value, source, where)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileCell(_Section):
+    """A NUMA cell of the host profile and its near memory."""
+
+    id: int = _key(_whole(nullable=False))
+    near_memory_mb: float = _key(_number(nullable=False))
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile(_Section):
+    """What the host profile (``--profile``) says of near memory."""
+
+    # Its scheduler mode (a host kind).
+    pmem_mode: str = _key(_choice(kinds.HARDWARE_MODES, nullable=False))
+    near_memory_mb: float = _key(_NUMBER)
+    cells: tuple = _key(_objects(ProfileCell), default=tuple)
+
+
+@dataclasses.dataclass(frozen=True)
+class Node(_Section):
+    """A NUMA node of sysfs; CPU-less nodes are the far tier."""
+
+    id: int = _key(_whole(nullable=False))
+    cpus: bool = _key(document.flag())
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance(_Section):
+    """One running Nova instance and what was measured of it."""
+
+    uuid: str = _key(_text())
+    # The libvirt domain.
+    name: str = _key(_text(nullable=True))
+    flavor: str = _key(_text(nullable=True))
+    flavor_ram_mb: int = _key(_NUMBER)
+    flavor_vcpus: int = _key(_whole())
+    # The QEMU process.
+    pid: int = _key(_whole())
+    # The flavor's pmem:hot_ratio where Nova's metadata carries it (a key
+    # that files written before it lack).
+    declared_hot_ratio: float = _key(_ratio)
+    # What measured it: one of METHODS; None when nothing was.
+    method: str = _key(_choice(METHODS))
+    working_set_mb: float = _key(_NUMBER)
+    # working_set_mb / flavor_ram_mb.
+    hot_ratio: float = _key(_NUMBER)
+    # {NUMA node id: resident MB} of the process.
+    numa_mb: dict = _key(_mb_per_node, default=dict)
+    # The node with CPUs that holds most of its pages.
+    cell: int = _key(_whole())
+    # Why nothing was measured.
+    gap: str = _key(_text(nullable=True))
+
+    @property
+    def measured(self):
+        """Whether its hot ratio counts for its flavor (see measured())."""
+        return self.hot_ratio is not None and bool(self.flavor)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostCell(_Section):
+    """A cell of the host: the working set of the instances on it."""
+
+    id: int = _key(_whole(nullable=False))
+    working_set_mb: float = _key(_NUMBER)
+    near_memory_mb: float = _key(_NUMBER)
+
+
+@dataclasses.dataclass(frozen=True)
+class Host(_Section):
+    """The host's measured working set against its near memory."""
+
+    working_set_mb: float = _key(_NUMBER)
+    near_memory_mb: float = _key(_NUMBER)
+    cells: tuple = _key(_objects(HostCell), default=tuple)
+
+
+@dataclasses.dataclass(frozen=True)
+class FarMemory(_Section):
+    """Far-memory traffic over the window; None where not counted."""
+
+    # ipmctl's media counters (Memory Mode), MiB per second.
+    media_read_mb_per_s: float = _key(_NUMBER)
+    media_write_mb_per_s: float = _key(_NUMBER)
+    # /proc/vmstat (kernel tiering), pages per second.
+    promote_pages_per_s: float = _key(_NUMBER)
+    demote_pages_per_s: float = _key(_NUMBER)
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation(_Section):
+    """One document: one host, one window."""
+
+    hostname: str = _key(_text())
+    # The start of the window (STARTED_FORMAT).
+    started: str = _key(_started)
+    window_s: float = _key(_number(nullable=False))
+    # None without a host profile.
+    profile: Profile = _key(_object(Profile))
+    nodes: tuple = _key(_objects(Node), default=tuple)
+    instances: tuple = _key(_objects(Instance, required=True),
+                            default=tuple)
+    host: Host = _key(_object(Host, empty=Host), default=Host)
+    far_memory: FarMemory = _key(_object(FarMemory, empty=FarMemory),
+                                 default=FarMemory)
+    gaps: tuple = document.key(_texts, default_factory=tuple, missing=[])
+
+    def to_dict(self):
+        return dict({'schema': SCHEMA}, **super().to_dict())
+
+    @property
+    def started_time(self):
+        """``started`` in seconds since the epoch."""
+        return float(calendar.timegm(time.strptime(self.started,
+                                                   STARTED_FORMAT)))
+
+    @property
+    def cpuless_nodes(self):
+        """The ids of the NUMA nodes without CPUs (the far tier)."""
+        return frozenset(n.id for n in self.nodes if not n.cpus)
+
+
+def format_started(seconds):
+    """Seconds since the epoch as ``started`` (UTC, whole seconds)."""
+    return time.strftime(STARTED_FORMAT, time.gmtime(seconds))
+
+
 def parse(data, source):
-    """Check a document; returns it (a dict) unchanged.
+    """Read a document (the JSON value) into an :class:`Observation`.
+
+    Every key the format names is checked; keys it does not name are
+    ignored (a later version 1 may add some), and a key that files of an
+    earlier version 1 lack reads as null.
 
     :raises ObservationError: naming the file and the key.
     """
-    if not isinstance(data, dict):
-        raise ObservationError(source, [], 'expected a JSON object')
-    if data.get('schema') != SCHEMA:
-        raise ObservationError(source, ['schema'], 'expected %s, got %s'
-                               % (json.dumps(SCHEMA),
-                                  json.dumps(data.get('schema'))))
-    _text(data, 'hostname', [], source)
-    _text(data, 'started', [], source)
-    _number(data, 'window_s', [], source, nullable=False)
-    instances = data.get('instances')
-    if not isinstance(instances, list):
-        raise ObservationError(source, ['instances'], 'expected a list')
-    for i, inst in enumerate(instances):
-        where = ['instances', i]
-        if not isinstance(inst, dict):
-            raise ObservationError(source, where, 'expected an object')
-        _text(inst, 'uuid', where, source)
-        _text(inst, 'flavor', where, source, nullable=True)
-        _number(inst, 'flavor_ram_mb', where, source)
-        method = inst.get('method')
-        if method is not None and method not in METHODS:
-            raise ObservationError(source, where + ['method'],
-                                   'expected one of %s or null, got %s'
-                                   % (', '.join(METHODS),
-                                      json.dumps(method)))
-        _number(inst, 'working_set_mb', where, source)
-        _number(inst, 'hot_ratio', where, source)
-        declared = _number(inst, 'declared_hot_ratio', where, source)
-        if declared is not None and not 0.0 < declared <= 1.0:
-            raise ObservationError(source, where + ['declared_hot_ratio'],
-                                   'expected a number above 0 and at most '
-                                   '1, or null, got %s' % declared)
-        numa = inst.get('numa_mb', {})
-        if not isinstance(numa, dict):
-            raise ObservationError(source, where + ['numa_mb'],
-                                   'expected an object of MB per node')
-        for node in numa:
-            _number(numa, node, where + ['numa_mb'], source,
-                    nullable=False)
-    gaps = data.get('gaps', [])
-    if not isinstance(gaps, list) or not all(isinstance(g, str)
-                                             for g in gaps):
-        raise ObservationError(source, ['gaps'], 'expected a list of '
-                               'strings')
-    return data
+    return Observation.from_document(data, source, SCHEMA)
+
+
+def checked(doc, source):
+    """``doc`` as every reader reads it: what a writer may write.
+
+    :raises ObservationError: when it is not.
+    """
+    return parse(doc.to_dict(), source)
+
+
+def dumps(doc):
+    """The JSON text of a document, as ``nova-pmem-observe`` writes it."""
+    return json.dumps(doc.to_dict(), indent=2) + '\n'
 
 
 def read(path):
     """Read and check one observation file."""
-    try:
-        with open(path, encoding='utf-8') as f:
-            text = f.read()
-    except OSError as exc:
-        raise ObservationError(path, [], 'cannot read the file: %s'
-                               % exc.strerror)
-    except UnicodeDecodeError:
-        raise ObservationError(path, [], 'not UTF-8 text')
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ObservationError(path, [], 'not valid JSON: %s' % exc)
+    data = document.read_json(path, ObservationError)
     return parse(data, path)
 
 
@@ -184,20 +386,15 @@ def load(directory):
     :raises ObservationError: on the first bad file, or when the directory
         holds none.
     """
-    if not os.path.isdir(directory):
-        raise ObservationError(directory, [], 'not a directory')
-    paths = sorted(glob.glob(os.path.join(directory, '*.json')))
-    if not paths:
-        raise ObservationError(directory, [], 'no *.json observation in the '
-                               'directory')
+    paths = document.json_files(directory, ObservationError, 'observation')
     return [read(path) for path in paths]
 
 
 def measured(docs):
     """(document, instance) of every instance with a measured hot ratio."""
     for doc in docs:
-        for inst in doc['instances']:
-            if inst.get('hot_ratio') is not None and inst.get('flavor'):
+        for inst in doc.instances:
+            if inst.measured:
                 yield doc, inst
 
 
@@ -230,9 +427,9 @@ def by_flavor(docs):
     windows = {}
     for number, doc in enumerate(docs):
         for _doc, inst in measured([doc]):
-            flavor = inst['flavor']
-            ratios.setdefault(flavor, []).append(float(inst['hot_ratio']))
-            uuids.setdefault(flavor, set()).add(inst['uuid'])
+            flavor = inst.flavor
+            ratios.setdefault(flavor, []).append(float(inst.hot_ratio))
+            uuids.setdefault(flavor, set()).add(inst.uuid)
             windows.setdefault(flavor, set()).add(number)
     return {flavor: FlavorRatios(flavor=flavor, ratios=tuple(values),
                                  instances=len(uuids[flavor]),

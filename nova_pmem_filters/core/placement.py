@@ -27,14 +27,16 @@ import re
 from nova_pmem_filters.core import cache
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import providerconfig
 
 # Placement resource class of near memory: the DRAM that serves as system
 # memory (dram and app_direct hosts) or in front of the far tier (the
-# Memory-Mode cache, the DRAM of a tiered CXL host). Flavors request their
-# hot MB of it; see near_memory_mb().
+# Memory-Mode cache, the DRAM of a tiered CXL host). Hosts report it
+# (host_near_memory_mb()); flavors request their hot MB of it
+# (instance_near_memory_mb()).
 NEAR_MEMORY_RC = 'CUSTOM_NEAR_MEMORY_MB'
 
-# The Placement request of a flavor's hot RAM (see near_memory_mb).
+# The Placement request of a flavor's hot RAM (see instance_near_memory_mb).
 NEAR_MEMORY_KEY = 'resources:%s' % NEAR_MEMORY_RC
 # The same resource in any request group: resources, resources1,
 # resources_GROUP.
@@ -42,7 +44,20 @@ _NEAR_MEMORY_KEY_RE = re.compile(
     r'resources(?:[1-9][0-9]*|_[a-zA-Z0-9_-]+)?:%s' % NEAR_MEMORY_RC)
 
 
-def near_memory_mb(memory_mb, hot_ratio):
+def host_near_memory_mb(near_gb):
+    """Whole MB of a host's near memory of ``near_gb`` GB (1024 MB).
+
+    What the host reports as ``CUSTOM_NEAR_MEMORY_MB`` (its inventory's
+    ``total``) and what its discovered profile records as
+    ``near_memory_mb``: rounded down, as Placement counts in integers; a
+    size within the filter's tolerance of a whole MB is that MB. Give the
+    unrounded size where it is known (discovery does): the profile's GB
+    figures are rounded to 0.01 GB, up to 5 MB off.
+    """
+    return int(math.floor(profile.gb_to_mb(near_gb) + cache.EPSILON_MB))
+
+
+def instance_near_memory_mb(memory_mb, hot_ratio):
     """``CUSTOM_NEAR_MEMORY_MB`` an instance requests from Placement.
 
     The filter's hot MB (:func:`cache.hot_mb`) rounded up to a whole MB, as
@@ -59,7 +74,8 @@ def near_memory_spec(memory_mb, hot_ratio):
 
     :returns: ``{'resources:CUSTOM_NEAR_MEMORY_MB': '<hot MB>'}``.
     """
-    return {NEAR_MEMORY_KEY: str(near_memory_mb(memory_mb, hot_ratio))}
+    return {NEAR_MEMORY_KEY: str(instance_near_memory_mb(memory_mb,
+                                                         hot_ratio))}
 
 
 def near_memory_keys(extra_specs):
@@ -92,8 +108,8 @@ def requested_near_memory(extra_specs):
     return total or None
 
 
-def near_memory_inventory(mode, near_gb, cache_overcommit_ratio=1.0,
-                          ram_allocation_ratio=1.0):
+def near_memory_inventory(mode, near_gb=None, cache_overcommit_ratio=1.0,
+                          ram_allocation_ratio=1.0, *, total_mb=None):
     """The ``CUSTOM_NEAR_MEMORY_MB`` inventory of one host, for Placement.
 
     Every host reports its near memory (:func:`profile.near_memory_gb`), so
@@ -102,47 +118,62 @@ def near_memory_inventory(mode, near_gb, cache_overcommit_ratio=1.0,
     * tiered kinds (``memory_mode``, ``cxl_flat``, ``cxl_kmem``): the DRAM
       in front of the far tier, with allocation ratio
       ``cache_overcommit_ratio``: Placement then admits what
-      PmemCacheFilter admits (up to the rounding of :func:`near_memory_mb`).
+      PmemCacheFilter admits (up to the rounding of
+      :func:`instance_near_memory_mb`).
     * the others: the DRAM, with the host's ``ram_allocation_ratio``. An
       instance requests at most its RAM of near memory, so this inventory
       never binds before MEMORY_MB.
 
-    :param near_gb: the host's near memory, GB (1024 MB); rounded down to a
-        whole MB.
-    :returns: a dict of Nova's provider-config inventory fields (``total``,
-        ``reserved``, ``min_unit``, ``max_unit``, ``step_size``,
-        ``allocation_ratio``).
+    :param near_gb: the host's near memory, GB (1024 MB); its whole MB
+        (:func:`host_near_memory_mb`) are the total.
+    :param total_mb: the total, in whole MB, instead of ``near_gb`` (a
+        discovered profile's exact ``near_memory_mb``).
+    :returns: a dict of Nova's provider-config inventory fields
+        (:data:`providerconfig.INVENTORY_KEYS`).
     """
-    total = int(math.floor(float(near_gb) * profile.MB_PER_GB
-                           + cache.EPSILON_MB))
+    if total_mb is None:
+        total_mb = host_near_memory_mb(near_gb)
     if mode in kinds.TIERED:
         ratio = cache_overcommit_ratio
     else:
         ratio = ram_allocation_ratio
-    return {'total': total, 'reserved': 0, 'min_unit': 1,
-            'max_unit': max(total, 1), 'step_size': 1,
-            'allocation_ratio': float(ratio)}
+    return providerconfig.inventory(total_mb, allocation_ratio=ratio)
 
 
 def capacity_mb(inventory):
     """What Placement admits of an inventory: (total - reserved) x ratio."""
-    return ((inventory.get('total', 0) - inventory.get('reserved', 0))
-            * float(inventory.get('allocation_ratio', 1.0)))
+    return ((inventory.get(providerconfig.TOTAL, 0)
+             - inventory.get(providerconfig.RESERVED, 0))
+            * float(inventory.get(providerconfig.ALLOCATION_RATIO, 1.0)))
 
 
-def near_memory_provider_config(inventory, name=None):
+def near_memory_provider_config(inventory, name=None, traits=()):
     """A Nova provider config (``[compute] provider_config_location``).
 
-    :param inventory: from :func:`near_memory_inventory`.
+    :param inventory: from :func:`near_memory_inventory`; None (or a total
+        of 0) reports no near memory.
     :param name: the compute node's name; None identifies every compute node
         of the nova-compute that reads the file (``$COMPUTE_NODE``).
-    :returns: a dict to write as YAML.
+    :param traits: trait names to add too (discovery's mode traits).
+    :returns: a dict to write as YAML (:mod:`providerconfig`).
     """
-    ident = {'name': name} if name else {'uuid': '$COMPUTE_NODE'}
-    return {
-        'meta': {'schema_version': '1.0'},
-        'providers': [{
-            'identification': ident,
-            'inventories': {'additional': [{NEAR_MEMORY_RC: dict(inventory)}]},
-        }],
-    }
+    inventories = ({NEAR_MEMORY_RC: inventory}
+                   if inventory and inventory[providerconfig.TOTAL] > 0
+                   else {})
+    return providerconfig.document(providerconfig.provider(
+        name=name, traits=traits, inventories=inventories))
+
+
+def near_memory_of(config):
+    """The ``CUSTOM_NEAR_MEMORY_MB`` inventories a provider config gives.
+
+    :param config: a :class:`providerconfig.ProviderConfig`.
+    :returns: ``[(provider, inventory dict)]`` of the providers that have
+        one.
+    """
+    found = []
+    for prov in config.providers:
+        inv = prov.inventory(NEAR_MEMORY_RC)
+        if inv is not None:
+            found.append((prov, inv.as_dict()))
+    return found

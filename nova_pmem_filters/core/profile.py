@@ -295,5 +295,16 @@ def near_memory_gb(mode, dram_gb, dram_cache_gb):
 
     The DRAM cache (``memory_mode``) or the DRAM in front of CXL memory
     (``cxl_flat``, ``cxl_kmem``) on tiered kinds, the DRAM on the others.
+    In MB: unrounded, :func:`gb_to_mb` (what the observer compares working
+    sets with); in Placement's whole MB,
+    :func:`nova_pmem_filters.core.placement.host_near_memory_mb`.
     """
     return dram_cache_gb if mode in kinds.TIERED else dram_gb
+
+
+def gb_to_mb(gb):
+    """MB of a size in GB (1024 MB, as aggregate metadata counts), unrounded.
+
+    None (a size a profile does not give) stays None.
+    """
+    return None if gb is None else float(gb) * MB_PER_GB

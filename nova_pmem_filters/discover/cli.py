@@ -120,6 +120,23 @@ def build_parser():
     return parser
 
 
+def discover(source, hostname=None, with_cxl=False, numa=False):
+    """The host profile (a :class:`hostfile.Document`) the tools give.
+
+    :param source: a runner (:mod:`runner`): the tools, or their saved
+        outputs.
+    :param with_cxl: ``--cxl``; ``numa``: ``--numa``.
+    """
+    prof = derive.discover(source, hostname=hostname,
+                           pmem_tools_optional=with_cxl)
+    if with_cxl:
+        prof = cxl.apply(prof, source)
+    else:
+        prof = cxl.check_without_cxl(prof, source)
+    prof = derive.add_cpus(prof, source)
+    return derive.add_numa(prof) if numa else prof
+
+
 def _run(args, stdout):
     if args.plan and args.view != 'libvirt':
         raise errors.UsageError('--plan needs --libvirt')
@@ -134,36 +151,40 @@ def _run(args, stdout):
         source = runner.DirRunner(args.from_dir)
     else:
         source = runner.LiveRunner(timeout=args.timeout)
-    prof = derive.discover(source, hostname=args.hostname,
-                           pmem_tools_optional=args.cxl)
-    if args.cxl:
-        cxl.apply(prof, source)
-    else:
-        cxl.check_without_cxl(prof, source)
-    derive.add_cpus(prof, source)
-    if args.numa:
-        derive.add_numa(prof)
+    prof = discover(source, hostname=args.hostname, with_cxl=args.cxl,
+                    numa=args.numa)
 
     if args.provider_config:
         text = outputs.render_provider_config(outputs.provider_config(
-            prof, ram_allocation_ratio=args.ram_allocation_ratio,
+            _host(prof), ram_allocation_ratio=args.ram_allocation_ratio,
             cache_overcommit_ratio=args.cache_overcommit_ratio))
         outputs.write_atomic(args.provider_config, text)
 
     if args.view == 'table':
         lines = outputs.table_lines(prof)
     elif args.view == 'aggregate':
-        lines = outputs.aggregate_lines(prof, args.aggregate_name)
+        lines = outputs.aggregate_lines(_host(prof), args.aggregate_name)
     elif args.view == 'libvirt':
         lines = outputs.libvirt_lines(prof, args.plan)
     elif args.view == 'yaml':
-        text = yaml.safe_dump(prof, default_flow_style=False,
-                              sort_keys=False)
+        text = yaml.safe_dump(hostfile.to_dict(prof),
+                              default_flow_style=False, sort_keys=False)
         lines = [text.rstrip('\n')]
     else:
         lines = [hostfile.dumps(prof)]
     stdout.write('\n'.join(lines) + '\n')
     return 0
+
+
+def _host(prof):
+    """The host the profile describes, as the planner and the doctor read.
+
+    What its aggregate metadata and provider config are made of.
+    """
+    try:
+        return hostfile.host_of(prof, 'the discovered profile')
+    except hostfile.ProfileError as exc:
+        raise errors.DiscoveryError(str(exc))
 
 
 def main(argv=None, stdout=None, stderr=None):

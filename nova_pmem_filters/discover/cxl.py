@@ -46,11 +46,15 @@ Host kind (doc/source/discovery.rst repeats the rules):
   note when CXL devices are present but not provisioned.
 """
 
+import collections
+import dataclasses
 import json
 import os
 import re
 
+from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
 from nova_pmem_filters.discover import derive
 from nova_pmem_filters.discover import errors
 
@@ -381,79 +385,67 @@ def _cxl_region(device, region_ids):
     return region_ids.get(device['region_id'])
 
 
+# What the CXL memory in use makes of a host: its kind (None: none in
+# use), the GB of far memory and {NUMA node with CPUs: GB of near memory}.
+Tier = collections.namedtuple('Tier', 'kind far_gb cell_near')
+
+
 def classify(listing, dax_devices, nodes, sources):
     """The ``cxl`` section of the profile (see the module docstring).
 
     :param sources: {'cxl': ..., 'daxctl': ..., 'nodes': ...} names for
         messages.
+    :returns: (a :class:`hostfile.Cxl`, notes).
     """
     regions = {r['region']: r for r in listing['regions']}
     region_ids = {int(_REGION_RE.match(r).group(1)): r for r in regions}
-    ram_total = sum(m['ram_size'] for m in listing['memdevs'])
-    # A device under a CXL region's dax region; without the region's path
-    # (daxctl list --devices), one with a CXL RAM region's id. HMEM devices
-    # (firmware-provisioned memory) on a host with CXL RAM are that RAM.
-    cxl_dax = [d for d in dax_devices if d['origin'] == 'cxl' or (
-        d['origin'] is None and d['region_id'] in region_ids
-        and regions[region_ids[d['region_id']]]['type'] != 'pmem')
-        or (d['origin'] == 'hmem' and ram_total)]
-    unknown_devdax = [d for d in dax_devices if d['origin'] is None
-                      and d['mode'] == DEVDAX and d not in cxl_dax]
+    cxl_dax = _cxl_dax_devices(listing, dax_devices, regions, region_ids)
     cpu_nodes = [n for n in nodes if n['cpus']]
     tier_nodes = [n for n in nodes if not n['cpus'] and n['memory_kb'] > 0]
     if not cpu_nodes:
         _fail(sources['nodes'], 'no NUMA node with CPUs')
-    near_kb = sum(n['memory_kb'] for n in cpu_nodes)
-    decoded = sum(d['dpa_size'] for d in listing['decoders']
-                  if d['mode'] == 'ram')
-    if not decoded:
-        decoded = sum(r['size'] for r in listing['regions']
-                      if r['type'] == 'ram')
     notes = ['%s is an HMEM device (%s): firmware-provisioned memory, '
              'taken as the CXL RAM' % (d['chardev'], d['path'])
              for d in cxl_dax if d['origin'] == 'hmem']
-    kind = None
-    far_gb = 0.0
-    cell_near = {n['numa_node']: n['memory_kb'] / KIB_PER_GIB
-                 for n in cpu_nodes}
+    tier = _tier(listing, dax_devices, cxl_dax, cpu_nodes, tier_nodes,
+                 sources, notes)
+    return _section(listing, cxl_dax, region_ids, nodes, tier_nodes,
+                    tier), notes
+
+
+def _cxl_dax_devices(listing, dax_devices, regions, region_ids):
+    """The dax devices of CXL memory.
+
+    A device under a CXL region's dax region; without the region's path
+    (daxctl list --devices), one with a CXL RAM region's id. HMEM devices
+    (firmware-provisioned memory) on a host with CXL RAM are that RAM.
+    """
+    ram_total = sum(m['ram_size'] for m in listing['memdevs'])
+    return [d for d in dax_devices if d['origin'] == 'cxl' or (
+        d['origin'] is None and d['region_id'] in region_ids
+        and regions[region_ids[d['region_id']]]['type'] != 'pmem')
+        or (d['origin'] == 'hmem' and ram_total)]
+
+
+def _tier(listing, dax_devices, cxl_dax, cpu_nodes, tier_nodes, sources,
+          notes):
+    """The host's kind, by the first rule of the module docstring to hold.
+
+    An error where the outputs contradict each other.
+    """
+    ram_total = sum(m['ram_size'] for m in listing['memdevs'])
+    own = {n['numa_node']: n['memory_kb'] / KIB_PER_GIB for n in cpu_nodes}
     if ram_total and tier_nodes:
-        kind = kinds.CXL_KMEM
-        far_gb = sum(n['memory_kb'] for n in tier_nodes) / KIB_PER_GIB
-        online = {n['numa_node'] for n in tier_nodes}
-        for dev in cxl_dax:
-            if dev['mode'] == SYSTEM_RAM and dev['target_node'] not in online:
-                notes.append('%s is system-ram but node %s holds no memory'
-                             % (dev['chardev'], dev['target_node']))
-    elif ram_total and any(d['mode'] == SYSTEM_RAM for d in cxl_dax):
-        dev = [d for d in cxl_dax if d['mode'] == SYSTEM_RAM][0]
-        with_cpus = {n['numa_node'] for n in cpu_nodes}
-        online = (dev['online_memblocks'] is not None
-                  and dev['online_memblocks'] == dev['total_memblocks'])
-        if dev['target_node'] in with_cpus and online:
-            _fail(sources['daxctl'], 'chardev %s: system-ram with all %s '
-                  'memory blocks online, in NUMA node %s, which has CPUs: '
-                  'its CXL memory is counted as that node\'s DRAM, no '
-                  'tier the scheduler can tell apart (cxl_kmem needs it '
-                  'in a node without CPUs; the firmware\'s SRAT sets '
-                  'target_node)' % (dev['chardev'], dev['total_memblocks'],
-                                    dev['target_node']))
-        if online:
-            _fail(sources['daxctl'], 'chardev %s: system-ram with all %s '
-                  'memory blocks online, but %s lists no NUMA node %s '
-                  'holding memory: save the node<N> files of every node'
-                  % (dev['chardev'], dev['total_memblocks'],
-                     sources['nodes'], dev['target_node']))
-        _fail(sources['daxctl'], 'chardev %s: mode is system-ram but no '
-              'NUMA node without CPUs holds memory (target_node %s, '
-              'online_memblocks %s of %s): online it with daxctl '
-              'online-memory' % (dev['chardev'], dev['target_node'],
-                                 dev['online_memblocks'],
-                                 dev['total_memblocks']))
-    elif ram_total and any(d['mode'] == DEVDAX for d in cxl_dax):
-        kind = kinds.CXL_DEVDAX
-        far_gb = sum(d['size'] for d in cxl_dax
-                     if d['mode'] == DEVDAX) / GIB
-    elif ram_total and decoded and unknown_devdax:
+        return _kmem(cxl_dax, tier_nodes, own, notes)
+    if ram_total and any(d['mode'] == SYSTEM_RAM for d in cxl_dax):
+        _refuse_system_ram(cxl_dax, cpu_nodes, sources)
+    if ram_total and any(d['mode'] == DEVDAX for d in cxl_dax):
+        return Tier(kinds.CXL_DEVDAX, sum(
+            d['size'] for d in cxl_dax if d['mode'] == DEVDAX) / GIB, own)
+    decoded = _decoded_bytes(listing)
+    unknown_devdax = [d for d in dax_devices if d['origin'] is None
+                      and d['mode'] == DEVDAX and d not in cxl_dax]
+    if ram_total and decoded and unknown_devdax:
         # Flat memory mode has no dax device: this one may be the CXL RAM
         # exposed by the HMEM driver; only its region's path tells.
         _fail(sources['daxctl'], 'chardev %s: a devdax device of no CXL '
@@ -461,78 +453,142 @@ def classify(listing, dax_devices, nodes, sources):
               'the CXL RAM (HMEM) or other memory: save "daxctl list '
               '--regions --devices"' % (unknown_devdax[0]['chardev'],
                                         sources['cxl']))
-    elif ram_total and decoded:
-        kind = kinds.CXL_FLAT
-        far_gb = decoded / GIB
-        near_gb = near_kb / KIB_PER_GIB - far_gb
-        if near_gb <= 0:
-            _fail(sources['nodes'], 'the nodes with CPUs hold %.2f GiB, no '
-                  'more than the %.2f GiB of CXL RAM that %s decodes: not '
-                  'a flat memory mode host' % (near_kb / KIB_PER_GIB,
-                                               far_gb, sources['cxl']))
-        # Each node's near memory: its MemTotal less its CXL devices' RAM
-        # (memdevs report their node); the rest shared by weight.
-        weights = {}
-        for node in cpu_nodes:
-            own = sum(m['ram_size'] for m in listing['memdevs']
-                      if m['numa_node'] == node['numa_node']) / GIB
-            weights[node['numa_node']] = max(
-                node['memory_kb'] / KIB_PER_GIB - own, 0.0)
-        if not any(weights.values()):
-            weights = {n['numa_node']: 1.0 for n in cpu_nodes}
-        cell_near = {k: near_gb * w / sum(weights.values())
-                     for k, w in weights.items()}
-    elif listing['memdevs']:
+    if ram_total and decoded:
+        return _flat(listing, decoded, cpu_nodes, sources)
+    if listing['memdevs']:
         notes.append('CXL memory devices (%s) but no CXL RAM in use: no '
                      'region, dax device or decoder maps it'
                      % ', '.join(m['memdev'] for m in listing['memdevs']))
-    near_exact = sum(cell_near.values())
+    return Tier(None, 0.0, own)
+
+
+def _decoded_bytes(listing):
+    """CXL RAM the endpoint decoders map; else the RAM regions' size."""
+    decoded = sum(d['dpa_size'] for d in listing['decoders']
+                  if d['mode'] == 'ram')
+    return decoded or sum(r['size'] for r in listing['regions']
+                          if r['type'] == 'ram')
+
+
+def _kmem(cxl_dax, tier_nodes, own, notes):
+    """cxl_kmem: far memory is the CPU-less nodes' memory."""
+    online = {n['numa_node'] for n in tier_nodes}
+    for dev in cxl_dax:
+        if dev['mode'] == SYSTEM_RAM and dev['target_node'] not in online:
+            notes.append('%s is system-ram but node %s holds no memory'
+                         % (dev['chardev'], dev['target_node']))
+    return Tier(kinds.CXL_KMEM, sum(n['memory_kb'] for n in tier_nodes)
+                / KIB_PER_GIB, own)
+
+
+def _refuse_system_ram(cxl_dax, cpu_nodes, sources):
+    """A system-ram device and no CPU-less node holding memory: say why."""
+    dev = [d for d in cxl_dax if d['mode'] == SYSTEM_RAM][0]
+    with_cpus = {n['numa_node'] for n in cpu_nodes}
+    online = (dev['online_memblocks'] is not None
+              and dev['online_memblocks'] == dev['total_memblocks'])
+    if dev['target_node'] in with_cpus and online:
+        _fail(sources['daxctl'], 'chardev %s: system-ram with all %s '
+              'memory blocks online, in NUMA node %s, which has CPUs: '
+              'its CXL memory is counted as that node\'s DRAM, no '
+              'tier the scheduler can tell apart (cxl_kmem needs it '
+              'in a node without CPUs; the firmware\'s SRAT sets '
+              'target_node)' % (dev['chardev'], dev['total_memblocks'],
+                                dev['target_node']))
+    if online:
+        _fail(sources['daxctl'], 'chardev %s: system-ram with all %s '
+              'memory blocks online, but %s lists no NUMA node %s '
+              'holding memory: save the node<N> files of every node'
+              % (dev['chardev'], dev['total_memblocks'],
+                 sources['nodes'], dev['target_node']))
+    _fail(sources['daxctl'], 'chardev %s: mode is system-ram but no '
+          'NUMA node without CPUs holds memory (target_node %s, '
+          'online_memblocks %s of %s): online it with daxctl '
+          'online-memory' % (dev['chardev'], dev['target_node'],
+                             dev['online_memblocks'],
+                             dev['total_memblocks']))
+
+
+def _flat(listing, decoded, cpu_nodes, sources):
+    """cxl_flat: the decoded CXL RAM is far memory.
+
+    Near memory is what the nodes with CPUs hold beyond it.
+    """
+    near_kb = sum(n['memory_kb'] for n in cpu_nodes)
+    far_gb = decoded / GIB
+    near_gb = near_kb / KIB_PER_GIB - far_gb
+    if near_gb <= 0:
+        _fail(sources['nodes'], 'the nodes with CPUs hold %.2f GiB, no '
+              'more than the %.2f GiB of CXL RAM that %s decodes: not '
+              'a flat memory mode host' % (near_kb / KIB_PER_GIB,
+                                           far_gb, sources['cxl']))
+    # Each node's near memory: its MemTotal less its CXL devices' RAM
+    # (memdevs report their node); the rest shared by weight.
+    weights = {}
+    for node in cpu_nodes:
+        own = sum(m['ram_size'] for m in listing['memdevs']
+                  if m['numa_node'] == node['numa_node']) / GIB
+        weights[node['numa_node']] = max(
+            node['memory_kb'] / KIB_PER_GIB - own, 0.0)
+    if not any(weights.values()):
+        weights = {n['numa_node']: 1.0 for n in cpu_nodes}
+    return Tier(kinds.CXL_FLAT, far_gb,
+                {k: near_gb * w / sum(weights.values())
+                 for k, w in weights.items()})
+
+
+def _dax_of_region(region, cxl_dax, region_ids):
+    return [d['chardev'] for d in cxl_dax
+            if _cxl_region(d, region_ids) == region]
+
+
+def _section(listing, cxl_dax, region_ids, nodes, tier_nodes, tier):
+    """The ``cxl`` object: the tier's sizes and what the tools list."""
+    near_exact = sum(tier.cell_near.values())
     near = _gb(near_exact)
-    if kind == kinds.CXL_FLAT:
-        visible = near_kb / KIB_PER_GIB
+    if tier.kind == kinds.CXL_FLAT:
+        # The nodes with CPUs hold the CXL RAM too.
+        visible = sum(n['memory_kb'] for n in nodes
+                      if n['cpus']) / KIB_PER_GIB
     else:
-        visible = near + (far_gb if kind == kinds.CXL_KMEM else 0.0)
+        visible = near + (tier.far_gb if tier.kind == kinds.CXL_KMEM
+                          else 0.0)
     # Per node in hundredths of a GB, adding up to the host's exactly.
-    cell_near = derive.split_exact(near, cell_near)
+    cell_near = derive.split_exact(near, tier.cell_near)
     tier_ids = {n['numa_node'] for n in tier_nodes}
-    section = {
-        'kind': kind,
-        'near_memory_gb': _gb(near),
-        'near_memory_mb': derive.near_memory_mb(near_exact),
-        'far_memory_gb': _gb(far_gb),
-        'visible_memory_gb': _gb(visible),
-        'memdevs': [{
-            'memdev': m['memdev'], 'host': m['host'], 'serial': m['serial'],
-            'numa_node': m['numa_node'], 'ram_gb': _gb(m['ram_size'] / GIB),
-            'pmem_gb': _gb(m['pmem_size'] / GIB)}
-            for m in listing['memdevs']],
-        'regions': [{
-            'region': r['region'], 'type': r['type'],
-            'size_gb': _gb(r['size'] / GIB),
-            'decode_state': r['decode_state'],
-            'dax_devices': [
-                d['chardev'] for d in cxl_dax
-                if _cxl_region(d, region_ids) == r['region']]}
+    return hostfile.Cxl(
+        kind=tier.kind,
+        near_memory_gb=_gb(near),
+        near_memory_mb=placement.host_near_memory_mb(near_exact),
+        far_memory_gb=_gb(tier.far_gb),
+        visible_memory_gb=_gb(visible),
+        memdevs=[hostfile.CxlMemdev(
+            memdev=m['memdev'], host=m['host'], serial=m['serial'],
+            numa_node=m['numa_node'], ram_gb=_gb(m['ram_size'] / GIB),
+            pmem_gb=_gb(m['pmem_size'] / GIB)) for m in listing['memdevs']],
+        regions=[hostfile.CxlRegion(
+            region=r['region'], type=r['type'],
+            size_gb=_gb(r['size'] / GIB), decode_state=r['decode_state'],
+            dax_devices=_dax_of_region(r['region'], cxl_dax, region_ids))
             for r in listing['regions']],
-        'decoders': [{
-            'decoder': d['decoder'], 'mode': d['mode'],
-            'size_gb': _gb(d['dpa_size'] / GIB), 'region': d['region']}
+        decoders=[hostfile.CxlDecoder(
+            decoder=d['decoder'], mode=d['mode'],
+            size_gb=_gb(d['dpa_size'] / GIB), region=d['region'])
             for d in listing['decoders']],
-        'dax_devices': [{
-            'chardev': d['chardev'],
-            'region': _cxl_region(d, region_ids), 'mode': d['mode'],
-            'size_gb': _gb(d['size'] / GIB), 'numa_node': d['target_node'],
-            'movable': d['movable']} for d in cxl_dax],
-        'numa_nodes': [{
-            'numa_node': n['numa_node'], 'cpus': _format_cpus(n['cpus']),
-            'memory_gb': _gb(n['memory_kb'] / KIB_PER_GIB),
-            'near_memory_gb': cell_near.get(n['numa_node'], 0.0),
-            'tier': n['numa_node'] in tier_ids} for n in nodes],
-        'tier_nodes': [{'numa_node': n['numa_node'],
-                        'memory_gb': _gb(n['memory_kb'] / KIB_PER_GIB)}
-                       for n in tier_nodes],
-    }
-    return section, notes
+        dax_devices=[hostfile.CxlDaxDevice(
+            chardev=d['chardev'], region=_cxl_region(d, region_ids),
+            mode=d['mode'], size_gb=_gb(d['size'] / GIB),
+            numa_node=d['target_node'], movable=d['movable'])
+            for d in cxl_dax],
+        numa_nodes=[hostfile.CxlNumaNode(
+            numa_node=n['numa_node'], cpus=_format_cpus(n['cpus']),
+            memory_gb=_gb(n['memory_kb'] / KIB_PER_GIB),
+            near_memory_gb=cell_near.get(n['numa_node'], 0.0),
+            tier=n['numa_node'] in tier_ids) for n in nodes],
+        tier_nodes=[hostfile.CxlTierNode(
+            numa_node=n['numa_node'],
+            memory_gb=_gb(n['memory_kb'] / KIB_PER_GIB))
+            for n in tier_nodes])
 
 
 def check_without_cxl(prof, runner):
@@ -542,8 +598,10 @@ def check_without_cxl(prof, runner):
     the usual case) would count as DRAM in a ``dram`` profile; that is an
     error naming ``--cxl``. Saved ``cxl list`` output in ``--from DIR``
     listing memory devices is a note.
+
+    :returns: ``prof``, with that note.
     """
-    if prof['mode'] != kinds.DRAM:
+    if prof.mode != kinds.DRAM:
         return prof
     try:
         nodes = parse_nodes(runner.numa_nodes())
@@ -566,15 +624,26 @@ def check_without_cxl(prof, runner):
         except errors.DiscoveryError:
             memdevs = []
         if memdevs:
-            prof['notes'].append(
+            return dataclasses.replace(prof, notes=prof.notes + (
                 'CXL memory devices (%s) in the saved cxl list output: run '
                 'with --cxl to describe them'
-                % ', '.join(m['memdev'] for m in memdevs))
+                % ', '.join(m['memdev'] for m in memdevs),))
     return prof
 
 
+def _node_source(node_files):
+    """Where the NUMA nodes were read, for messages."""
+    if not node_files:
+        return 'NUMA nodes'
+    # /sys/devices/system/node/node0/meminfo or DIR/node-0-meminfo.txt
+    source = os.path.dirname(node_files[0].meminfo_source)
+    if os.path.basename(node_files[0].meminfo_source) == 'meminfo':
+        source = os.path.dirname(source)
+    return source
+
+
 def apply(prof, runner):
-    """Read CXL, daxctl and the NUMA nodes; add ``cxl`` to ``prof``.
+    """Read CXL, daxctl and the NUMA nodes; ``prof`` with ``cxl``.
 
     A host whose CXL memory is in use gets the CXL kind as ``mode`` and
     ``scheduler_mode``, its DRAM as ``dram_gb`` and, for the tiered kinds,
@@ -589,38 +658,31 @@ def apply(prof, runner):
     dax_devices = parse_daxctl(dax_out)
     node_files = runner.numa_nodes()
     nodes = parse_nodes(node_files)
-    node_source = 'NUMA nodes'
-    if node_files:
-        # /sys/devices/system/node/node0/meminfo or DIR/node-0-meminfo.txt
-        node_source = os.path.dirname(node_files[0].meminfo_source)
-        if os.path.basename(node_files[0].meminfo_source) == 'meminfo':
-            node_source = os.path.dirname(node_source)
     section, notes = classify(
         listing, dax_devices, nodes,
         {'cxl': cxl_out.source, 'daxctl': dax_out.source,
-         'nodes': node_source})
-    kind = section['kind']
-    if kind is not None and prof['mode'] != kinds.DRAM:
+         'nodes': _node_source(node_files)})
+    kind = section.kind
+    if kind is None:
+        return dataclasses.replace(prof, notes=prof.notes + tuple(notes),
+                                   cxl=section)
+    if prof.mode != kinds.DRAM:
         raise errors.DiscoveryError(
             'this host has Optane PMem in %s (ipmctl) and CXL memory in '
             'use as %s (%s): one pmem_mode cannot describe both; use one '
             'tier or leave --cxl off to describe the PMem only'
-            % (prof['mode'], kind, cxl_out.source))
-    if kind is not None:
-        prof['mode'] = kind
-        prof['scheduler_mode'] = kind
-        prof['dram_gb'] = section['near_memory_gb']
-        prof['near_memory_mb'] = section['near_memory_mb']
-        prof['visible_memory_gb'] = section['visible_memory_gb']
-        prof['dram_cache_gb'] = (section['near_memory_gb']
-                                 if kind in kinds.TIERED else 0.0)
-        # The DRAM is no longer /proc/meminfo's MemTotal (it counts the
-        # CPU-less nodes too).
-        prof['notes'] = [n for n in prof['notes']
-                         if not n.startswith('DRAM size ')]
-        notes.insert(0, 'DRAM size is MemTotal of the NUMA nodes with CPUs'
-                     + (' less the CXL RAM' if kind == kinds.CXL_FLAT
-                        else ''))
-    prof['notes'].extend(notes)
-    prof['cxl'] = section
-    return prof
+            % (prof.mode, kind, cxl_out.source))
+    # The DRAM is no longer /proc/meminfo's MemTotal (it counts the
+    # CPU-less nodes too).
+    notes.insert(0, 'DRAM size is MemTotal of the NUMA nodes with CPUs'
+                 + (' less the CXL RAM' if kind == kinds.CXL_FLAT else ''))
+    return dataclasses.replace(
+        prof, mode=kind, scheduler_mode=kind,
+        dram_gb=section.near_memory_gb,
+        near_memory_mb=section.near_memory_mb,
+        visible_memory_gb=section.visible_memory_gb,
+        dram_cache_gb=(section.near_memory_gb if kind in kinds.TIERED
+                       else 0.0),
+        notes=tuple(n for n in prof.notes if not n.startswith('DRAM size '))
+        + tuple(notes),
+        cxl=section)

@@ -28,31 +28,29 @@ Rules (doc/source/discovery.rst repeats them for operators):
   region in Memory Mode); a namespace's node is its own ``numa_node``.
 """
 
+import collections
+import dataclasses
 import json
-import math
 import re
 
 from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
 from nova_pmem_filters.discover import errors
 from nova_pmem_filters.discover import ipmctl
 from nova_pmem_filters.discover import ndctl
 
 GIB = 2 ** 30
+# The type of the modules ipmctl lists.
+PMEM = 'pmem'
+
+# What ipmctl reports of a host with PMem modules.
+Ipmctl = collections.namedtuple('Ipmctl', 'dimms resources regions sockets')
 
 
 def _gb(value):
     return round(float(value), 2)
-
-
-def near_memory_mb(gib):
-    """Whole MiB of an exact GiB figure (Placement's CUSTOM_NEAR_MEMORY_MB).
-
-    From the unrounded size: the profile's GB figures are rounded to 0.01
-    GB, up to 5 MB off.
-    """
-    return int(math.floor(float(gib) * 1024 + 1e-6))
 
 
 def _meminfo_gib(text):
@@ -63,26 +61,45 @@ def _meminfo_gib(text):
 
 
 def discover(runner, hostname=None, pmem_tools_optional=False):
-    """Run (or read) the tools and return the profile as a dict.
+    """Run (or read) the tools and return the profile.
 
     :param pmem_tools_optional: a host without ``ndctl`` or ``ipmctl`` has
         no PMem (``--cxl``: a CXL-only host needs neither), rather than
         that being an error.
+    :returns: a :class:`hostfile.Document`.
     """
     notes = []
     hostname = hostname or runner.hostname() or 'localhost'
-    try:
-        ndctl_regions, namespaces = ndctl.parse(runner.run('ndctl'))
-    except errors.ToolNotFound:
-        if not pmem_tools_optional:
-            raise
-        ndctl_regions, namespaces = [], []
-        notes.append('ndctl is not installed: no PMem region')
+    ndctl_regions, namespaces = _ndctl(runner, pmem_tools_optional, notes)
+    dimm_out = _ipmctl_dimms(runner, pmem_tools_optional, ndctl_regions,
+                             notes)
+    if dimm_out is None or not _pmem_modules(dimm_out, ndctl_regions,
+                                             notes):
+        return _dram_profile(runner, hostname, notes, namespaces)
+    return _pmem_profile(runner, hostname, notes, _ipmctl(runner, dimm_out),
+                         ndctl_regions, namespaces)
 
+
+def _ndctl(runner, optional, notes):
+    """ndctl's (regions, namespaces); none when it is optional and absent."""
     try:
-        dimm_out = runner.run('dimm')
+        return ndctl.parse(runner.run('ndctl'))
     except errors.ToolNotFound:
-        if not pmem_tools_optional:
+        if not optional:
+            raise
+        notes.append('ndctl is not installed: no PMem region')
+        return [], []
+
+
+def _ipmctl_dimms(runner, optional, ndctl_regions, notes):
+    """ipmctl's module listing; None when it is optional and absent.
+
+    ndctl regions without ipmctl are an error: PMem we cannot describe.
+    """
+    try:
+        return runner.run('dimm')
+    except errors.ToolNotFound:
+        if not optional:
             raise
         if ndctl_regions:
             raise errors.DiscoveryError(
@@ -90,53 +107,107 @@ def discover(runner, hostname=None, pmem_tools_optional=False):
                 ' install the ipmctl package'
                 % ', '.join(r['dev'] for r in ndctl_regions))
         notes.append('ipmctl is not installed: no Optane PMem')
-        return _dram_profile(runner, hostname, notes, namespaces)
+        return None
+
+
+def _pmem_modules(dimm_out, ndctl_regions, notes):
+    """Whether ipmctl lists PMem modules we may read.
+
+    No modules, or no access and no region ndctl lists, is a ``dram`` host
+    with a note; no access while ndctl lists regions is an error.
+    """
     state = ipmctl.classify(dimm_out)
+    if state == ipmctl.OK:
+        return True
+    first = ipmctl._first_line(dimm_out.text)
     if state == ipmctl.NO_ACCESS and ndctl_regions:
         raise errors.DiscoveryError(
             '%s: no access to the PMem modules (run as root): %s'
-            % (dimm_out.source, ipmctl._first_line(dimm_out.text)))
-    if state != ipmctl.OK:
-        notes.append('no PMem modules found (ipmctl: %s)'
-                     % ipmctl._first_line(dimm_out.text)
-                     if state == ipmctl.NO_MODULES else
-                     'no access to PMem modules and ndctl lists no region '
-                     '(ipmctl: %s)' % ipmctl._first_line(dimm_out.text))
-        return _dram_profile(runner, hostname, notes, namespaces)
+            % (dimm_out.source, first))
+    notes.append('no PMem modules found (ipmctl: %s)' % first
+                 if state == ipmctl.NO_MODULES else
+                 'no access to PMem modules and ndctl lists no region '
+                 '(ipmctl: %s)' % first)
+    return False
 
+
+def _ipmctl(runner, dimm_out):
+    """The modules, memory resources, regions and sockets ipmctl lists."""
     dimms = ipmctl.dimms(dimm_out)
-    mem_out = runner.run('memoryresources')
-    ipmctl.classify(mem_out)
-    resources = ipmctl.memory_resources(mem_out)
-    region_out = runner.run('region')
-    ipmctl.classify(region_out)
-    ipm_regions = ipmctl.regions(region_out)
-    socket_out = runner.run('socket')
-    ipmctl.classify(socket_out)
-    socket_ids = sorted(set(ipmctl.sockets(socket_out))
-                        | {d['socket'] for d in dimms})
+    found = {}
+    for key, parse in (('memoryresources', ipmctl.memory_resources),
+                       ('region', ipmctl.regions),
+                       ('socket', ipmctl.sockets)):
+        output = runner.run(key)
+        ipmctl.classify(output)
+        found[key] = parse(output)
+    return Ipmctl(dimms=dimms, resources=found['memoryresources'],
+                  regions=found['region'],
+                  sockets=sorted(set(found['socket'])
+                                 | {d['socket'] for d in dimms}))
 
-    mm_gb = resources['volatile_pmem']
-    ad_gb = resources['appdirect_pmem']
-    pmem_gb = sum(d['capacity_gb'] for d in dimms)
+
+def _pmem_profile(runner, hostname, notes, ipm, ndctl_regions, namespaces):
+    mm_gb = ipm.resources['volatile_pmem']
+    ad_gb = ipm.resources['appdirect_pmem']
+    pmem_gb = sum(d['capacity_gb'] for d in ipm.dimms)
+    mode, percent = _mode(mm_gb, ad_gb, notes)
+    dram_gb = _dram_gb(ipm.resources, runner, notes)
+    cache_gb = _cache_gb(ipm.resources, mm_gb, dram_gb)
+    notes.extend(_region_notes(ipm.regions, ndctl_regions, ad_gb))
+    socket_of_region = _socket_of_region(ipm.regions, ndctl_regions)
+    return _document(
+        hostname, mode, percent, dram_gb=dram_gb, pmem_gb=pmem_gb,
+        visible_gb=_visible_gb(ipm.resources, mm_gb, dram_gb),
+        cache_gb=cache_gb, ad_gb=ad_gb,
+        sockets=_sockets(ipm.sockets, ipm.dimms, ipm.regions, ndctl_regions,
+                         dram_gb, cache_gb, mm_gb, pmem_gb),
+        dimms=[hostfile.DimmEntry(id=d['id'], socket=d['socket'], type=PMEM,
+                                  capacity_gb=_gb(d['capacity_gb']))
+               for d in ipm.dimms],
+        regions=[_region(r, socket_of_region) for r in ndctl_regions],
+        namespaces=[_namespace(n) for n in namespaces], notes=notes)
+
+
+def _document(hostname, mode, percent, dram_gb, pmem_gb, visible_gb,
+              cache_gb, ad_gb, sockets=(), dimms=(), regions=(),
+              namespaces=(), notes=()):
+    """The profile of the exact sizes worked out.
+
+    Rounded to 0.01 GB here; the near memory in whole MB of the exact size.
+    """
+    kind = kinds.scheduler_kind(mode)
+    return hostfile.Document(
+        hostname=hostname, mode=mode,
+        scheduler_mode=kind, memory_mode_percent=percent,
+        dram_gb=_gb(dram_gb), pmem_gb=_gb(pmem_gb),
+        visible_memory_gb=_gb(visible_gb), dram_cache_gb=_gb(cache_gb),
+        app_direct_gb=_gb(ad_gb), sockets=sockets, dimms=dimms,
+        regions=regions, namespaces=namespaces, notes=notes,
+        near_memory_mb=placement.host_near_memory_mb(
+            profile.near_memory_gb(kind, dram_gb, cache_gb)))
+
+
+def _mode(mm_gb, ad_gb, notes):
+    """(hardware mode, memory_mode_percent) of ipmctl's MM and AD capacity."""
     if mm_gb + ad_gb <= 0:
         notes.append('PMem modules are installed but not provisioned '
                      '(no Memory Mode or App Direct capacity)')
-        mode = kinds.DRAM
-        percent = 0
-    else:
-        percent = int(round(100.0 * mm_gb / (mm_gb + ad_gb)))
-        if mm_gb <= 0:
-            mode = kinds.APP_DIRECT
-        elif ad_gb <= 0:
-            mode = kinds.MEMORY_MODE
-        else:
-            mode = kinds.MIXED
-            # A tiny share still rounds to a partial mode, never to 0/100.
-            percent = min(max(percent, 1), 99)
-            notes.append('partial Memory Mode: %d%% of the PMem capacity '
-                         'is memory, the rest App Direct' % percent)
+        return kinds.DRAM, 0
+    percent = int(round(100.0 * mm_gb / (mm_gb + ad_gb)))
+    if mm_gb <= 0:
+        return kinds.APP_DIRECT, percent
+    if ad_gb <= 0:
+        return kinds.MEMORY_MODE, percent
+    # A tiny share still rounds to a partial mode, never to 0/100.
+    percent = min(max(percent, 1), 99)
+    notes.append('partial Memory Mode: %d%% of the PMem capacity is memory, '
+                 'the rest App Direct' % percent)
+    return kinds.MIXED, percent
 
+
+def _dram_gb(resources, runner, notes):
+    """Installed DDR: ipmctl's, else /proc/meminfo's MemTotal."""
     dram_gb = resources.get('physical_ddr')
     if dram_gb is None:
         dram_gb = ((resources.get('volatile_ddr') or 0.0)
@@ -145,20 +216,30 @@ def discover(runner, hostname=None, pmem_tools_optional=False):
         dram_gb = _meminfo_gib(runner.meminfo()) or 0.0
         notes.append('ipmctl reports no DDR capacity; DRAM size is '
                      'MemTotal of /proc/meminfo')
-    if mm_gb > 0:
-        cache_gb = resources.get('cache_ddr')
-        if cache_gb is None:
-            cache_gb = dram_gb
-    else:
-        cache_gb = 0.0
+    return dram_gb
+
+
+def _cache_gb(resources, mm_gb, dram_gb):
+    """The Memory-Mode cache; none without Memory Mode.
+
+    The DDR ipmctl reports as cache (all of it when it does not say).
+    """
+    if mm_gb <= 0:
+        return 0.0
+    cache_gb = resources.get('cache_ddr')
+    return dram_gb if cache_gb is None else cache_gb
+
+
+def _visible_gb(resources, mm_gb, dram_gb):
+    """What the OS sees as memory: volatile DDR and Memory-Mode PMem."""
     volatile = resources.get('volatile_ddr')
     if volatile is None:
         volatile = 0.0 if mm_gb > 0 else dram_gb
-    visible_gb = volatile + mm_gb
+    return volatile + mm_gb
 
-    sockets = _sockets(socket_ids, dimms, ipm_regions, ndctl_regions,
-                       dram_gb, cache_gb, mm_gb, pmem_gb)
-    socket_of_region = _socket_of_region(ipm_regions, ndctl_regions)
+
+def _region_notes(ipm_regions, ndctl_regions, ad_gb):
+    notes = []
     if any(r['iset_id'] is not None for r in ipm_regions):
         for region in ndctl_regions:
             if region['iset_id'] is None:
@@ -170,27 +251,7 @@ def discover(runner, hostname=None, pmem_tools_optional=False):
     if ad_gb > 0 and not ndctl_regions:
         notes.append('ipmctl reports App Direct capacity but ndctl lists '
                      'no region (is the nvdimm driver loaded?)')
-    return {
-        'schema': hostfile.SCHEMA,
-        'hostname': hostname,
-        'mode': mode,
-        'scheduler_mode': kinds.scheduler_kind(mode),
-        'memory_mode_percent': percent,
-        'dram_gb': _gb(dram_gb),
-        'pmem_gb': _gb(pmem_gb),
-        'visible_memory_gb': _gb(visible_gb),
-        'dram_cache_gb': _gb(cache_gb),
-        'app_direct_gb': _gb(ad_gb),
-        'sockets': sockets,
-        'dimms': [{'id': d['id'], 'socket': d['socket'], 'type': 'pmem',
-                   'capacity_gb': _gb(d['capacity_gb'])} for d in dimms],
-        'regions': [_region(r, socket_of_region) for r in ndctl_regions],
-        'namespaces': [_namespace(n) for n in namespaces],
-        'notes': notes,
-        'near_memory_mb': near_memory_mb(
-            cache_gb if kinds.scheduler_kind(mode) in kinds.TIERED
-            else dram_gb),
-    }
+    return notes
 
 
 def _dram_profile(runner, hostname, notes, namespaces):
@@ -202,24 +263,9 @@ def _dram_profile(runner, hostname, notes, namespaces):
         notes.append('DRAM size is MemTotal of /proc/meminfo')
     if namespaces:
         notes.append('ndctl lists namespaces but no PMem module was found')
-    return {
-        'schema': hostfile.SCHEMA,
-        'hostname': hostname,
-        'mode': kinds.DRAM,
-        'scheduler_mode': kinds.DRAM,
-        'memory_mode_percent': 0,
-        'dram_gb': _gb(dram_gb),
-        'pmem_gb': 0.0,
-        'visible_memory_gb': _gb(dram_gb),
-        'dram_cache_gb': 0.0,
-        'app_direct_gb': 0.0,
-        'sockets': [],
-        'dimms': [],
-        'regions': [],
-        'namespaces': [],
-        'notes': notes,
-        'near_memory_mb': near_memory_mb(dram_gb),
-    }
+    return _document(hostname, kinds.DRAM, 0, dram_gb=dram_gb, pmem_gb=0.0,
+                     visible_gb=dram_gb, cache_gb=0.0, ad_gb=0.0,
+                     notes=notes)
 
 
 def _socket_of_region(ipm_regions, ndctl_regions):
@@ -259,40 +305,37 @@ def _sockets(socket_ids, dimms, ipm_regions, ndctl_regions, dram_gb,
             s_ad = sum(r['capacity_gb'] for r in s_regions)
         else:
             s_ad = sum(d['app_direct_gb'] or 0.0 for d in mine)
-        result.append({
-            'socket': socket,
-            'numa_node': numa_of_socket.get(socket, socket),
-            'dram_gb': _gb(dram_gb / count),
-            'pmem_gb': _gb(s_pmem),
-            'memory_mode_gb': _gb(s_mm),
-            'app_direct_gb': _gb(s_ad),
-            'dram_cache_gb': _gb(cache_gb / count if s_mm > 0 else 0.0),
-        })
+        result.append(hostfile.SocketEntry(
+            socket=socket,
+            numa_node=numa_of_socket.get(socket, socket),
+            dram_gb=_gb(dram_gb / count),
+            pmem_gb=_gb(s_pmem),
+            memory_mode_gb=_gb(s_mm),
+            app_direct_gb=_gb(s_ad),
+            dram_cache_gb=_gb(cache_gb / count if s_mm > 0 else 0.0)))
     return result
 
 
 def _region(region, socket_of_region):
-    return {
-        'id': region['dev'],
-        'socket': socket_of_region.get(region['dev']),
-        'numa_node': region['numa_node'],
-        'size_gb': _gb(region['size'] / GIB),
-        'available_gb': _gb(region['available_size'] / GIB),
-    }
+    return hostfile.RegionEntry(
+        id=region['dev'],
+        socket=socket_of_region.get(region['dev']),
+        numa_node=region['numa_node'],
+        size_gb=_gb(region['size'] / GIB),
+        available_gb=_gb(region['available_size'] / GIB))
 
 
 def _namespace(ns):
-    return {
-        'name': ns['name'],
-        'dev': ns['dev'],
-        'mode': ns['mode'],
-        'region': ns['region'],
-        'numa_node': ns['numa_node'],
-        'size_gb': _gb(ns['size'] / GIB),
-        'chardev': ns['chardev'],
-        'blockdev': ns['blockdev'],
-        'align': ns['align'],
-    }
+    return hostfile.NamespaceEntry(
+        name=ns['name'],
+        dev=ns['dev'],
+        mode=ns['mode'],
+        region=ns['region'],
+        numa_node=ns['numa_node'],
+        size_gb=_gb(ns['size'] / GIB),
+        chardev=ns['chardev'],
+        blockdev=ns['blockdev'],
+        align=ns['align'])
 
 
 # --- CPUs (lscpu -J) -------------------------------------------------------
@@ -353,15 +396,14 @@ def parse_lscpu(output):
 
 
 def add_cpus(prof, runner):
-    """Add ``vcpus`` and ``cpus`` (lscpu -J) to ``prof`` where known."""
+    """``prof`` with ``vcpus`` and ``cpus`` (lscpu -J) where known."""
     output = runner.run_optional('lscpu')
     if output is None:
         # A --from DIR saved before lscpu was read (or no util-linux).
         return prof
     cpus = parse_lscpu(output)
-    prof['vcpus'] = cpus.pop('vcpus')
-    prof['cpus'] = cpus
-    return prof
+    return dataclasses.replace(prof, vcpus=cpus.pop('vcpus'),
+                               cpus=hostfile.Cpus(**cpus))
 
 
 # --- NUMA nodes (--numa) ----------------------------------------------------
@@ -398,68 +440,63 @@ def cell_cache(prof):
     Only nodes whose socket has Memory-Mode PMem hold cache; ipmctl gives
     DDR per platform, so those sockets share the cache evenly.
     """
-    if not prof['dram_cache_gb']:
+    if not prof.dram_cache_gb:
         return {}
-    cached = [s for s in prof['sockets'] if s['memory_mode_gb'] > 0]
+    cached = [s for s in prof.sockets if s.memory_mode_gb > 0]
     if not cached:
         # No per-socket split known: the whole cache on the sockets seen.
-        cached = prof['sockets']
+        cached = prof.sockets
     if not cached:
         return {}
     weights = {}
     for sock in cached:
-        node = sock['numa_node']
-        weights[node] = weights.get(node, 0) + 1
-    return split_exact(prof['dram_cache_gb'], weights)
+        weights[sock.numa_node] = weights.get(sock.numa_node, 0) + 1
+    return split_exact(prof.dram_cache_gb, weights)
 
 
 def add_numa(prof):
-    """Add the per-NUMA-node listing to ``prof`` (in place) and return it.
+    """``prof`` with the per-NUMA-node listing.
 
     Additive fields of host-profile-format.rst: ``numa_nodes``,
     ``dram_cache_gb_per_cell`` and each namespace's ``socket``.
     """
-    section = prof.get('cxl')
-    if section and section['kind']:
+    section = hostfile.given(prof.cxl)
+    if section and section.kind:
         return _add_cxl_numa(prof, section)
-    socket_of_region = {r['id']: r['socket'] for r in prof['regions']}
-    for ns in prof['namespaces']:
-        ns['socket'] = socket_of_region.get(ns['region'])
+    socket_of_region = {r.id: r.socket for r in prof.regions}
+    namespaces = [dataclasses.replace(ns, socket=socket_of_region.get(
+        ns.region)) for ns in prof.namespaces]
     cache = cell_cache(prof)
-    nodes = ({s['numa_node'] for s in prof['sockets']}
-             | {r['numa_node'] for r in prof['regions']}
-             | {n['numa_node'] for n in prof['namespaces']})
+    nodes = ({s.numa_node for s in prof.sockets}
+             | {r.numa_node for r in prof.regions}
+             | {n.numa_node for n in namespaces})
     nodes.discard(None)
+    dram = split_exact(prof.dram_gb, {
+        node: sum(1 for s in prof.sockets if s.numa_node == node)
+        for node in nodes}) if prof.sockets else {}
     listing = []
-    dram = split_exact(prof['dram_gb'], {
-        node: sum(1 for s in prof['sockets'] if s['numa_node'] == node)
-        for node in nodes}) if prof['sockets'] else {}
     for node in sorted(nodes):
-        mine = [s for s in prof['sockets'] if s['numa_node'] == node]
-        listing.append({
-            'numa_node': node,
-            'sockets': [s['socket'] for s in mine],
-            'dram_gb': dram.get(node, 0.0),
-            'dram_cache_gb': cache.get(node, 0.0),
-            'memory_mode_gb': _gb(sum(s['memory_mode_gb'] for s in mine)),
-            'app_direct_gb': _gb(sum(s['app_direct_gb'] for s in mine)),
-            'regions': [r['id'] for r in prof['regions']
-                        if r['numa_node'] == node],
-            'namespaces': [n['dev'] for n in prof['namespaces']
-                           if n['numa_node'] == node],
-        })
-    unplaced = [n['dev'] for n in prof['namespaces']
-                if n['numa_node'] is None]
+        mine = [s for s in prof.sockets if s.numa_node == node]
+        listing.append(hostfile.NumaNodeEntry(
+            numa_node=node,
+            sockets=[s.socket for s in mine],
+            dram_gb=dram.get(node, 0.0),
+            dram_cache_gb=cache.get(node, 0.0),
+            memory_mode_gb=_gb(sum(s.memory_mode_gb for s in mine)),
+            app_direct_gb=_gb(sum(s.app_direct_gb for s in mine)),
+            regions=[r.id for r in prof.regions if r.numa_node == node],
+            namespaces=[n.dev for n in namespaces if n.numa_node == node]))
+    notes = list(prof.notes)
+    unplaced = [n.dev for n in namespaces if n.numa_node is None]
     if unplaced:
-        prof['notes'].append(
-            'ndctl gives no numa_node for %s (run with --verbose)'
-            % ', '.join(unplaced))
-    if len(prof['sockets']) > 1:
-        prof['notes'].append(EVEN_SPLIT_NOTE)
-    prof['numa_nodes'] = listing
-    prof['dram_cache_gb_per_cell'] = (profile.format_cell_cache(cache)
-                                      if cache else None)
-    return prof
+        notes.append('ndctl gives no numa_node for %s (run with --verbose)'
+                     % ', '.join(unplaced))
+    if len(prof.sockets) > 1:
+        notes.append(EVEN_SPLIT_NOTE)
+    return dataclasses.replace(
+        prof, namespaces=namespaces, notes=notes, numa_nodes=listing,
+        dram_cache_gb_per_cell=(profile.format_cell_cache(cache)
+                                if cache else None))
 
 
 def cxl_cell_near(prof):
@@ -469,26 +506,19 @@ def cxl_cell_near(prof):
     ones with no CPUs; an instance's NUMA cell needs CPUs, so it never
     lands on those, and only the nodes with CPUs bound hot RAM.
     """
-    section = prof.get('cxl')
-    if not section or section['kind'] not in kinds.TIERED:
+    section = hostfile.given(prof.cxl)
+    if not section or section.kind not in kinds.TIERED:
         return {}
-    return {n['numa_node']: n['near_memory_gb']
-            for n in section['numa_nodes']
-            if n['cpus'] and n['near_memory_gb'] > 0}
+    return {n.numa_node: n.near_memory_gb for n in section.numa_nodes
+            if n.cpus and n.near_memory_gb > 0}
 
 
 def _add_cxl_numa(prof, section):
     cache = cxl_cell_near(prof)
-    prof['numa_nodes'] = [{
-        'numa_node': node['numa_node'],
-        'sockets': [],
-        'dram_gb': node['near_memory_gb'],
-        'dram_cache_gb': cache.get(node['numa_node'], 0.0),
-        'memory_mode_gb': 0.0,
-        'app_direct_gb': 0.0,
-        'regions': [],
-        'namespaces': [],
-    } for node in section['numa_nodes']]
-    prof['dram_cache_gb_per_cell'] = (profile.format_cell_cache(cache)
-                                      if cache else None)
-    return prof
+    return dataclasses.replace(prof, numa_nodes=[hostfile.NumaNodeEntry(
+        numa_node=node.numa_node, sockets=[], dram_gb=node.near_memory_gb,
+        dram_cache_gb=cache.get(node.numa_node, 0.0), memory_mode_gb=0.0,
+        app_direct_gb=0.0, regions=[], namespaces=[])
+        for node in section.numa_nodes],
+        dram_cache_gb_per_cell=(profile.format_cell_cache(cache)
+                                if cache else None))

@@ -21,10 +21,10 @@ import dataclasses
 import glob
 import os
 import re
-import signal
 import subprocess
 
 from nova_pmem_filters.discover import errors
+from nova_pmem_filters import procutil
 
 IPMCTL = 'ipmctl'
 NDCTL = 'ndctl'
@@ -160,7 +160,7 @@ class LiveRunner:
             # Nova) the exception is green subprocess's own class.
             if type(exc).__name__ != 'TimeoutExpired':
                 raise
-            _kill_group(proc)
+            procutil.kill_group(proc)
             raise errors.DiscoveryError(
                 '%s: no answer after %gs (timeout; see --timeout)'
                 % (command.display(), self.timeout))
@@ -218,18 +218,6 @@ class LiveRunner:
                 '%s: no node<N> directory (a kernel without NUMA support?)'
                 % directory)
         return sorted(found, key=lambda n: n.node)
-
-
-def _kill_group(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    try:
-        proc.communicate(timeout=5)
-    except Exception:
-        # Best effort; see LiveRunner.run for the exception class.
-        pass
 
 
 class DirRunner:

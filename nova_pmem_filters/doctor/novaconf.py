@@ -12,8 +12,8 @@
 """The part of nova.conf the doctor audits, read with oslo.config.
 
 The doctor runs on an operator's machine as well as on a controller, so it
-does not import Nova: it registers the few Nova options it reads with
-Nova's names, types and defaults (a unit test keeps them equal to Nova's)
+does not import Nova: it registers the few Nova options it reads
+(:mod:`nova_pmem_filters.novaopts`, with Nova's names, types and defaults)
 and our own ``[pmem]`` options, and lets oslo.config parse the files as
 nova-scheduler would.
 """
@@ -24,53 +24,7 @@ from oslo_config import cfg
 
 from nova_pmem_filters.conf import pmem as pmem_conf
 from nova_pmem_filters.core import extra_specs
-
-FILTER_SCHEDULER = 'filter_scheduler'
-SCHEDULER = 'scheduler'
-DEFAULT = 'DEFAULT'
-
-# Nova's own options, as nova/conf/scheduler.py defines them.
-NOVA_OPTS = {
-    FILTER_SCHEDULER: [
-        cfg.MultiStrOpt('available_filters',
-                        default=['nova.scheduler.filters.all_filters']),
-        cfg.ListOpt('enabled_filters', default=[
-            'ComputeFilter',
-            'ComputeCapabilitiesFilter',
-            'ImagePropertiesFilter',
-            'ServerGroupAntiAffinityFilter',
-            'ServerGroupAffinityFilter',
-        ]),
-        cfg.ListOpt('weight_classes',
-                    default=['nova.scheduler.weights.all_weighers']),
-    ],
-    SCHEDULER: [
-        # None: one worker per CPU of the scheduler host.
-        cfg.IntOpt('workers', min=0),
-    ],
-    # nova/conf/compute.py: what a compute gives MEMORY_MB in Placement.
-    DEFAULT: [
-        cfg.FloatOpt('ram_allocation_ratio', min=0.0),
-        cfg.FloatOpt('initial_ram_allocation_ratio', default=1.0, min=0.0),
-    ],
-}
-
-
-# The filters nova.scheduler.filters.all_filters loads (nova 34; a unit
-# test keeps this equal to Nova's): the names enabled_filters may use with
-# Nova's available_filters.
-NOVA_ALL_FILTERS = 'nova.scheduler.filters.all_filters'
-NOVA_FILTERS = frozenset([
-    'AggregateImagePropertiesIsolation', 'AggregateInstanceExtraSpecsFilter',
-    'AggregateIoOpsFilter', 'AggregateMultiTenancyIsolation',
-    'AggregateNumInstancesFilter', 'AggregateTypeAffinityFilter',
-    'AllHostsFilter', 'ComputeCapabilitiesFilter', 'ComputeFilter',
-    'DifferentHostFilter', 'ImagePropertiesFilter', 'IoOpsFilter',
-    'IsolatedHostsFilter', 'JsonFilter', 'MetricsFilter',
-    'NUMATopologyFilter', 'NumInstancesFilter', 'PciPassthroughFilter',
-    'SameHostFilter', 'ServerGroupAffinityFilter',
-    'ServerGroupAntiAffinityFilter', 'SimpleCIDRAffinityFilter',
-])
+from nova_pmem_filters import novaopts
 
 # Our [pmem] options that multiply a weigher's score.
 WEIGHT_MULTIPLIER_OPTS = tuple(
@@ -110,8 +64,7 @@ class NovaConfig:
 
 def _conf(files):
     conf = cfg.ConfigOpts()
-    for group, opts in NOVA_OPTS.items():
-        conf.register_opts(opts, group=None if group == DEFAULT else group)
+    novaopts.register(conf)
     pmem_conf.register_opts(conf)
     args = []
     for path in files:
@@ -136,7 +89,8 @@ def defaults_of(name):
 
 def _get(conf, group, name, files):
     try:
-        return conf[name] if group == DEFAULT else conf[group][name]
+        return (conf[name] if group == novaopts.DEFAULT
+                else conf[group][name])
     except (cfg.ConfigFileValueError, ValueError) as exc:
         # oslo.config says "Value for option X from LocationInfo(...) is not
         # valid: REASON"; the reason is what the operator needs.
@@ -150,14 +104,15 @@ def _values(conf, files):
         return _get(conf, group, name, files)
 
     pmem = pmem_conf.pmem_group.name
+    fs = novaopts.FILTER_SCHEDULER
     return NovaConfig(
         files=tuple(files),
-        available_filters=tuple(get(FILTER_SCHEDULER, 'available_filters')),
+        available_filters=tuple(get(fs, 'available_filters')),
         enabled_filters=tuple(
-            f.strip() for f in get(FILTER_SCHEDULER, 'enabled_filters')),
+            f.strip() for f in get(fs, 'enabled_filters')),
         weight_classes=tuple(
-            w.strip() for w in get(FILTER_SCHEDULER, 'weight_classes')),
-        scheduler_workers=get(SCHEDULER, 'workers'),
+            w.strip() for w in get(fs, 'weight_classes')),
+        scheduler_workers=get(novaopts.SCHEDULER, 'workers'),
         default_host_mode=get(pmem, 'default_host_mode'),
         default_flavor_modes=tuple(get(pmem, 'default_flavor_modes')),
         default_hot_ratio=get(pmem, 'default_hot_ratio'),
@@ -170,8 +125,9 @@ def ram_allocation_ratio(files):
     """MEMORY_MB's allocation ratio a compute with these files reports."""
     try:
         conf = _conf(files)
-        return (_get(conf, DEFAULT, 'ram_allocation_ratio', files)
-                or _get(conf, DEFAULT, 'initial_ram_allocation_ratio',
+        default = novaopts.DEFAULT
+        return (_get(conf, default, 'ram_allocation_ratio', files)
+                or _get(conf, default, 'initial_ram_allocation_ratio',
                         files))
     except cfg.Error as exc:
         raise ConfigError('%s: %s' % (', '.join(files), exc))

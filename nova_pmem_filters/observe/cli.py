@@ -23,7 +23,6 @@ options, profile or output path. Every failure is one line on stderr.
 """
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -155,8 +154,8 @@ def output_path(target, doc):
     """Where a document goes: ``target`` or a file named for it in it."""
     if not os.path.isdir(target):
         return target
-    stamp = doc['started'].replace('-', '').replace(':', '')
-    return os.path.join(target, '%s-%s.json' % (doc['hostname'], stamp))
+    stamp = doc.started.replace('-', '').replace(':', '')
+    return os.path.join(target, '%s-%s.json' % (doc.hostname, stamp))
 
 
 def _write(args, doc, collector, reg):
@@ -164,7 +163,7 @@ def _write(args, doc, collector, reg):
     if args.output:
         path = output_path(args.output, doc)
         try:
-            fileutil.write_atomic(path, json.dumps(doc, indent=2) + '\n')
+            fileutil.write_atomic(path, observation.dumps(doc))
         except OSError as exc:
             raise ObserveError('--output %s: cannot write: %s'
                                % (path, exc.strerror or exc))
@@ -183,33 +182,31 @@ def _fmt(value, digits=1):
 def table_lines(doc):
     """A short table of the instances, the host and the gaps."""
     rows = [('uuid', 'name', 'flavor', 'method', 'ws_mb', 'hot', 'cell')]
-    for inst in doc['instances']:
-        rows.append((inst['uuid'], inst.get('name') or '-',
-                     inst.get('flavor') or '-', inst.get('method') or '-',
-                     _fmt(inst.get('working_set_mb')),
-                     _fmt(inst.get('hot_ratio'), 3),
-                     '-' if inst.get('cell') is None else str(inst['cell'])))
+    for inst in doc.instances:
+        rows.append((inst.uuid, inst.name or '-', inst.flavor or '-',
+                     inst.method or '-', _fmt(inst.working_set_mb),
+                     _fmt(inst.hot_ratio, 3),
+                     '-' if inst.cell is None else str(inst.cell)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ['  '.join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
              for r in rows]
-    h = doc['host']
+    h = doc.host
     lines.append('host %s: working set %s MB of near memory %s MB, window '
-                 '%gs' % (doc['hostname'], _fmt(h['working_set_mb']),
-                          _fmt(h['near_memory_mb']), doc['window_s']))
-    for cell in h.get('cells') or ():
+                 '%gs' % (doc.hostname, _fmt(h.working_set_mb),
+                          _fmt(h.near_memory_mb), doc.window_s))
+    for cell in h.cells:
         lines.append('cell %s: working set %s MB of near memory %s MB'
-                     % (cell['id'], _fmt(cell['working_set_mb']),
-                        _fmt(cell['near_memory_mb'])))
-    far = doc['far_memory']
+                     % (cell.id, _fmt(cell.working_set_mb),
+                        _fmt(cell.near_memory_mb)))
+    far = doc.far_memory.to_dict()
     shown = ['%s %s' % (k, _fmt(v)) for k, v in sorted(far.items())
              if v is not None]
     if shown:
         lines.append('far memory: ' + ', '.join(shown))
-    for inst in doc['instances']:
-        if inst.get('gap'):
-            lines.append('gap: instance %s: %s' % (inst['uuid'],
-                                                   inst['gap']))
-    lines.extend('gap: %s' % gap for gap in doc['gaps'])
+    for inst in doc.instances:
+        if inst.gap:
+            lines.append('gap: instance %s: %s' % (inst.uuid, inst.gap))
+    lines.extend('gap: %s' % gap for gap in doc.gaps)
     return lines
 
 
@@ -237,7 +234,7 @@ def _service(args, prof, collector, reg, stop, monotonic=time.monotonic,
             _write(args, doc, collector, reg)
             windows += 1
             LOG.info('window %d: %d instances, %d gaps', windows,
-                     len(doc['instances']), len(doc['gaps']))
+                     len(doc.instances), len(doc.gaps))
         except Exception as exc:
             LOG.error('window failed: %s: %s', type(exc).__name__,
                       ' '.join(str(exc).split())[:300])
@@ -266,7 +263,7 @@ def _run(args, stdout, stop=None, **kwargs):
         doc = _observe(args, prof, **kwargs)
         _write(args, doc, collector, reg)
         if args.format == 'json':
-            stdout.write(json.dumps(doc, indent=2) + '\n')
+            stdout.write(observation.dumps(doc))
         else:
             stdout.write('\n'.join(table_lines(doc)) + '\n')
         return 0

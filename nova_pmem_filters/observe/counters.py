@@ -40,6 +40,7 @@ from nova_pmem_filters.discover import errors
 from nova_pmem_filters.discover import ipmctl
 from nova_pmem_filters.discover import runner
 from nova_pmem_filters.observe import procfs
+from nova_pmem_filters import procutil
 
 MEDIA_UNIT_BYTES = 64
 MIB = 2.0 ** 20
@@ -244,7 +245,7 @@ def _run(argv):
     try:
         out, err = proc.communicate(timeout=_TIMEOUT)
     except subprocess.TimeoutExpired:
-        runner._kill_group(proc)
+        procutil.kill_group(proc)
         raise ReadError('%s: no answer after %gs' % (' '.join(argv),
                                                      _TIMEOUT))
     return (proc.returncode, out.decode('utf-8', errors='replace'),

@@ -24,7 +24,7 @@ trees in no time. Every failure is a gap string and its number ``null``.
 """
 
 import collections
-import datetime
+import dataclasses
 import logging
 import os
 import socket
@@ -41,8 +41,8 @@ from nova_pmem_filters.observe import procfs
 LOG = logging.getLogger(__name__)
 
 AUTO = 'auto'
-DAMON = 'damon'
-REFERENCE_BITS = 'reference_bits'
+DAMON = observation.DAMON
+REFERENCE_BITS = observation.REFERENCE_BITS
 CHOICES = (AUTO, DAMON, REFERENCE_BITS)
 # Hardware modes whose far memory ipmctl counts (a mixed host runs part of
 # its PMem in Memory Mode).
@@ -96,13 +96,13 @@ def _profile_section(prof):
     """The document's ``profile``: the near memory the profile gives."""
     if prof is None:
         return None
-    near = core_profile.near_memory_gb(prof.mode, prof.dram_gb,
-                                       prof.dram_cache_gb)
-    cells = [{'id': cell, 'near_memory_mb': gb * 1024.0}
-             for cell, gb in prof.cell_cache_gb or ()]
-    return {'pmem_mode': prof.mode,
-            'near_memory_mb': None if near is None else near * 1024.0,
-            'cells': cells}
+    cells = tuple(observation.ProfileCell(
+        id=cell, near_memory_mb=core_profile.gb_to_mb(gb))
+        for cell, gb in prof.cell_cache_gb or ())
+    return observation.Profile(
+        pmem_mode=prof.mode,
+        near_memory_mb=core_profile.gb_to_mb(prof.near_memory_gb),
+        cells=cells)
 
 
 def _cell(numa_mb, nodes):
@@ -152,9 +152,10 @@ class _FarMemory(object):
         self.before = self._read()
 
     def finish(self, seconds):
+        """The document's ``far_memory`` over ``seconds``."""
         after = self._read()
-        rates = {'media_read_mb_per_s': None, 'media_write_mb_per_s': None,
-                 'promote_pages_per_s': None, 'demote_pages_per_s': None}
+        # Keyed by the fields of observation.FarMemory; None: not counted.
+        rates = {}
         counters_mod = self.backends.counters
         if 'ipmctl' in self.before and 'ipmctl' in after:
             try:
@@ -169,7 +170,7 @@ class _FarMemory(object):
             except Exception as exc:
                 self.gaps.append('%s: %s' % (self.paths.vmstat,
                                              _one_line(exc)))
-        return rates
+        return observation.FarMemory(**rates)
 
 
 def _measure(method, pids, window_s, backends, paths, sleep):
@@ -180,75 +181,69 @@ def _measure(method, pids, window_s, backends, paths, sleep):
                                           proc=paths.proc)
 
 
+def _measured(inst, method, measurement, window_gap):
+    """What the window measured of ``inst``, as Instance fields."""
+    if window_gap:
+        return {'gap': window_gap}
+    if measurement is None:
+        return {'gap': 'process %d was not measured (it ended during the '
+                       'window?)' % inst.pid}
+    if measurement.gap or measurement.working_set_mb is None:
+        return {'gap': measurement.gap or 'no working set measured'}
+    ws = float(measurement.working_set_mb)
+    return {'method': method, 'working_set_mb': round(ws, 3),
+            'hot_ratio': round(ws / inst.flavor_ram_mb, 4)}
+
+
 def _instance(inst, method, measurement, window_gap, nodes, backends,
               paths, gaps):
-    doc = {'uuid': inst.uuid, 'name': inst.name, 'flavor': inst.flavor,
-           'flavor_ram_mb': inst.flavor_ram_mb,
-           'flavor_vcpus': inst.flavor_vcpus, 'pid': inst.pid,
-           'declared_hot_ratio': inst.declared_hot_ratio,
-           'method': None, 'working_set_mb': None, 'hot_ratio': None,
-           'numa_mb': {}, 'cell': None, 'gap': None}
+    found = observation.Instance(
+        uuid=inst.uuid, name=inst.name, flavor=inst.flavor,
+        flavor_ram_mb=inst.flavor_ram_mb, flavor_vcpus=inst.flavor_vcpus,
+        pid=inst.pid, declared_hot_ratio=inst.declared_hot_ratio,
+        **_measured(inst, method, measurement, window_gap))
     if inst.declared_gap:
         gaps.append(inst.declared_gap)
-    if window_gap:
-        doc['gap'] = window_gap
-    elif measurement is None:
-        doc['gap'] = ('process %d was not measured (it ended during the '
-                      'window?)' % inst.pid)
-    elif measurement.gap or measurement.working_set_mb is None:
-        doc['gap'] = measurement.gap or 'no working set measured'
-    else:
-        ws = float(measurement.working_set_mb)
-        doc['method'] = method
-        doc['working_set_mb'] = round(ws, 3)
-        doc['hot_ratio'] = round(ws / inst.flavor_ram_mb, 4)
-    if doc['gap'] is not None and not window_gap:
+    if found.gap is not None and not window_gap:
         # A process that exited or that we may not read has no numa_maps
         # either: one gap is enough.
-        return doc
+        return found
     try:
         numa = backends.procfs.numa_maps(inst.pid, proc=paths.proc)
     except Exception as exc:
         gaps.append('instance %s: numa_maps of process %d: %s'
                     % (inst.uuid, inst.pid, _one_line(exc)))
-        return doc
-    doc['numa_mb'] = {str(node): round(float(mb), 3)
-                      for node, mb in sorted(numa.items())}
-    doc['cell'] = _cell(numa, nodes)
-    return doc
+        return found
+    return dataclasses.replace(
+        found, numa_mb={int(node): round(float(mb), 3)
+                        for node, mb in sorted(numa.items())},
+        cell=_cell(numa, nodes))
 
 
-def _host(instances, prof_section, nodes, gaps):
-    measured = [i for i in instances if i['working_set_mb'] is not None]
+def _host(instances, prof, nodes, gaps):
+    """The document's ``host``: the working set against near memory."""
+    measured = [i for i in instances if i.working_set_mb is not None]
     if len(measured) < len(instances):
         gaps.append('host working set counts %d of %d instances'
                     % (len(measured), len(instances)))
-    near_cells = {c['id']: c['near_memory_mb']
-                  for c in (prof_section or {}).get('cells') or ()}
+    near_cells = {c.id: c.near_memory_mb
+                  for c in (prof.cells if prof is not None else ())}
     cell_ids = sorted(near_cells) or sorted(n for n, c in nodes.items()
                                             if c)
-    cells = []
-    for cell in cell_ids:
-        ws = sum(i['working_set_mb'] for i in measured if i['cell'] == cell)
-        cells.append({'id': cell, 'working_set_mb': round(ws, 3),
-                      'near_memory_mb': near_cells.get(cell)})
-    return {
-        'working_set_mb': round(sum(i['working_set_mb'] for i in measured),
-                                3),
-        'near_memory_mb': (prof_section or {}).get('near_memory_mb'),
-        'cells': cells,
-    }
-
-
-def _iso(seconds):
-    return datetime.datetime.fromtimestamp(
-        seconds, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+    cells = tuple(observation.HostCell(
+        id=cell, working_set_mb=round(sum(
+            i.working_set_mb for i in measured if i.cell == cell), 3),
+        near_memory_mb=near_cells.get(cell)) for cell in cell_ids)
+    return observation.Host(
+        working_set_mb=round(sum(i.working_set_mb for i in measured), 3),
+        near_memory_mb=prof.near_memory_mb if prof is not None else None,
+        cells=cells)
 
 
 def observe(window_s, method=AUTO, prof=None, hostname=None, paths=None,
             backends=None, clock=time.time, monotonic=time.monotonic,
             sleep=time.sleep):
-    """Measure one window; returns the observation document (a dict).
+    """Measure one window; returns its ``observation.Observation``.
 
     :param prof: the host's ``hostfile.DiscoveredHost`` or None.
     :param sleep: how the window is waited; a service passes one that
@@ -295,22 +290,19 @@ def observe(window_s, method=AUTO, prof=None, hostname=None, paths=None,
     seconds = monotonic() - begin
     far_memory = far.finish(seconds if seconds > 0 else window_s)
 
-    instances = [_instance(inst, used, results.get(inst.pid), window_gap,
-                           nodes, backends, paths, gaps)
-                 for inst in insts]
+    instances = tuple(_instance(inst, used, results.get(inst.pid),
+                                window_gap, nodes, backends, paths, gaps)
+                      for inst in insts)
     prof_section = _profile_section(prof)
-    doc = {
-        'schema': observation.SCHEMA,
-        'hostname': hostname or (prof.hostname if prof is not None
-                                 else socket.gethostname()),
-        'started': _iso(started),
-        'window_s': float(window_s),
-        'profile': prof_section,
-        'nodes': [{'id': n, 'cpus': nodes[n]} for n in sorted(nodes)],
-        'instances': instances,
-        'host': _host(instances, prof_section, nodes, gaps),
-        'far_memory': far_memory,
-        'gaps': gaps,
-    }
+    hostname = hostname or (prof.hostname if prof is not None
+                            else socket.gethostname())
+    doc = observation.Observation(
+        hostname=hostname, started=observation.format_started(started),
+        window_s=float(window_s), profile=prof_section,
+        nodes=tuple(observation.Node(id=n, cpus=nodes[n])
+                    for n in sorted(nodes)),
+        instances=instances,
+        host=_host(instances, prof_section, nodes, gaps),
+        far_memory=far_memory, gaps=tuple(gaps))
     # What we write must be what every reader accepts.
-    return observation.parse(doc, '(observation of %s)' % doc['hostname'])
+    return observation.checked(doc, '(observation of %s)' % hostname)

@@ -11,10 +11,11 @@
 #    under the License.
 """The observation document as Prometheus metrics.
 
-A custom collector over the latest document (``core.observation``): each
-scrape, or each node_exporter textfile, shows the last complete window, so
-an instance that went away disappears with it instead of lingering as a
-stale labelled Gauge. Units are base units (bytes, seconds) as Prometheus
+A custom collector over the latest document (an ``Observation`` of
+``core.observation``, read through its fields): each scrape, or each
+node_exporter textfile, shows the last complete window, so an instance
+that went away disappears with it instead of lingering as a stale labelled
+Gauge. Units are base units (bytes, seconds) as Prometheus
 names them; a ``null`` of the document is no sample, never a zero.
 
 The far-memory numbers of the document are rates over its window, so they
@@ -22,9 +23,7 @@ are gauges named ``..._per_second``; counting them as ``_total`` counters
 would need the raw counters, which the document does not keep.
 """
 
-import calendar
 import threading
-import time
 
 import prometheus_client
 from prometheus_client import core as prom_core
@@ -39,34 +38,28 @@ def _gauge(name, documentation, labels=None):
                                        labels=labels)
 
 
-def _seconds(iso):
-    return float(calendar.timegm(time.strptime(iso, '%Y-%m-%dT%H:%M:%SZ')))
-
-
-def metrics(doc):
-    """The metric families of one document, in a fixed order."""
+def _window(doc):
     window = _gauge('observation_window_seconds',
                     'Length of the observation window.')
-    window.add_metric([], doc['window_s'])
+    window.add_metric([], doc.window_s)
     yield window
     started = _gauge('observation_start_time_seconds',
                      'Start of the observation window, Unix time.')
-    try:
-        started.add_metric([], _seconds(doc['started']))
-    except (TypeError, ValueError):
-        pass
+    started.add_metric([], doc.started_time)
     yield started
     gaps = _gauge('observation_gaps',
                   'Measurements that could not be made in the window: '
                   'host gaps plus instances without a working set.')
-    gaps.add_metric([], len(doc.get('gaps') or ())
-                    + sum(1 for i in doc['instances'] if i.get('gap')))
+    gaps.add_metric([], len(doc.gaps)
+                    + sum(1 for i in doc.instances if i.gap))
     yield gaps
     count = _gauge('observation_instances',
                    'Running Nova instances found on the host.')
-    count.add_metric([], len(doc['instances']))
+    count.add_metric([], len(doc.instances))
     yield count
 
+
+def _instances(doc):
     ws = _gauge('instance_working_set_bytes',
                 'Memory the instance touched in the window.',
                 INSTANCE_LABELS + ['method'])
@@ -84,39 +77,35 @@ def metrics(doc):
     numa = _gauge('instance_numa_memory_bytes',
                   "Resident memory of the instance's process per NUMA "
                   'node.', INSTANCE_LABELS + ['node'])
-    for inst in doc['instances']:
-        labels = [inst['uuid'], inst.get('name') or '',
-                  inst.get('flavor') or '']
-        method = inst.get('method') or ''
-        if inst.get('working_set_mb') is not None:
-            ws.add_metric(labels + [method], inst['working_set_mb'] * MB)
-        if inst.get('hot_ratio') is not None:
-            hot.add_metric(labels + [method], inst['hot_ratio'])
-        if inst.get('declared_hot_ratio') is not None:
-            declared.add_metric(labels, inst['declared_hot_ratio'])
-        if inst.get('flavor_ram_mb') is not None:
-            ram.add_metric(labels, inst['flavor_ram_mb'] * MB)
-        measured.add_metric(labels, 0 if inst.get('gap') else 1)
-        for node, mb in sorted((inst.get('numa_mb') or {}).items()):
+    for inst in doc.instances:
+        labels = [inst.uuid, inst.name or '', inst.flavor or '']
+        method = inst.method or ''
+        if inst.working_set_mb is not None:
+            ws.add_metric(labels + [method], inst.working_set_mb * MB)
+        if inst.hot_ratio is not None:
+            hot.add_metric(labels + [method], inst.hot_ratio)
+        if inst.declared_hot_ratio is not None:
+            declared.add_metric(labels, inst.declared_hot_ratio)
+        if inst.flavor_ram_mb is not None:
+            ram.add_metric(labels, inst.flavor_ram_mb * MB)
+        measured.add_metric(labels, 0 if inst.gap else 1)
+        for node, mb in sorted(inst.numa_mb.items()):
             numa.add_metric(labels + [str(node)], mb * MB)
-    yield ws
-    yield hot
-    yield declared
-    yield ram
-    yield measured
-    yield numa
+    return [ws, hot, declared, ram, measured, numa]
 
-    host = doc.get('host') or {}
+
+def _host(doc):
+    host = doc.host
     host_ws = _gauge('host_working_set_bytes',
                      'Sum of the measured working sets of the host.')
-    if host.get('working_set_mb') is not None:
-        host_ws.add_metric([], host['working_set_mb'] * MB)
+    if host.working_set_mb is not None:
+        host_ws.add_metric([], host.working_set_mb * MB)
     yield host_ws
     near = _gauge('host_near_memory_bytes',
                   'Near memory of the host (DRAM cache or DRAM in front of '
                   'the far tier) from its discovered profile.')
-    if host.get('near_memory_mb') is not None:
-        near.add_metric([], host['near_memory_mb'] * MB)
+    if host.near_memory_mb is not None:
+        near.add_metric([], host.near_memory_mb * MB)
     yield near
     cell_ws = _gauge('cell_working_set_bytes',
                      'Working set of the instances whose pages sit mostly '
@@ -124,32 +113,42 @@ def metrics(doc):
     cell_near = _gauge('cell_near_memory_bytes',
                        'Near memory of the cell from the host profile.',
                        ['cell'])
-    for cell in host.get('cells') or ():
-        if cell.get('working_set_mb') is not None:
-            cell_ws.add_metric([str(cell['id'])], cell['working_set_mb'] * MB)
-        if cell.get('near_memory_mb') is not None:
-            cell_near.add_metric([str(cell['id'])],
-                                 cell['near_memory_mb'] * MB)
+    for cell in host.cells:
+        if cell.working_set_mb is not None:
+            cell_ws.add_metric([str(cell.id)], cell.working_set_mb * MB)
+        if cell.near_memory_mb is not None:
+            cell_near.add_metric([str(cell.id)], cell.near_memory_mb * MB)
     yield cell_ws
     yield cell_near
 
-    far = doc.get('far_memory') or {}
-    for key, name, unit, help_text in (
-            ('media_read_mb_per_s', 'far_memory_media_read_bytes_per_second',
-             MB, 'PMem media reads over the window (ipmctl, Memory Mode).'),
-            ('media_write_mb_per_s',
-             'far_memory_media_write_bytes_per_second', MB,
-             'PMem media writes over the window (ipmctl, Memory Mode).'),
-            ('promote_pages_per_s', 'tiering_promotions_per_second', 1,
-             'Pages promoted to near memory over the window '
-             '(/proc/vmstat).'),
-            ('demote_pages_per_s', 'tiering_demotions_per_second', 1,
-             'Pages demoted to far memory over the window '
-             '(/proc/vmstat).')):
+
+# (field of observation.FarMemory, metric, unit, help)
+_FAR_MEMORY = (
+    ('media_read_mb_per_s', 'far_memory_media_read_bytes_per_second', MB,
+     'PMem media reads over the window (ipmctl, Memory Mode).'),
+    ('media_write_mb_per_s', 'far_memory_media_write_bytes_per_second', MB,
+     'PMem media writes over the window (ipmctl, Memory Mode).'),
+    ('promote_pages_per_s', 'tiering_promotions_per_second', 1,
+     'Pages promoted to near memory over the window (/proc/vmstat).'),
+    ('demote_pages_per_s', 'tiering_demotions_per_second', 1,
+     'Pages demoted to far memory over the window (/proc/vmstat).'))
+
+
+def _far_memory(doc):
+    for field, name, unit, help_text in _FAR_MEMORY:
         family = _gauge(name, help_text)
-        if far.get(key) is not None:
-            family.add_metric([], far[key] * unit)
+        value = getattr(doc.far_memory, field)
+        if value is not None:
+            family.add_metric([], value * unit)
         yield family
+
+
+def metrics(doc):
+    """The metric families of one ``Observation``, in a fixed order."""
+    yield from _window(doc)
+    yield from _instances(doc)
+    yield from _host(doc)
+    yield from _far_memory(doc)
 
 
 class DocumentCollector(object):

@@ -267,95 +267,26 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
     """
     started = time.monotonic()
     deadline = started + time_limit
-    cg_deadline = started + _CG_SHARE * time_limit
     if scen is not None and problem.objective == 'tco':
         problem_mod.check_carriable(problem, scen)
     master = master_mod.Master(problem)
-    nt, nw = len(problem.periods), len(problem.workloads)
-    for ci, cand in enumerate(problem.candidates):
-        for t in range(nt):
-            for w, limit in enumerate(cand.limits):
-                if limit:
-                    counts = [0] * nw
-                    counts[w] = limit
-                    master.add(ci, t, counts)
-    rounds = 0
-    bound = -np.inf
-    incumbent = None
-    while True:
-        rounds += 1
-        res, layout = master.solve_lp()
-        duals = -res.ineqlin.marginals
-        if (problem.objective == 'tco' and not master.caps
-                and not pricing.farley_applies(problem, master)):
-            # The Lagrangian bound's node limits use a fleet at hand.
-            _vec, cost = _round_up(problem, master, res, layout)
-            if cost is not None:
-                incumbent = cost if incumbent is None else min(incumbent,
-                                                               cost)
-        out_of_time = time.monotonic() > cg_deadline
-        if not generate:
-            break
-        priced = {}
-        added = 0
-        for ci, cand in enumerate(problem.candidates):
-            for t in range(nt):
-                mu = duals[master.link_row[ci, t]]
-                values = [duals[master.serve_row[w, ci, t]]
-                          if (w, ci, t) in master.serve_row else 0.0
-                          for w in range(nw)]
-                tol = pricing.RC_TOL * max(mu, 1e-6)
-                quick = pricing.pricing_bound(cand, problem.demands, values)
-                if quick <= mu + tol:
-                    priced[ci, t] = (mu, quick)
-                    continue
-                if not out_of_time:
-                    value, counts = patterns.greedy_pattern(
-                        cand.capacity, problem.demands, values, cand.limits)
-                    if value > mu + tol and master.add(ci, t, counts):
-                        added += 1
-                        continue
-                priced[ci, t] = (mu, None, values)
-        exact = not added
-        if exact:
-            # Greedy found nothing: price exactly, for the bound too.
-            left = max(deadline - time.monotonic(), 1.0)
-            per_call = max(0.2, 0.05 * left / max(len(priced), 1))
-            if pricing.farley_applies(problem, master):
-                added, lower = pricing.price_farley(
-                    problem, master, res, priced,
-                    per_call)
-            else:
-                added, lower = pricing.price_all(problem, master, res, priced,
-                                                 per_call, incumbent)
-            bound = max(bound, lower)
-        if progress:
-            progress(rounds, len(master.columns), res.fun, bound)
-        close = (exact and res.fun - bound
-                 <= _CG_SHARE_OF_GAP * gap * max(abs(res.fun), 1.0))
-        if close or not added or rounds >= _MAX_ROUNDS or (
-                out_of_time and exact):
-            if (pricing.farley_applies(problem, master)
-                    and master.min_nodes is None
-                    and not out_of_time and rounds < _MAX_ROUNDS):
-                master.min_nodes = pricing.node_cut(
-                    problem, master, res, 1.0) or 0
-                if master.min_nodes:
-                    continue
-            break
-    lp_res, lp_layout = res, layout
+    _seed(problem, master)
+    generated = _generate_columns(
+        problem, master, deadline, started + _CG_SHARE * time_limit, gap,
+        generate, progress)
+    bound = generated.bound
 
     def tell(what, best):
         if stage is not None:
             stage(what, None if best is None else best.fun, bound)
 
     tell('column generation: %d patterns after %d rounds'
-         % (len(master.columns), rounds), None)
+         % (len(master.columns), generated.rounds), None)
     # With TCO the master problem lets a cap grow (so that column
     # generation always has a fleet); the integer stages hold it.
     hard = master.elastic and bool(master.caps)
-    best = _incumbent(problem, master, lp_res, lp_layout, bound, deadline,
-                      gap, generate)
+    best = _incumbent(problem, master, generated.res, generated.layout,
+                      bound, deadline, gap, generate)
     if best is not None and hard and _grows_a_cap(master, best):
         best = None
     tell('fleet from the patterns', best)
@@ -372,7 +303,132 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
         best = _cheapest_serving(problem, master, best, deadline, gap)
     layout = master.layout()
     return _plan('optimal', problem, master, best.vector(master), layout,
-                 bound, bool(np.isfinite(bound)), started, rounds)
+                 bound, bool(np.isfinite(bound)), started, generated.rounds)
+
+
+def _seed(problem, master):
+    """The first columns: each workload alone, as many as a node holds."""
+    nw = len(problem.workloads)
+    for ci, cand in enumerate(problem.candidates):
+        for t in range(len(problem.periods)):
+            for w, limit in enumerate(cand.limits):
+                if limit:
+                    counts = [0] * nw
+                    counts[w] = limit
+                    master.add(ci, t, counts)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Generated:
+    """Where column generation ended: the last LP and the bound."""
+
+    res: object
+    layout: object
+    rounds: int
+    bound: float
+
+
+def _generate_columns(problem, master, deadline, cg_deadline, gap,
+                      generate, progress):
+    """Column generation: solve the LP, add the patterns worth adding.
+
+    It stops when the LP is within its share of ``gap`` of the bound, when
+    no pattern is worth adding, after :data:`_MAX_ROUNDS` rounds, or past
+    ``cg_deadline`` once pricing is exact.
+    """
+    rounds = 0
+    bound = -np.inf
+    incumbent = None
+    while True:
+        rounds += 1
+        res, layout = master.solve_lp()
+        incumbent = _rounded_incumbent(problem, master, res, layout,
+                                       incumbent)
+        out_of_time = time.monotonic() > cg_deadline
+        if not generate:
+            break
+        priced, added = _price_greedily(problem, master,
+                                        -res.ineqlin.marginals, out_of_time)
+        priced_exactly = not added
+        if priced_exactly:
+            # Greedy found nothing: price exactly, for the bound too.
+            added, lower = _price_exactly(problem, master, res, priced,
+                                          deadline, incumbent)
+            bound = max(bound, lower)
+        if progress:
+            progress(rounds, len(master.columns), res.fun, bound)
+        close = (priced_exactly and res.fun - bound
+                 <= _CG_SHARE_OF_GAP * gap * max(abs(res.fun), 1.0))
+        if close or not added or rounds >= _MAX_ROUNDS or (
+                out_of_time and priced_exactly):
+            if _cut_nodes(problem, master, res, out_of_time, rounds):
+                continue
+            break
+    return _Generated(res=res, layout=layout, rounds=rounds, bound=bound)
+
+
+def _rounded_incumbent(problem, master, res, layout, incumbent):
+    """The least TCO of a fleet at hand: the LP rounded up, or ``incumbent``.
+
+    The Lagrangian bound's node limits use it.
+    """
+    if (problem.objective == 'tco' and not master.caps
+            and not pricing.farley_applies(problem, master)):
+        _vec, cost = _round_up(problem, master, res, layout)
+        if cost is not None:
+            incumbent = cost if incumbent is None else min(incumbent, cost)
+    return incumbent
+
+
+def _price_greedily(problem, master, duals, out_of_time):
+    """Add the greedy pattern of each (candidate, period) worth adding.
+
+    :returns: ({(candidate, period): (dual, quick bound) or (dual, None,
+        workload values)} of those that got none, the number added).
+    """
+    nw = len(problem.workloads)
+    priced = {}
+    added = 0
+    for ci, cand in enumerate(problem.candidates):
+        for t in range(len(problem.periods)):
+            mu = duals[master.link_row[ci, t]]
+            values = [duals[master.serve_row[w, ci, t]]
+                      if (w, ci, t) in master.serve_row else 0.0
+                      for w in range(nw)]
+            tol = pricing.RC_TOL * max(mu, 1e-6)
+            quick = pricing.pricing_bound(cand, problem.demands, values)
+            if quick <= mu + tol:
+                priced[ci, t] = (mu, quick)
+                continue
+            if not out_of_time:
+                value, counts = patterns.greedy_pattern(
+                    cand.capacity, problem.demands, values, cand.limits)
+                if value > mu + tol and master.add(ci, t, counts):
+                    added += 1
+                    continue
+            priced[ci, t] = (mu, None, values)
+    return priced, added
+
+
+def _price_exactly(problem, master, res, priced, deadline, incumbent):
+    """(patterns added, lower bound) of exact pricing."""
+    left = max(deadline - time.monotonic(), 1.0)
+    per_call = max(0.2, 0.05 * left / max(len(priced), 1))
+    if pricing.farley_applies(problem, master):
+        return pricing.price_farley(problem, master, res, priced, per_call)
+    return pricing.price_all(problem, master, res, priced, per_call,
+                             incumbent)
+
+
+def _cut_nodes(problem, master, res, out_of_time, rounds):
+    """Whether a cut on the number of nodes is worth more rounds."""
+    if (pricing.farley_applies(problem, master)
+            and master.min_nodes is None
+            and not out_of_time and rounds < _MAX_ROUNDS):
+        master.min_nodes = pricing.node_cut(
+            problem, master, res, 1.0) or 0
+        return bool(master.min_nodes)
+    return False
 
 
 def _incumbent(problem, master, lp_res, lp_layout, bound, deadline, gap,

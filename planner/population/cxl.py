@@ -45,13 +45,19 @@ CXL_MODES = frozenset(kinds.CXL_MODES)
 
 def check(config):
     """The DDR5 and CXL findings for one NodeConfig."""
+    cxl = sorted({d for sock in config.sockets for d in sock if d.is_cxl},
+                 key=lambda d: d.name)
+    return _parts(config, cxl) + _modes(config, cxl)
+
+
+def _parts(config, cxl):
+    """The modules against the board and the CPU: DIMM type, CXL lanes."""
     found = []
 
     def add(severity, code, message, source):
         found.append(common.Finding(severity, code, message, source))
 
-    platform, cpu, mode = config.platform, config.cpu, config.mode
-    per = config.per_socket
+    platform, cpu = config.platform, config.cpu
     for dimm in sorted({d for sock in config.sockets for d in sock
                         if d.is_dram and d.type != platform.memory_type},
                        key=lambda d: d.name):
@@ -61,8 +67,6 @@ def check(config):
                dimm.type.upper(), dimm.name),
             common.catalog_source('platform', platform.name, 'memory_type %s'
                                   % platform.memory_type, platform.source))
-    cxl = sorted({d for sock in config.sockets for d in sock if d.is_cxl},
-                 key=lambda d: d.name)
     if cxl and not cpu.cxl_lanes:
         add(common.ERROR, 'cxl-unsupported-cpu',
             'CPU %s has no CXL lanes and cannot drive CXL memory (%s)'
@@ -87,6 +91,17 @@ def check(config):
                 common.catalog_source('CPU', cpu.name,
                                       'cxl_lanes %d' % cpu.cxl_lanes,
                                       cpu.source))
+    return found
+
+
+def _modes(config, cxl):
+    """What each mode needs of the DRAM and CXL tiers, and their ratio."""
+    found = []
+
+    def add(severity, code, message, source):
+        found.append(common.Finding(severity, code, message, source))
+
+    cpu, mode, per = config.cpu, config.mode, config.per_socket
     dram_gb = common.socket_gb(per, pmem=False)
     cxl_gb = common.socket_gb(per, pmem='cxl')
     if mode in CXL_MODES and not cxl_gb:

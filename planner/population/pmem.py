@@ -142,34 +142,44 @@ def check(config):
     Each finding names the parts involved (configuration, socket, CPU,
     platform, modules) and cites the source that applies to this case.
     """
-    found = []
-
-    def add(severity, code, message, source):
-        found.append(common.Finding(severity, code, message, source))
-
-    platform, cpu, mode = config.platform, config.cpu, config.mode
-    per = config.per_socket
     pmem_dimms = sorted({d for sock in config.sockets for d in sock
                          if d.is_pmem}, key=lambda d: d.name)
     generations = sorted({d.generation for d in pmem_dimms})
+    found = _sockets_alike(config, generations)
+    found += _pmem_parts(config, pmem_dimms, generations)
+    for index, sock in enumerate(config.sockets):
+        found += _socket(config, index, sock, generations)
+    found += _mode_needs(config)
+    found += _mixes(config, generations)
+    return found
 
-    for index, sock in enumerate(config.sockets[1:], 1):
-        if sock != per:
-            add(common.ERROR, 'asymmetric-sockets',
-                'sockets are populated differently: socket %d carries %s '
-                'but socket 0 carries %s; every socket must carry the same '
-                'DIMMs' % (index, common.modules(sock), common.modules(per)),
-                _symmetry_source(generations))
 
-    for dimm in [d for d in pmem_dimms
-                 if d.generation not in cpu.pmem_generations]:
-        add(common.ERROR, 'pmem-unsupported-cpu', *_cpu_pmem(cpu, dimm))
-    for dimm in [d for d in pmem_dimms
-                 if d.generation not in platform.pmem_generations]:
-        add(common.ERROR, 'pmem-unsupported-platform',
-            *_platform_pmem(platform, dimm))
+def _sockets_alike(config, generations):
+    """asymmetric-sockets: every socket carries socket 0's DIMMs."""
+    per = config.per_socket
+    return [common.Finding(
+        common.ERROR, 'asymmetric-sockets',
+        'sockets are populated differently: socket %d carries %s but '
+        'socket 0 carries %s; every socket must carry the same DIMMs'
+        % (index, common.modules(sock), common.modules(per)),
+        _symmetry_source(generations))
+        for index, sock in enumerate(config.sockets[1:], 1) if sock != per]
+
+
+def _pmem_parts(config, pmem_dimms, generations):
+    """The PMem modules against the CPU and the platform: series, sizes."""
+    platform, cpu = config.platform, config.cpu
+    found = [common.Finding(common.ERROR, 'pmem-unsupported-cpu',
+                            *_cpu_pmem(cpu, dimm))
+             for dimm in pmem_dimms
+             if dimm.generation not in cpu.pmem_generations]
+    found += [common.Finding(common.ERROR, 'pmem-unsupported-platform',
+                             *_platform_pmem(platform, dimm))
+              for dimm in pmem_dimms
+              if dimm.generation not in platform.pmem_generations]
     if len({d.capacity_gb for d in pmem_dimms}) > 1:
-        add(common.ERROR, 'mixed-pmem-sizes',
+        found.append(common.Finding(
+            common.ERROR, 'mixed-pmem-sizes',
             'PMem modules of different sizes in one node (%s); all PMem '
             'must be one size' % ', '.join(
                 '%s: %g GB' % (d.name, d.capacity_gb) for d in pmem_dimms),
@@ -178,11 +188,12 @@ def check(config):
                 '(%s); applied to PMem %s'
                 % (sources.cite('lenovo-pmem200' if '200' in generations
                                 else 'lenovo-sr630-pmem-mixes'),
-                   ', '.join(generations))))
+                   ', '.join(generations)))))
     for d in pmem_dimms:
         if (d.generation in cpu.pmem_generations
                 and d.capacity_gb > cpu.pmem_max_module_gb):
-            add(common.ERROR, 'pmem-module-too-large',
+            found.append(common.Finding(
+                common.ERROR, 'pmem-module-too-large',
                 'CPU %s takes PMem modules of at most %g GB, not %s (%g GB)'
                 % (cpu.name, cpu.pmem_max_module_gb, d.name,
                    d.capacity_gb),
@@ -192,112 +203,155 @@ def check(config):
                 else common.catalog_source(
                     'CPU', cpu.name,
                     'pmem_max_module_gb %g' % cpu.pmem_max_module_gb,
-                    cpu.source))
+                    cpu.source)))
+    return found
 
-    for index, sock in enumerate(config.sockets):
-        dram, pmem = common.socket_counts(sock)
-        where = 'socket %d' % index
-        if dram + pmem > platform.slots_per_socket:
-            add(common.ERROR, 'too-many-modules',
-                '%s has %d modules (%s) for %d slots (%d channels x %d) of '
-                'platform %s' % (where, dram + pmem, common.modules(sock),
-                                 platform.slots_per_socket,
-                                 platform.channels_per_socket,
-                                 platform.slots_per_channel, platform.name),
-                common.catalog_source(
-                    'platform', platform.name,
-                    '%d channels x %d slots per socket'
-                    % (platform.channels_per_socket,
-                       platform.slots_per_channel), platform.source))
-        if pmem > platform.channels_per_socket:
-            add(common.ERROR, 'pmem-per-channel',
-                '%s has %d PMem modules (%s) on the %d channels of platform '
-                '%s; at most one per channel'
-                % (where, pmem, common.modules(sock, pmem=True),
-                   platform.channels_per_socket, platform.name),
-                sources.cite('lenovo-sr630-pmem-mixes', 'at most one PMem '
-                             'module per channel: no PMem 100 mix has more '
-                             'PMem modules than channels')
-                if generations == ['100'] else sources.cite(
-                    'lenovo-pmem200', 'no PMem 200 combination has more '
-                    'PMem modules than channels'))
-        elif pmem > dram:
-            # Each PMem channel needs a DRAM module beside it.
-            add(common.ERROR, 'pmem-without-dram',
-                '%s has %d PMem modules (%s) but %s; a channel would carry '
-                'PMem with no DRAM'
-                % (where, pmem, common.modules(sock, pmem=True),
-                   'only %d DRAM (%s)'
-                   % (dram, common.modules(sock, pmem=False))
-                   if dram else 'no DRAM'),
-                sources.cite('lenovo-sr630-pmem-mixes', 'every mix has at '
-                             'least as many DRAM as PMem modules per '
-                             'socket: each PMem module has a DRAM module '
-                             'on its channel'))
-        ctrl = platform.controllers_per_socket
-        if mode == kinds.MEMORY_MODE and (0 < pmem < ctrl
-                                          or 0 < dram < ctrl):
-            add(common.ERROR, 'mm-controller',
-                '%s has %d DRAM and %d PMem modules for %d memory '
-                'controllers of platform %s (%s); Memory Mode needs DRAM '
-                'and PMem on every controller'
-                % (where, dram, pmem, ctrl, platform.name,
-                   common.modules(sock)),
-                MM_POPULATION_SOURCE if generations == ['100']
-                else sources.assumption(
-                    'the PMem 100 rule (%s) holds for PMem 200, whose '
-                    'single-module mix, 8 DRAM + 1 PMem, is App Direct '
-                    'only' % sources.cite('fujitsu-rx4770-m5')))
-        limit = _limit(cpu, sock, mode, generations, where)
-        if limit:
-            add(common.ERROR, 'memory-limit', *limit)
 
+def _socket(config, index, sock, generations):
+    """One socket's modules against its slots, channels and controllers."""
+    platform = config.platform
+    dram, pmem = common.socket_counts(sock)
+    where = 'socket %d' % index
+    found = []
+    if dram + pmem > platform.slots_per_socket:
+        found.append(common.Finding(
+            common.ERROR, 'too-many-modules',
+            '%s has %d modules (%s) for %d slots (%d channels x %d) of '
+            'platform %s' % (where, dram + pmem, common.modules(sock),
+                             platform.slots_per_socket,
+                             platform.channels_per_socket,
+                             platform.slots_per_channel, platform.name),
+            common.catalog_source(
+                'platform', platform.name,
+                '%d channels x %d slots per socket'
+                % (platform.channels_per_socket,
+                   platform.slots_per_channel), platform.source)))
+    found += _pmem_channels(platform, where, sock, generations)
+    found += _mm_controllers(config, where, sock, generations)
+    limit = _limit(config.cpu, sock, config.mode, generations, where)
+    if limit:
+        found.append(common.Finding(common.ERROR, 'memory-limit', *limit))
+    return found
+
+
+def _pmem_channels(platform, where, sock, generations):
+    """pmem-per-channel, pmem-without-dram: a PMem module per channel."""
+    dram, pmem = common.socket_counts(sock)
+    if pmem > platform.channels_per_socket:
+        return [common.Finding(
+            common.ERROR, 'pmem-per-channel',
+            '%s has %d PMem modules (%s) on the %d channels of platform '
+            '%s; at most one per channel'
+            % (where, pmem, common.modules(sock, pmem=True),
+               platform.channels_per_socket, platform.name),
+            sources.cite('lenovo-sr630-pmem-mixes', 'at most one PMem '
+                         'module per channel: no PMem 100 mix has more '
+                         'PMem modules than channels')
+            if generations == ['100'] else sources.cite(
+                'lenovo-pmem200', 'no PMem 200 combination has more '
+                'PMem modules than channels'))]
+    if pmem > dram:
+        # Each PMem channel needs a DRAM module beside it.
+        return [common.Finding(
+            common.ERROR, 'pmem-without-dram',
+            '%s has %d PMem modules (%s) but %s; a channel would carry '
+            'PMem with no DRAM'
+            % (where, pmem, common.modules(sock, pmem=True),
+               'only %d DRAM (%s)'
+               % (dram, common.modules(sock, pmem=False))
+               if dram else 'no DRAM'),
+            sources.cite('lenovo-sr630-pmem-mixes', 'every mix has at '
+                         'least as many DRAM as PMem modules per '
+                         'socket: each PMem module has a DRAM module '
+                         'on its channel'))]
+    return []
+
+
+def _mm_controllers(config, where, sock, generations):
+    """mm-controller: Memory Mode's DRAM and PMem on every controller."""
+    platform = config.platform
+    dram, pmem = common.socket_counts(sock)
+    ctrl = platform.controllers_per_socket
+    if not (config.mode == kinds.MEMORY_MODE
+            and (0 < pmem < ctrl or 0 < dram < ctrl)):
+        return []
+    return [common.Finding(
+        common.ERROR, 'mm-controller',
+        '%s has %d DRAM and %d PMem modules for %d memory '
+        'controllers of platform %s (%s); Memory Mode needs DRAM '
+        'and PMem on every controller'
+        % (where, dram, pmem, ctrl, platform.name, common.modules(sock)),
+        MM_POPULATION_SOURCE if generations == ['100']
+        else sources.assumption(
+            'the PMem 100 rule (%s) holds for PMem 200, whose '
+            'single-module mix, 8 DRAM + 1 PMem, is App Direct '
+            'only' % sources.cite('fujitsu-rx4770-m5')))]
+
+
+def _mode_needs(config):
+    """The modules the mode needs, and PMem that dram mode leaves unused."""
+    mode, per = config.mode, config.per_socket
     dram, pmem = common.socket_counts(per)
+    found = []
     if mode in (kinds.MEMORY_MODE, kinds.APP_DIRECT) and not pmem:
-        add(common.ERROR, 'mode-without-pmem',
+        found.append(common.Finding(
+            common.ERROR, 'mode-without-pmem',
             'mode %s needs PMem modules; configuration %s has none (%s per '
             'socket)' % (mode, config.name, common.modules(per)),
-            MODES_SOURCE)
+            MODES_SOURCE))
     if mode == kinds.MEMORY_MODE and not dram:
-        add(common.ERROR, 'mode-without-dram',
+        found.append(common.Finding(
+            common.ERROR, 'mode-without-dram',
             'Memory Mode needs DRAM as the cache in front of PMem; '
             'configuration %s has no DRAM (%s per socket)'
             % (config.name, common.modules(per)),
-            MODES_SOURCE)
+            MODES_SOURCE))
     if mode == kinds.DRAM and pmem:
-        add(common.WARNING, 'pmem-unused',
+        found.append(common.Finding(
+            common.WARNING, 'pmem-unused',
             'PMem modules are installed (%s per socket) but configuration '
             '%s runs in dram mode, where they add cost and power but no '
             'memory' % (common.modules(per, pmem=True), config.name),
-            MODES_SOURCE)
+            MODES_SOURCE))
+    return found
+
+
+def _mixes(config, generations):
+    """A socket's mix: the Memory Mode ratio, OEM mixes, even channels."""
+    mode, per, platform = config.mode, config.per_socket, config.platform
+    dram, pmem = common.socket_counts(per)
+    found = []
     if mode == kinds.MEMORY_MODE and dram and pmem:
         dram_gb = common.socket_gb(per, pmem=False)
         pmem_gb = common.socket_gb(per, pmem=True)
         ratio = pmem_gb / dram_gb
         if not MM_RATIO_MIN <= ratio <= MM_RATIO_MAX:
-            add(common.WARNING, 'mm-ratio',
+            found.append(common.Finding(
+                common.WARNING, 'mm-ratio',
                 'DRAM:PMem is 1:%.1f per socket (%g GB of %s : %g GB of %s), '
                 'outside the 1:%g to 1:%g Memory Mode guidance (1:8 '
                 'recommended)'
                 % (ratio, dram_gb, common.modules(per, pmem=False), pmem_gb,
                    common.modules(per, pmem=True), MM_RATIO_MIN,
                    MM_RATIO_MAX),
-                MM_RATIO_SOURCE)
+                MM_RATIO_SOURCE))
     if pmem and generations and (pmem, dram) not in OEM_MIXES.get(
             generations[0], set()):
-        add(common.WARNING, 'not-oem-mix',
+        found.append(common.Finding(
+            common.WARNING, 'not-oem-mix',
             '%d PMem + %d DRAM per socket (%s) is not a mix OEMs offer for '
             'PMem %s (PMem + DRAM: %s)'
             % (pmem, dram, common.modules(per), generations[0], ', '.join(
                 '%d+%d' % m for m in sorted(OEM_MIXES[generations[0]]))),
-            OEM_MIX_SOURCES[generations[0]])
+            OEM_MIX_SOURCES[generations[0]]))
     if dram and dram % platform.channels_per_socket and not pmem:
-        add(common.WARNING, 'unbalanced-channels',
+        found.append(common.Finding(
+            common.WARNING, 'unbalanced-channels',
             '%d DRAM modules (%s) on the %d channels of platform %s leave '
             'channels uneven, which lowers memory bandwidth'
             % (dram, common.modules(per), platform.channels_per_socket,
                platform.name),
             sources.assumption('channels populated alike, as balanced-'
                                'memory guidance asks (%s)'
-                               % sources.cite('wwt-xeon-population')))
+                               % sources.cite('wwt-xeon-population'))))
     return found

@@ -21,10 +21,12 @@ never half of one.
 
 Charts are drawn on matplotlib's Agg canvas directly (no pyplot, no display).
 
-One module per idea: ``charts`` (the PNG charts), ``page`` (the HTML page)
-and ``files`` (the report's files, built and written atomically).
+One module per idea: ``cells`` (what the charts and the page both read of
+the comparison frame), ``charts`` (the PNG charts), ``page`` (the HTML
+page) and ``files`` (the report's files, built and written atomically).
 """
 
+from planner.report import cells
 from planner.report import charts
 from planner.report import files
 from planner.report import page
@@ -35,7 +37,7 @@ BASELINE_COLOR = charts.BASELINE_COLOR
 PALETTE = charts.PALETTE
 CONSTRAINT_COLORS = charts.CONSTRAINT_COLORS
 CONSTRAINT_TEXT = charts.CONSTRAINT_TEXT
-DPI = charts.DPI
+DPI = cells.DPI
 ChartSpec = charts.ChartSpec
 CHARTS = charts.CHARTS
 chart_png = charts.chart_png

@@ -13,15 +13,14 @@
 
 import collections
 import io
-import math
-import numbers
 
 from matplotlib.backends import backend_agg
 from matplotlib import figure
 from matplotlib import patches
 
 from planner import model
-from planner.report import page
+from planner.report import cells
+from planner import tables
 
 
 # The baseline is grey in every chart; the other configurations take these.
@@ -43,23 +42,6 @@ CONSTRAINT_TEXT = {
     'pmem_namespaces': 'pmem_namespaces: vPMEM namespaces',
 }
 
-DPI = 120
-
-
-def finite(value):
-    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
-def column_order(column):
-    return list(dict.fromkeys(column))
-
-
-def comparison_cell(comparison, config, workload, column):
-    rows = comparison[(comparison['config'] == config)
-                      & (comparison['workload'] == workload)]
-    return rows[column].iloc[0] if len(rows) else None
-
 
 def _config_label(comparison, config, baseline):
     rows = comparison[comparison['config'] == config]
@@ -79,7 +61,7 @@ def _colors(configs, baseline):
 
 
 def _figure(width, height):
-    fig = figure.Figure(figsize=(width, height), dpi=DPI,
+    fig = figure.Figure(figsize=(width, height), dpi=cells.DPI,
                         layout='constrained')
     backend_agg.FigureCanvasAgg(fig)
     return fig
@@ -92,8 +74,8 @@ def _grouped_bars(comparison, baseline, column, title, ylabel, label,
     :param label: ``label(value, baseline_value)`` -> text above a bar.
     :param reference: (y, text) of a dashed horizontal line.
     """
-    configs = column_order(comparison['config'])
-    workloads = column_order(comparison['workload'])
+    configs = cells.column_order(comparison['config'])
+    workloads = cells.column_order(comparison['workload'])
     colors = _colors(configs, baseline)
     bars = len(configs) * len(workloads)
     fig = _figure(min(12.0, max(7.0, 1.2 + 0.75 * bars)), 4.6)
@@ -104,10 +86,12 @@ def _grouped_bars(comparison, baseline, column, title, ylabel, label,
     top = 0.0
     for i, config in enumerate(configs):
         for j, workload in enumerate(workloads):
-            value = comparison_cell(comparison, config, workload, column)
-            base = comparison_cell(comparison, baseline, workload, column)
+            value = cells.comparison_cell(comparison, config, workload,
+                                          column)
+            base = cells.comparison_cell(comparison, baseline, workload,
+                                         column)
             x = j - 0.4 + width * (i + 0.5)
-            height = float(value) if finite(value) else 0.0
+            height = float(value) if cells.finite(value) else 0.0
             top = max(top, height)
             ax.bar(x, height, width * 0.9, color=colors[config],
                    label=(_config_label(comparison, config, baseline)
@@ -143,11 +127,11 @@ def _grouped_bars(comparison, baseline, column, title, ylabel, label,
 
 def _vs_baseline(fmt):
     def label(value, base):
-        if not finite(value):
+        if not cells.finite(value):
             # Cost and power per VM of a node that holds none.
             return '0 VMs'
         text = fmt % value
-        if finite(base) and base and value != base:
+        if cells.finite(base) and base and value != base:
             text += '\n(%+.0f%%)' % (100.0 * (value / base - 1.0))
         return text
     return label
@@ -164,7 +148,7 @@ def _cost_per_vm(comparison, baseline):
     return _grouped_bars(
         comparison, baseline, 'cost_per_vm',
         'Node purchase cost per VM (lower is better)',
-        'cost per VM (%s)' % page.CURRENCY, _vs_baseline('%.0f'))
+        'cost per VM (%s)' % tables.CURRENCY, _vs_baseline('%.0f'))
 
 
 def _vms_per_kw(comparison, baseline):
@@ -176,7 +160,7 @@ def _vms_per_kw(comparison, baseline):
 
 def _relative_throughput(comparison, baseline):
     def label(value, base):
-        return '%.2f\u00d7' % value if finite(value) else 'n/a'
+        return '%.2f\u00d7' % value if cells.finite(value) else 'n/a'
     return _grouped_bars(
         comparison, baseline, 'relative_throughput',
         'Node throughput relative to the baseline node',
@@ -189,17 +173,18 @@ def _binding(comparison, baseline):
 
     A cell is coloured by the constraint that binds; ties are stripes.
     """
-    configs = column_order(comparison['config'])
-    workloads = column_order(comparison['workload'])
+    configs = cells.column_order(comparison['config'])
+    workloads = cells.column_order(comparison['workload'])
     fig = _figure(min(12.0, max(7.0, 2.6 + 1.9 * len(workloads))),
                   1.9 + 0.75 * len(configs))
     ax = fig.add_subplot()
     seen = []
     for r, config in enumerate(configs):
         for c, workload in enumerate(workloads):
-            binding = comparison_cell(
+            binding = cells.comparison_cell(
                 comparison, config, workload, 'binding') or ''
-            vms = comparison_cell(comparison, config, workload, 'vms_per_node')
+            vms = cells.comparison_cell(comparison, config, workload,
+                                        'vms_per_node')
             names = [n for n in binding.split('+') if n] or ['mode']
             stripe = 1.0 / len(names)
             for k, name in enumerate(names):

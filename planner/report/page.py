@@ -19,7 +19,7 @@ import numbers
 
 import planner
 from planner import model
-from planner.report import charts as charts_mod
+from planner.report import cells
 from planner import tables
 
 
@@ -179,7 +179,7 @@ def _table(frame, headings, name, warn_column=None, wrap=()):
                    for c in frame.columns)
     body = []
     for row in frame.itertuples(index=False, name=None):
-        cells = []
+        tds = []
         warn = False
         for column, value in zip(frame.columns, row):
             text = format_value(value, column)
@@ -194,9 +194,9 @@ def _table(frame, headings, name, warn_column=None, wrap=()):
                 warn = True
                 text = '\u26a0 ' + text
             attr = ' class="%s"' % ' '.join(classes) if classes else ''
-            cells.append('<td%s>%s</td>' % (attr, _esc(text)))
+            tds.append('<td%s>%s</td>' % (attr, _esc(text)))
         body.append('<tr%s>%s</tr>' % (' class="warn"' if warn else '',
-                                       ''.join(cells)))
+                                       ''.join(tds)))
     return ('<div class="table-wrap"><table id="%s"><thead><tr>%s</tr>'
             '</thead><tbody>\n%s\n</tbody></table></div>'
             % (_esc(table_id(name)), head, '\n'.join(body)))
@@ -212,14 +212,14 @@ def _rows_table(headings, rows, name, classes=()):
     head = ''.join('<th>%s</th>' % _esc(h) for h in headings)
     body = []
     for row in rows:
-        cells = []
+        tds = []
         for index, cell in enumerate(row):
             cls = classes[index] if index < len(classes) else ''
             if isinstance(cell, tuple):
                 cell, cls = cell
-            cells.append('<td%s>%s</td>' % (
+            tds.append('<td%s>%s</td>' % (
                 ' class="%s"' % cls if cls else '', _esc(cell)))
-        body.append('<tr>%s</tr>' % ''.join(cells))
+        body.append('<tr>%s</tr>' % ''.join(tds))
     return ('<div class="table-wrap"><table id="%s"><thead><tr>%s</tr>'
             '</thead><tbody>\n%s\n</tbody></table></div>'
             % (_esc(table_id(name)), head, '\n'.join(body)))
@@ -248,7 +248,7 @@ def _warnings_section(findings_by_config):
 
 def _best(comparison, workload, column, highest):
     rows = comparison[comparison['workload'] == workload]
-    rows = rows[rows[column].map(charts_mod.finite)]
+    rows = rows[rows[column].map(cells.finite)]
     if not len(rows):
         return None
     index = rows[column].idxmax() if highest else rows[column].idxmin()
@@ -262,11 +262,11 @@ def _summary_section(comparison, baseline):
                 ('relative_throughput', True, 'highest node throughput',
                  '%s \u00d7 baseline', False))
     rows = []
-    for workload in charts_mod.column_order(comparison['workload']):
+    for workload in cells.column_order(comparison['workload']):
         row = [workload]
         for column, highest, _, unit, with_base in measures:
             best = _best(comparison, workload, column, highest)
-            base = charts_mod.comparison_cell(
+            base = cells.comparison_cell(
                 comparison, baseline, workload, column)
             if best is None:
                 row.append('n/a')
@@ -274,7 +274,7 @@ def _summary_section(comparison, baseline):
             text = '%s: %s' % (best['config'], unit % format_value(
                 best[column], column))
             if (with_base and best['config'] != baseline
-                    and charts_mod.finite(base)):
+                    and cells.finite(base)):
                 text += ' (baseline %s)' % format_value(base, column)
             if best['warnings']:
                 text += ' \u26a0 %s' % best['warnings']
@@ -298,7 +298,7 @@ def _charts_section(charts):
     figures = []
     for spec, png in charts:
         # Charts wider than the default size take a whole row of the grid.
-        wide = _png_width(png) > 7.5 * charts_mod.DPI
+        wide = _png_width(png) > 7.5 * cells.DPI
         uri = 'data:image/png;base64,' + base64.b64encode(png).decode(
             'ascii')
         figures.append(

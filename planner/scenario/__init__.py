@@ -11,39 +11,42 @@
 #    under the License.
 """Scenario files: hardware catalogs, node configurations, workloads, policies.
 
-A scenario is a YAML file. It is checked against a JSON Schema (types,
-ranges, unknown keys), then for references (every SKU it names exists) and
-through the shared ``pmem:`` extra-spec parser (a workload's hot ratio and
-priority are flavor extra specs, read exactly as the scheduler reads them).
-Every problem becomes a :class:`planner.errors.ScenarioError` whose one-line
-message names the file, the key path and the rule.
+A scenario is a YAML file whose format is
+:mod:`nova_pmem_filters.core.scenario`'s: it is checked against a JSON Schema
+(types, ranges, unknown keys), for the rules between its keys, for
+references (every SKU it names exists) and through the shared ``pmem:``
+extra-spec parser (a workload's hot ratio and priority are flavor extra
+specs, read exactly as the scheduler reads them). Every problem becomes a
+:class:`planner.errors.ScenarioError` whose one-line message names the file,
+the key path and the rule.
 
 The built-in catalog (``data/catalog.yaml``) is always loaded first; a
 scenario's own ``catalog`` section adds entries or replaces them by name.
 
-One module per idea: ``schemas`` (the JSON Schemas of a scenario and its
-sections), ``types`` (what a scenario holds once read: catalog entries,
-configurations, workloads, policies, economics and demand) and ``loading``
-(reading, checking and building them, the built-in files included).
+One module per idea: ``types`` (what a scenario holds once read: catalog
+entries, configurations, workloads, policies, economics and demand) and
+``loading`` (building them from the file's values with the planner's
+defaults, the DIMM population rules and the measured hot ratios, the
+built-in files included).
 """
 
+from nova_pmem_filters.core import scenario as document
 from planner.scenario import loading
-from planner.scenario import schemas
 from planner.scenario import types
 
 
 # The names callers use, from the module that holds each.
-CPU_SCHEMA = schemas.CPU_SCHEMA
-DIMM_SCHEMA = schemas.DIMM_SCHEMA
-PLATFORM_SCHEMA = schemas.PLATFORM_SCHEMA
-CATALOG_SCHEMA = schemas.CATALOG_SCHEMA
-CONFIG_SCHEMA = schemas.CONFIG_SCHEMA
-WORKLOAD_SCHEMA = schemas.WORKLOAD_SCHEMA
-POLICIES_SCHEMA = schemas.POLICIES_SCHEMA
-PERFORMANCE_SCHEMA = schemas.PERFORMANCE_SCHEMA
-ECONOMICS_SCHEMA = schemas.ECONOMICS_SCHEMA
-DEMAND_SCHEMA = schemas.DEMAND_SCHEMA
-SCENARIO_SCHEMA = schemas.SCENARIO_SCHEMA
+CPU_SCHEMA = document.CPU_SCHEMA
+DIMM_SCHEMA = document.DIMM_SCHEMA
+PLATFORM_SCHEMA = document.PLATFORM_SCHEMA
+CATALOG_SCHEMA = document.CATALOG_SCHEMA
+CONFIG_SCHEMA = document.CONFIG_SCHEMA
+WORKLOAD_SCHEMA = document.WORKLOAD_SCHEMA
+POLICIES_SCHEMA = document.POLICIES_SCHEMA
+PERFORMANCE_SCHEMA = document.PERFORMANCE_SCHEMA
+ECONOMICS_SCHEMA = document.ECONOMICS_SCHEMA
+DEMAND_SCHEMA = document.DEMAND_SCHEMA
+SCENARIO_SCHEMA = document.SCENARIO_SCHEMA
 NUMA_NODES_KEY = types.NUMA_NODES_KEY
 Cpu = types.Cpu
 Dimm = types.Dimm

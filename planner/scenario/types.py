@@ -10,16 +10,20 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 """What a scenario holds once read: catalog entries, configurations, workloads.
+
+The planner's model, built from the values of the file
+(:mod:`nova_pmem_filters.core.scenario`) with the planner's defaults.
 """
 
 import dataclasses
 
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import scenario as document
 
 
 # Nova's flavor extra spec for a guest NUMA topology of N cells.
-NUMA_NODES_KEY = 'hw:numa_nodes'
+NUMA_NODES_KEY = document.NUMA_NODES_KEY
 
 
 @dataclasses.dataclass(frozen=True)

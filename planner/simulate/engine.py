@@ -108,7 +108,8 @@ class Flavor:
         """(PmemRequest or None, error) as the filters parse it."""
         return extra_specs.request_of(self.extra_specs, scheduler.defaults)
 
-    def near_memory_mb(self):
+    def requested_near_memory_mb(self):
+        """MB of near memory its extra specs request; None if none."""
         return placement.requested_near_memory(self.extra_specs)
 
 
@@ -126,10 +127,10 @@ class _Request(object):
     def __init__(self, flavor, scheduler, host_kinds):
         self.flavor = flavor
         self.request, self.error = flavor.request(scheduler)
-        self.near_mb = flavor.near_memory_mb() or 0
+        self.near_mb = flavor.requested_near_memory_mb() or 0
         if scheduler.near_memory and not self.near_mb and self.request:
-            self.near_mb = placement.near_memory_mb(flavor.memory_mb,
-                                                    self.request.hot_ratio)
+            self.near_mb = placement.instance_near_memory_mb(
+                flavor.memory_mb, self.request.hot_ratio)
         self.accounted = bool(self.near_mb)
         self.hot_mb = (self.request.hot_mb(flavor.memory_mb)
                        if self.request else 0.0)

@@ -77,8 +77,8 @@ class PlacementAccountingTest(base.PmemTestBase):
         self.flags(provider_config_location=conf_dir, group='compute')
         super(PlacementAccountingTest, self).setUp()
 
-        self.request_mb = placement.near_memory_mb(FLAVOR_GB * base.GB,
-                                                   HOT_RATIO)
+        self.request_mb = placement.instance_near_memory_mb(
+            FLAVOR_GB * base.GB, HOT_RATIO)
         specs = {'pmem:modes': kinds.MEMORY_MODE,
                  'pmem:hot_ratio': str(HOT_RATIO)}
         specs.update(placement.near_memory_spec(FLAVOR_GB * base.GB,

@@ -27,6 +27,7 @@ the package costs seconds on a small machine.
 import os
 import sys
 
+from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.discover import outputs
 
@@ -34,15 +35,12 @@ from tests.integration import compute
 
 
 def host_profile(name, mode, dram_gb):
-    """The part of a nova-pmem-discover profile the outputs read."""
-    return {
-        'hostname': name,
-        'mode': mode,
-        'scheduler_mode': mode,
-        'dram_gb': float(dram_gb),
-        'dram_cache_gb': float(dram_gb) if mode == kinds.MEMORY_MODE
-        else 0.0,
-    }
+    """The host a nova-pmem-discover profile of such a host describes."""
+    return hostfile.DiscoveredHost(
+        source=name, hostname=name, hardware_mode=mode, mode=mode,
+        visible_memory_gb=float(dram_gb),
+        dram_cache_gb=float(dram_gb) if mode == kinds.MEMORY_MODE else 0.0,
+        dram_gb=float(dram_gb))
 
 
 def write_host(directory, name, mode, dram_gb):

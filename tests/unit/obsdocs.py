@@ -11,11 +11,12 @@
 #    under the License.
 """Observation documents as nova-pmem-observe writes them, for the tests.
 
-Every document is checked with the core's parser before it is written, so
-a test cannot feed its readers a file the observer would not write.
+Every document is checked with the core's parser, so a test cannot feed
+its readers a file the observer would not write; :func:`document` returns
+it as the readers get it (an ``observation.Observation``) and :func:`write`
+writes it as the observer does (``observation.dumps``).
 """
 
-import json
 import os
 
 from nova_pmem_filters.core import observation
@@ -36,7 +37,10 @@ def instance(uuid, flavor, ram_mb, hot_ratio, numa_mb=None, cell=0,
 
 def document(hostname, instances, started='2026-11-25T12:00:00Z',
              near_memory_mb=None, cells=(), nodes=None):
-    """One host's window; its working set is that of its instances."""
+    """One host's window; its working set is that of its instances.
+
+    :param instances: dicts, as :func:`instance` makes them.
+    """
     working = sum(i['working_set_mb'] or 0 for i in instances)
     doc = {
         'schema': observation.SCHEMA, 'hostname': hostname,
@@ -58,7 +62,7 @@ def write(directory, docs):
     """Write ``docs`` as <hostname>-<n>.json files; returns ``directory``."""
     os.makedirs(directory, exist_ok=True)
     for n, doc in enumerate(docs):
-        path = os.path.join(directory, '%s-%02d.json' % (doc['hostname'], n))
+        path = os.path.join(directory, '%s-%02d.json' % (doc.hostname, n))
         with open(path, 'w', encoding='utf-8') as f:
-            json.dump(doc, f, indent=2)
+            f.write(observation.dumps(doc))
     return directory

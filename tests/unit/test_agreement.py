@@ -118,7 +118,8 @@ class DiscoveredHostTestCase(fakes.PmemTestCase):
         metadata = profile.to_metadata(node.profile)
 
         # Discovery's --aggregate says the same.
-        self.assertEqual(metadata, dict(outputs.aggregate_metadata(data)))
+        host = hostfile.parse(data, 'host.json')
+        self.assertEqual(metadata, dict(outputs.aggregate_metadata(host)))
 
         # The scheduler reads that metadata back to the same host.
         sched = scheduler_profile(metadata)
@@ -126,15 +127,14 @@ class DiscoveredHostTestCase(fakes.PmemTestCase):
         self.assertEqual(kind, sched.mode)
         self.assertEqual(near_gb if tiered else None, sched.dram_cache_gb)
         self.assertEqual(cells, sched.cell_cache_gb)
-        self.assertEqual(near_gb,
-                         hostfile.parse(data, 'host.json').near_memory_gb)
+        self.assertEqual(near_gb, host.near_memory_gb)
         if cells:
             ids = [cell for cell, _gb in cells]
             self.assertEqual(sched.cell_capacities_mb(ids, 1.5)[0],
                              model.cell_capacities_mb(node, 1.5))
 
         # Placement is told of the same near memory.
-        config = outputs.provider_config(data)
+        config = outputs.provider_config(host)
         inventory = config['providers'][0]['inventories']['additional'][0][
             placement.NEAR_MEMORY_RC]
         self.assertEqual(

@@ -16,7 +16,7 @@ CASES): one NUMA node per socket, numbered as the socket; each socket's
 DRAM, its Memory-Mode cache and the namespaces created on it.
 """
 
-import copy
+import dataclasses
 import json
 import os
 
@@ -164,21 +164,25 @@ class TestCellCache(NumaCase):
             self.assertTrue(read.known, read.problem)
 
     def test_cache_only_on_sockets_in_memory_mode(self):
-        prof = self.profile('mixed_2s_pmem200_256')
+        prof = hostfile.parse_document(
+            self.profile('mixed_2s_pmem200_256'), 'mixed.json')
         # The same host with socket 1 all App Direct: its DRAM caches
         # nothing, socket 0's takes all the cache ipmctl reports.
-        prof = copy.deepcopy(prof)
-        prof['sockets'][1]['memory_mode_gb'] = 0.0
-        prof['dram_cache_gb'] = 256.0
-        derive.add_numa(prof)
-        self.assertEqual('0:256', prof['dram_cache_gb_per_cell'])
-        self.assertEqual([256.0, 0.0], [n['dram_cache_gb']
-                                        for n in prof['numa_nodes']])
+        sockets = list(prof.sockets)
+        sockets[1] = dataclasses.replace(sockets[1], memory_mode_gb=0.0)
+        prof = derive.add_numa(dataclasses.replace(
+            prof, sockets=sockets, dram_cache_gb=256.0))
+        self.assertEqual('0:256', prof.dram_cache_gb_per_cell)
+        self.assertEqual([256.0, 0.0], [n.dram_cache_gb
+                                        for n in prof.numa_nodes])
         self.assertEqual('pmem-memory-mode-256gb',
-                         outputs.aggregate_name(prof))
-        prof['dram_cache_gb_per_cell'] = '0:192,1:64'
+                         outputs.aggregate_name(hostfile.host_of(
+                             prof, 'mixed.json')))
+        prof = dataclasses.replace(prof,
+                                   dram_cache_gb_per_cell='0:192,1:64')
         self.assertEqual('pmem-memory-mode-256gb-cells-0_192-1_64',
-                         outputs.aggregate_name(prof))
+                         outputs.aggregate_name(hostfile.host_of(
+                             prof, 'mixed.json')))
 
 
 class TestProfilesReadNamespaces(NumaCase):

@@ -79,143 +79,186 @@ def _hosts_note(agg):
 def check(snap, view):
     found = []
     for agg in snap.aggregates:
-        obj = 'aggregate %s' % agg.name
-        meta = agg.metadata
-        for key in sorted(meta):
-            if key in profile.AGGREGATE_KEYS:
-                continue
-            suggestion = _looks_like_ours(key)
-            if suggestion:
-                found.append(findings.Finding(
-                    findings.WARNING, 'misspelt-key', obj,
-                    'metadata key %r is not one the filters read; it looks '
-                    'like %s, so %s ignore it' % (key, suggestion,
-                                                  _hosts_note(agg)),
-                    findings.replace_property(
-                        'aggregate', agg.name, key, suggestion,
-                        _moved_value(suggestion, meta[key]))))
-        raw_mode = meta.get(profile.MODE_KEY)
-        mode = None
-        if raw_mode is not None:
-            # As the scheduler reads it (the core strips spaces); with a
-            # cache size, so that only the mode is judged here.
-            parsed = profile.from_metadata([{profile.MODE_KEY: raw_mode,
-                                             profile.DRAM_CACHE_KEY: '1'}])
-            mode = parsed.mode
-            if not parsed.known:
-                hint = _mode_hint(raw_mode)
-                found.append(findings.Finding(
-                    findings.ERROR, 'invalid-pmem-mode', obj,
-                    '%s=%r is not one of %s: %s' % (
-                        profile.MODE_KEY, raw_mode,
-                        ', '.join(kinds.ALL_MODES),
-                        findings.rejected_in(agg)),
-                    findings.command(
-                        'openstack', 'aggregate', 'set', '--property',
-                        '%s=%s' % (profile.MODE_KEY,
-                                   hint or _PLACEHOLDERS[profile.MODE_KEY]),
-                        agg.name)))
-            elif raw_mode != mode:
-                found.append(findings.Finding(
-                    findings.WARNING, 'untidy-pmem-mode', obj,
-                    '%s=%r has spaces around it: the scheduler reads %s, '
-                    'but tools that compare the value as written do not'
-                    % (profile.MODE_KEY, raw_mode, mode),
-                    findings.command(
-                        'openstack', 'aggregate', 'set', '--property',
-                        '%s=%s' % (profile.MODE_KEY, mode), agg.name)))
-        if profile.DRAM_CACHE_KEY in meta:
-            cache = meta[profile.DRAM_CACHE_KEY]
-            parsed = profile.from_metadata([{
-                profile.MODE_KEY: kinds.MEMORY_MODE,
-                profile.DRAM_CACHE_KEY: cache}])
-            if not parsed.known:
-                found.append(findings.Finding(
-                    findings.ERROR, 'invalid-dram-cache', obj,
-                    '%s=%r is not a positive number of GB: %s'
-                    % (profile.DRAM_CACHE_KEY, cache,
-                       findings.rejected_in(agg)),
-                    'openstack aggregate set --property %s=<GB of DRAM '
-                    'cache per host> %s (nova-pmem-discover --aggregate '
-                    'prints it)' % (profile.DRAM_CACHE_KEY, agg.name)))
-            elif agg.hosts and all(
-                    view.profiles[h].known
-                    and view.profiles[h].mode not in kinds.TIERED
-                    for h in agg.hosts):
-                found.append(findings.Finding(
-                    findings.WARNING, 'dram-cache-without-memory-mode', obj,
-                    '%s is set but its hosts are not in Memory Mode (%s): '
-                    'the cache size is ignored' % (
-                        profile.DRAM_CACHE_KEY, ', '.join(sorted(
-                            '%s %s' % (h, view.profiles[h].mode)
-                            for h in agg.hosts))),
-                    'set %s=%s on the aggregate if these hosts run in '
-                    'Memory Mode, or unset %s'
-                    % (profile.MODE_KEY, kinds.MEMORY_MODE,
-                       profile.DRAM_CACHE_KEY)))
-        if profile.DRAM_CACHE_PER_CELL_KEY in meta:
-            cells = meta[profile.DRAM_CACHE_PER_CELL_KEY]
-            checked = {profile.MODE_KEY: kinds.MEMORY_MODE,
-                       profile.DRAM_CACHE_PER_CELL_KEY: cells}
-            if profile.DRAM_CACHE_KEY in meta:
-                checked[profile.DRAM_CACHE_KEY] = meta[profile.DRAM_CACHE_KEY]
-            parsed = profile.from_metadata([checked])
-            if not parsed.known:
-                found.append(findings.Finding(
-                    findings.ERROR, 'invalid-dram-cache-per-cell', obj,
-                    '%s: %s' % (parsed.problem, findings.rejected_in(agg)),
-                    'openstack aggregate set --property %s=<cell:GB,...> %s '
-                    '(nova-pmem-discover --numa --aggregate prints it), or '
-                    'openstack aggregate unset --property %s %s to split '
-                    '%s evenly over the cells'
-                    % (profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
-                       profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
-                       profile.DRAM_CACHE_KEY)))
-        if (mode in kinds.TIERED
-                and not any(key in meta for key in profile.CACHE_KEYS)):
-            uncached = [h for h in agg.hosts
-                        if not any(key in a.metadata
-                                   for key in profile.CACHE_KEYS
-                                   for a in view.aggregates_of.get(h, ()))]
-            if uncached or not agg.hosts:
-                found.append(findings.Finding(
-                    findings.ERROR if uncached else findings.WARNING,
-                    'memory-mode-without-cache', obj,
-                    '%s=%s without %s%s' % (
-                        profile.MODE_KEY, mode, profile.DRAM_CACHE_KEY,
-                        ' (no cache bound to keep): %s'
-                        % findings.rejected(
-                            'hosts %s' % findings.names(uncached))
-                        if uncached else
-                        ': hosts added to it will be rejected'),
-                    'openstack aggregate set --property %s=<GB of DRAM '
-                    'cache per host> %s' % (profile.DRAM_CACHE_KEY,
-                                            agg.name)))
-        multiplier = meta.get(profile.TIER_WEIGHT_MULTIPLIER_KEY)
-        if multiplier is not None:
-            try:
-                value = float(multiplier)
-            except (TypeError, ValueError):
-                value = None
-            if value is not None and not math.isfinite(value):
-                # Nova takes it (float() does): the weights become NaN.
-                found.append(findings.Finding(
-                    findings.ERROR, 'invalid-weight-multiplier', obj,
-                    '%s=%r is not a finite number: Nova uses it, and the '
-                    'weight of %s becomes NaN (or infinite), so hosts are '
-                    'chosen in no useful order'
-                    % (profile.TIER_WEIGHT_MULTIPLIER_KEY, multiplier,
-                       _hosts_note(agg)),
-                    findings.command(
-                        'openstack', 'aggregate', 'unset', '--property',
-                        profile.TIER_WEIGHT_MULTIPLIER_KEY, agg.name)))
-            elif value is None:
-                found.append(findings.Finding(
-                    findings.WARNING, 'invalid-weight-multiplier', obj,
-                    '%s=%r is not a number: Nova logs a warning and uses '
-                    '[pmem] tier_weight_multiplier for %s'
-                    % (profile.TIER_WEIGHT_MULTIPLIER_KEY, multiplier,
-                       _hosts_note(agg)),
-                    'openstack aggregate set --property %s=<number> %s'
-                    % (profile.TIER_WEIGHT_MULTIPLIER_KEY, agg.name)))
+        found += _misspelt_keys(agg)
+        mode, mode_found = _mode(agg)
+        found += mode_found
+        found += _dram_cache(agg, view)
+        found += _dram_cache_per_cell(agg)
+        found += _tiered_without_cache(agg, mode, view)
+        found += _weight_multiplier(agg)
     return found
+
+
+def _object(agg):
+    return 'aggregate %s' % agg.name
+
+
+def _misspelt_keys(agg):
+    """misspelt-key: keys the filters do not read that look like ours."""
+    found = []
+    meta = agg.metadata
+    for key in sorted(meta):
+        if key in profile.AGGREGATE_KEYS:
+            continue
+        suggestion = _looks_like_ours(key)
+        if suggestion:
+            found.append(findings.Finding(
+                findings.WARNING, 'misspelt-key', _object(agg),
+                'metadata key %r is not one the filters read; it looks '
+                'like %s, so %s ignore it' % (key, suggestion,
+                                              _hosts_note(agg)),
+                findings.replace_property(
+                    'aggregate', agg.name, key, suggestion,
+                    _moved_value(suggestion, meta[key]))))
+    return found
+
+
+def _mode(agg):
+    """(the mode as the scheduler reads it or None, its findings)."""
+    raw_mode = agg.metadata.get(profile.MODE_KEY)
+    if raw_mode is None:
+        return None, []
+    # As the scheduler reads it (the core strips spaces); with a cache
+    # size, so that only the mode is judged here.
+    parsed = profile.from_metadata([{profile.MODE_KEY: raw_mode,
+                                     profile.DRAM_CACHE_KEY: '1'}])
+    mode = parsed.mode
+    if not parsed.known:
+        hint = _mode_hint(raw_mode)
+        return mode, [findings.Finding(
+            findings.ERROR, 'invalid-pmem-mode', _object(agg),
+            '%s=%r is not one of %s: %s' % (
+                profile.MODE_KEY, raw_mode, ', '.join(kinds.ALL_MODES),
+                findings.rejected_in(agg)),
+            findings.command(
+                'openstack', 'aggregate', 'set', '--property',
+                '%s=%s' % (profile.MODE_KEY,
+                           hint or _PLACEHOLDERS[profile.MODE_KEY]),
+                agg.name))]
+    if raw_mode != mode:
+        return mode, [findings.Finding(
+            findings.WARNING, 'untidy-pmem-mode', _object(agg),
+            '%s=%r has spaces around it: the scheduler reads %s, but '
+            'tools that compare the value as written do not'
+            % (profile.MODE_KEY, raw_mode, mode),
+            findings.command(
+                'openstack', 'aggregate', 'set', '--property',
+                '%s=%s' % (profile.MODE_KEY, mode), agg.name))]
+    return mode, []
+
+
+def _dram_cache(agg, view):
+    """invalid-dram-cache, dram-cache-without-memory-mode."""
+    meta = agg.metadata
+    if profile.DRAM_CACHE_KEY not in meta:
+        return []
+    cache = meta[profile.DRAM_CACHE_KEY]
+    parsed = profile.from_metadata([{profile.MODE_KEY: kinds.MEMORY_MODE,
+                                     profile.DRAM_CACHE_KEY: cache}])
+    if not parsed.known:
+        return [findings.Finding(
+            findings.ERROR, 'invalid-dram-cache', _object(agg),
+            '%s=%r is not a positive number of GB: %s'
+            % (profile.DRAM_CACHE_KEY, cache, findings.rejected_in(agg)),
+            'openstack aggregate set --property %s=<GB of DRAM '
+            'cache per host> %s (nova-pmem-discover --aggregate '
+            'prints it)' % (profile.DRAM_CACHE_KEY, agg.name))]
+    if agg.hosts and all(view.profiles[h].known
+                         and view.profiles[h].mode not in kinds.TIERED
+                         for h in agg.hosts):
+        return [findings.Finding(
+            findings.WARNING, 'dram-cache-without-memory-mode',
+            _object(agg),
+            '%s is set but its hosts are not in Memory Mode (%s): '
+            'the cache size is ignored' % (
+                profile.DRAM_CACHE_KEY, ', '.join(sorted(
+                    '%s %s' % (h, view.profiles[h].mode)
+                    for h in agg.hosts))),
+            'set %s=%s on the aggregate if these hosts run in '
+            'Memory Mode, or unset %s'
+            % (profile.MODE_KEY, kinds.MEMORY_MODE,
+               profile.DRAM_CACHE_KEY))]
+    return []
+
+
+def _dram_cache_per_cell(agg):
+    """invalid-dram-cache-per-cell."""
+    meta = agg.metadata
+    if profile.DRAM_CACHE_PER_CELL_KEY not in meta:
+        return []
+    checked = {profile.MODE_KEY: kinds.MEMORY_MODE,
+               profile.DRAM_CACHE_PER_CELL_KEY:
+                   meta[profile.DRAM_CACHE_PER_CELL_KEY]}
+    if profile.DRAM_CACHE_KEY in meta:
+        checked[profile.DRAM_CACHE_KEY] = meta[profile.DRAM_CACHE_KEY]
+    parsed = profile.from_metadata([checked])
+    if parsed.known:
+        return []
+    return [findings.Finding(
+        findings.ERROR, 'invalid-dram-cache-per-cell', _object(agg),
+        '%s: %s' % (parsed.problem, findings.rejected_in(agg)),
+        'openstack aggregate set --property %s=<cell:GB,...> %s '
+        '(nova-pmem-discover --numa --aggregate prints it), or '
+        'openstack aggregate unset --property %s %s to split '
+        '%s evenly over the cells'
+        % (profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
+           profile.DRAM_CACHE_PER_CELL_KEY, agg.name,
+           profile.DRAM_CACHE_KEY))]
+
+
+def _tiered_without_cache(agg, mode, view):
+    """memory-mode-without-cache: a tiered mode and no cache size."""
+    meta = agg.metadata
+    if (mode not in kinds.TIERED
+            or any(key in meta for key in profile.CACHE_KEYS)):
+        return []
+    uncached = [h for h in agg.hosts
+                if not any(key in a.metadata
+                           for key in profile.CACHE_KEYS
+                           for a in view.aggregates_of.get(h, ()))]
+    if not uncached and agg.hosts:
+        return []
+    return [findings.Finding(
+        findings.ERROR if uncached else findings.WARNING,
+        'memory-mode-without-cache', _object(agg),
+        '%s=%s without %s%s' % (
+            profile.MODE_KEY, mode, profile.DRAM_CACHE_KEY,
+            ' (no cache bound to keep): %s'
+            % findings.rejected('hosts %s' % findings.names(uncached))
+            if uncached else
+            ': hosts added to it will be rejected'),
+        'openstack aggregate set --property %s=<GB of DRAM '
+        'cache per host> %s' % (profile.DRAM_CACHE_KEY, agg.name))]
+
+
+def _weight_multiplier(agg):
+    """invalid-weight-multiplier: not a number, or not a finite one."""
+    multiplier = agg.metadata.get(profile.TIER_WEIGHT_MULTIPLIER_KEY)
+    if multiplier is None:
+        return []
+    try:
+        value = float(multiplier)
+    except (TypeError, ValueError):
+        value = None
+    if value is None:
+        return [findings.Finding(
+            findings.WARNING, 'invalid-weight-multiplier', _object(agg),
+            '%s=%r is not a number: Nova logs a warning and uses '
+            '[pmem] tier_weight_multiplier for %s'
+            % (profile.TIER_WEIGHT_MULTIPLIER_KEY, multiplier,
+               _hosts_note(agg)),
+            'openstack aggregate set --property %s=<number> %s'
+            % (profile.TIER_WEIGHT_MULTIPLIER_KEY, agg.name))]
+    if not math.isfinite(value):
+        # Nova takes it (float() does): the weights become NaN.
+        return [findings.Finding(
+            findings.ERROR, 'invalid-weight-multiplier', _object(agg),
+            '%s=%r is not a finite number: Nova uses it, and the '
+            'weight of %s becomes NaN (or infinite), so hosts are '
+            'chosen in no useful order'
+            % (profile.TIER_WEIGHT_MULTIPLIER_KEY, multiplier,
+               _hosts_note(agg)),
+            findings.command(
+                'openstack', 'aggregate', 'unset', '--property',
+                profile.TIER_WEIGHT_MULTIPLIER_KEY, agg.name))]
+    return []

@@ -19,6 +19,7 @@ from nova_pmem_filters.core import classes
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
 from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters import novaopts
 
 
 NOVA_WEIGHERS_PREFIX = 'nova.scheduler.weights'
@@ -66,8 +67,8 @@ def loadable_filters(available):
     """
     names = set()
     for entry in available:
-        if entry == novaconf.NOVA_ALL_FILTERS:
-            names |= novaconf.NOVA_FILTERS
+        if entry == novaopts.NOVA_ALL_FILTERS:
+            names |= novaopts.NOVA_FILTERS
         elif entry == classes.ALL_FILTERS:
             names |= set(classes.FILTERS)
         else:
@@ -136,31 +137,57 @@ def check(snap, view):
             'run the doctor with --config-file /etc/nova/nova.conf (the '
             'file nova-scheduler reads)')]
     conf = snap.config
-    found = []
-    available = set(conf.available_filters)
-    enabled = set(conf.enabled_filters)
+    # Whether the cache filter has a bound to keep: Memory-Mode hosts and
+    # flavors whose hot RAM Placement does not account.
     mm_hosts = cloud.tiered_hosts(view)
     unaccounted = cloud.unaccounted(snap, view)
+    needs_cache_filter = bool(mm_hosts and unaccounted)
+    unknown = _unknown_filters(conf)
+    missing = [name for name in classes.FILTERS
+               if name not in conf.enabled_filters
+               and (name != classes.CACHE_FILTER or needs_cache_filter)]
+    found = _filters_unknown(conf, unknown, missing)
+    found += _our_filters(conf, unknown, missing, needs_cache_filter,
+                          unaccounted)
+    found += _multiplier_findings(conf)
+    found += _weighers(conf)
+    found += _workers(conf, needs_cache_filter, unaccounted)
+    return found
+
+
+def _unknown_filters(conf):
+    """Unknown names of enabled_filters, each to the name it stands for.
+
+    None for a name to drop; {} when the loadable names are not known here.
+    """
     loadable = loadable_filters(conf.available_filters)
-    # Unknown name -> the name it stands for, or None to drop it.
     unknown = {}
     if loadable is not None:
         for name in conf.enabled_filters:
             if name not in loadable and name not in classes.FILTERS:
                 unknown[name] = _filter_lookalike(
                     name, loadable | set(classes.FILTERS))
-    missing = [name for name in classes.FILTERS if name not in enabled
-               and (name != classes.CACHE_FILTER
-                    or (mm_hosts and unaccounted))]
-    for name, right in sorted(unknown.items()):
-        found.append(findings.Finding(
-            findings.ERROR, 'filter-unknown',
-            _conf_object('filter_scheduler', 'enabled_filters'),
-            '%r is in enabled_filters but is no filter available_filters '
-            'loads (names match the class, case included)%s: '
-            'nova-scheduler does not start (SchedulerHostFilterNotFound)'
-            % (name, '; it looks like %s' % right if right else ''),
-            _enabled_fix(conf.enabled_filters, unknown, missing)))
+    return unknown
+
+
+def _filters_unknown(conf, unknown, missing):
+    """filter-unknown: names nova-scheduler cannot load."""
+    return [findings.Finding(
+        findings.ERROR, 'filter-unknown',
+        _conf_object('filter_scheduler', 'enabled_filters'),
+        '%r is in enabled_filters but is no filter available_filters '
+        'loads (names match the class, case included)%s: '
+        'nova-scheduler does not start (SchedulerHostFilterNotFound)'
+        % (name, '; it looks like %s' % right if right else ''),
+        _enabled_fix(conf.enabled_filters, unknown, missing))
+        for name, right in sorted(unknown.items())]
+
+
+def _our_filters(conf, unknown, missing, needs_cache_filter, unaccounted):
+    """filter-not-available, filter-not-enabled: each of our filters."""
+    available = set(conf.available_filters)
+    enabled = set(conf.enabled_filters)
+    found = []
     for name in classes.FILTERS:
         path = '%s.%s' % (classes.FILTERS_MODULE, name)
         is_available = (classes.ALL_FILTERS in available
@@ -177,7 +204,7 @@ def check(snap, view):
                 '(nova.scheduler.filters.all_filters)' % classes.ALL_FILTERS))
         if name in enabled:
             continue
-        if name == 'PmemCacheFilter' and not (mm_hosts and unaccounted):
+        if name == 'PmemCacheFilter' and not needs_cache_filter:
             # Without Memory-Mode hosts, or with every flavor accounted in
             # Placement, the filter has nothing to add.
             continue
@@ -201,7 +228,12 @@ def check(snap, view):
                          '' if is_available else
                          ', add "available_filters = %s"'
                          % classes.ALL_FILTERS)))
-    found.extend(_multiplier_findings(conf))
+    return found
+
+
+def _weighers(conf):
+    """weighers-not-configured, nova-weighers-dropped."""
+    found = []
     weighers = set(conf.weight_classes)
     if classes.ALL_WEIGHERS not in weighers:
         missing = [w for w in classes.WEIGHERS
@@ -228,18 +260,23 @@ def check(snap, view):
             'weighers of Nova are off',
             'set [filter_scheduler] weight_classes = '
             'nova.scheduler.weights.all_weighers,%s' % classes.ALL_WEIGHERS))
-    workers = conf.scheduler_workers
-    if ('PmemCacheFilter' in enabled and mm_hosts and unaccounted
-            and (workers is None or workers > 1)):
-        found.append(findings.Finding(
-            findings.WARNING, 'filter-only-cache-accounting',
-            _conf_object('scheduler', 'workers'),
-            '%s, and the DRAM-cache bound of flavors %s is kept by '
-            'PmemCacheFilter alone: workers schedule concurrently and can '
-            'admit more hot RAM than a cache holds (%s)'
-            % ('%d nova-scheduler workers' % workers if workers else
-               'workers is unset, so nova-scheduler runs one worker per CPU',
-               findings.names(f.name for f in unaccounted),
-               MEASURED_OVER_ADMISSION),
-            PLACEMENT_ACCOUNTING_FIX + ', or set [scheduler] workers = 1'))
     return found
+
+
+def _workers(conf, needs_cache_filter, unaccounted):
+    """filter-only-cache-accounting: workers and a filter-kept bound."""
+    workers = conf.scheduler_workers
+    if not ('PmemCacheFilter' in conf.enabled_filters and needs_cache_filter
+            and (workers is None or workers > 1)):
+        return []
+    return [findings.Finding(
+        findings.WARNING, 'filter-only-cache-accounting',
+        _conf_object('scheduler', 'workers'),
+        '%s, and the DRAM-cache bound of flavors %s is kept by '
+        'PmemCacheFilter alone: workers schedule concurrently and can '
+        'admit more hot RAM than a cache holds (%s)'
+        % ('%d nova-scheduler workers' % workers if workers else
+           'workers is unset, so nova-scheduler runs one worker per CPU',
+           findings.names(f.name for f in unaccounted),
+           MEASURED_OVER_ADMISSION),
+        PLACEMENT_ACCOUNTING_FIX + ', or set [scheduler] workers = 1')]

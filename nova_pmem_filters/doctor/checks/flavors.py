@@ -13,6 +13,7 @@
 """
 
 from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import flavorfix
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.doctor import cloud
@@ -61,93 +62,92 @@ def _spec_fix(key, value, flavor):
                                      _moved_value(right, value))
 
 
-def _near_memory_fix(specs, expected, flavor):
-    """Set the request group that asks for near memory to ``expected`` MB.
+def _spec_findings(flavor):
+    """invalid-extra-spec and misspelt-key; and whether a spec is invalid."""
+    obj = 'flavor %s' % flavor.name
+    specs = flavor.extra_specs
+    found = []
+    bad = False
+    for key in sorted(k for k in specs
+                      if k.startswith(extra_specs.NAMESPACE + ':')):
+        try:
+            extra_specs.validate(key, specs[key])
+        except extra_specs.InvalidExtraSpec as exc:
+            bad = True
+            found.append(findings.Finding(
+                findings.ERROR, 'invalid-extra-spec', obj,
+                '%s: the filters reject every host for it (NoValidHost) '
+                'and count all RAM of its instances as hot' % exc,
+                _spec_fix(key, specs[key], flavor.name)))
+    for key in sorted(specs):
+        lookalike = _spec_lookalike(key)
+        if lookalike:
+            found.append(findings.Finding(
+                findings.WARNING, 'misspelt-key', obj,
+                'extra spec %r is not read by the filters; it looks '
+                'like %s' % (key, lookalike),
+                findings.replace_property(
+                    'flavor', flavor.name, key, lookalike,
+                    _moved_value(lookalike, specs[key]))))
+    return found, bad
 
-    The group that exists: a key added beside ``resources1:...`` would be
-    a second request, summed with the first.
+
+def _placement_findings(flavor, request, partial):
+    """near-memory-mismatch, or placement-accounting-partial.
+
+    :param partial: whether other flavors request near memory from
+        Placement for the tiered hosts.
     """
-    keys = placement.near_memory_keys(specs) or [placement.NEAR_MEMORY_KEY]
-    commands = []
-    if len(keys) > 1:
-        # Several groups request it and Placement sums them: keep one.
-        commands.append(findings.command(
-            'openstack', 'flavor', 'unset',
-            *[w for k in keys[1:] for w in ('--property', k)], flavor))
-    commands.append(findings.command(
-        'openstack', 'flavor', 'set', '--property',
-        '%s=%d' % (keys[0], expected), flavor))
-    return ' && '.join(commands)
+    obj = 'flavor %s' % flavor.name
+    requested = placement.requested_near_memory(flavor.extra_specs)
+    # The request of the hot MB the flavor declares, in the group that
+    # asks for near memory (if any).
+    fix = flavorfix.near_memory(flavor.name, flavor.extra_specs,
+                                flavor.ram_mb, request.hot_ratio)
+    if requested is not None:
+        expected = placement.instance_near_memory_mb(flavor.ram_mb,
+                                                     request.hot_ratio)
+        if requested == expected:
+            return []
+        less = requested < expected
+        return [findings.Finding(
+            findings.ERROR if less else findings.WARNING,
+            'near-memory-mismatch', obj,
+            'requests %d MB of %s, but %d MB RAM x hot ratio %s is %d MB: '
+            'Placement admits %s instances than the DRAM cache holds' % (
+                requested, placement.NEAR_MEMORY_RC, flavor.ram_mb,
+                extra_specs.format_hot_ratio(request.hot_ratio), expected,
+                'more' if less else 'fewer'),
+            fix.command())]
+    if partial and kinds.TIERED & request.modes:
+        return [findings.Finding(
+            findings.WARNING, 'placement-accounting-partial', obj,
+            'it may land on Memory-Mode hosts but does not request %s, '
+            'while other flavors do: Placement does not see the DRAM '
+            'cache its instances use, and admits the other flavors '
+            'into it' % placement.NEAR_MEMORY_RC, fix.command())]
+    return []
 
 
 def check(snap, view):
     found = []
-    mm_hosts = cloud.tiered_hosts(view)
-    any_accounted = any(
+    partial = bool(cloud.tiered_hosts(view)) and any(
         placement.requested_near_memory(f.extra_specs) is not None
         for f, _r in cloud.tiered_flavors(snap, view))
     for flavor in snap.flavors:
-        obj = 'flavor %s' % flavor.name
-        specs = flavor.extra_specs
-        bad = False
-        for key in sorted(k for k in specs
-                          if k.startswith(extra_specs.NAMESPACE + ':')):
-            try:
-                extra_specs.validate(key, specs[key])
-            except extra_specs.InvalidExtraSpec as exc:
-                bad = True
-                found.append(findings.Finding(
-                    findings.ERROR, 'invalid-extra-spec', obj,
-                    '%s: the filters reject every host for it (NoValidHost) '
-                    'and count all RAM of its instances as hot' % exc,
-                    _spec_fix(key, specs[key], flavor.name)))
-        for key in sorted(specs):
-            lookalike = _spec_lookalike(key)
-            if lookalike:
-                found.append(findings.Finding(
-                    findings.WARNING, 'misspelt-key', obj,
-                    'extra spec %r is not read by the filters; it looks '
-                    'like %s' % (key, lookalike),
-                    findings.replace_property(
-                        'flavor', flavor.name, key, lookalike,
-                        _moved_value(lookalike, specs[key]))))
+        spec_findings, bad = _spec_findings(flavor)
+        found.extend(spec_findings)
         if bad:
             continue
         request, _error = view.requests[flavor.name]
         if request.conflict:
             found.append(findings.Finding(
-                findings.ERROR, 'vpmem-modes-conflict', obj,
+                findings.ERROR, 'vpmem-modes-conflict',
+                'flavor %s' % flavor.name,
                 '%s: PmemModeFilter rejects every host for it' %
                 request.conflict,
                 'add app_direct to %s, or remove %s'
                 % (extra_specs.MODES_KEY, extra_specs.VPMEM_KEY)))
             continue
-        requested = placement.requested_near_memory(specs)
-        if requested is not None:
-            expected = placement.near_memory_mb(flavor.ram_mb,
-                                                request.hot_ratio)
-            if requested != expected:
-                less = requested < expected
-                found.append(findings.Finding(
-                    findings.ERROR if less else findings.WARNING,
-                    'near-memory-mismatch', obj,
-                    'requests %d MB of %s, but %d MB RAM x hot ratio %g is '
-                    '%d MB: Placement admits %s instances than the DRAM '
-                    'cache holds' % (requested, placement.NEAR_MEMORY_RC,
-                                     flavor.ram_mb, request.hot_ratio,
-                                     expected, 'more' if less else 'fewer'),
-                    _near_memory_fix(specs, expected, flavor.name)))
-        elif (mm_hosts and any_accounted
-              and kinds.TIERED & request.modes):
-            found.append(findings.Finding(
-                findings.WARNING, 'placement-accounting-partial', obj,
-                'it may land on Memory-Mode hosts but does not request %s, '
-                'while other flavors do: Placement does not see the DRAM '
-                'cache its instances use, and admits the other flavors '
-                'into it' % placement.NEAR_MEMORY_RC,
-                findings.command(
-                    'openstack', 'flavor', 'set', '--property', '%s=%d' % (
-                        placement.NEAR_MEMORY_KEY, placement.near_memory_mb(
-                            flavor.ram_mb, request.hot_ratio)),
-                    flavor.name)))
+        found.extend(_placement_findings(flavor, request, partial))
     return found

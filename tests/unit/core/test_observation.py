@@ -44,7 +44,12 @@ class ParseTestCase(testtools.TestCase):
 
     def test_a_document_passes(self):
         doc = document()
-        self.assertIs(doc, observation.parse(doc, 'obs.json'))
+        found = observation.parse(doc, 'obs.json')
+        self.assertIsInstance(found, observation.Observation)
+        self.assertEqual('compute-mm-01', found.hostname)
+        self.assertEqual({0: 4000.0}, found.instances[0].numa_mb)
+        # Missing far-memory keys read as null.
+        self.assertEqual(observation.FarMemory(), found.far_memory)
 
     def test_bad_input_names_file_and_key(self):
         inst = dict(document()['instances'][0])
@@ -79,7 +84,7 @@ class ParseTestCase(testtools.TestCase):
         for name, host in (('b.json', 'h2'), ('a.json', 'h1')):
             with open(os.path.join(tmp, name), 'w') as f:
                 json.dump(document(hostname=host), f)
-        self.assertEqual(['h1', 'h2'], [d['hostname'] for d in
+        self.assertEqual(['h1', 'h2'], [d.hostname for d in
                                         observation.load(tmp)])
         with open(os.path.join(tmp, 'c.json'), 'w') as f:
             f.write('{"schema": ')
@@ -127,12 +132,13 @@ class ByFlavorTestCase(testtools.TestCase):
             return dict(document()['instances'][0], uuid=uuid,
                         flavor=flavor, hot_ratio=ratio)
         gap = dict(inst('u9', 'big', None), method=None, gap='exited')
-        docs = [document(instances=[inst('u1', 'small', 0.1),
-                                    inst('u2', 'small', 0.3),
-                                    inst('u3', 'big', 0.6), gap]),
-                document(hostname='h2', instances=[inst('u1', 'small', 0.2),
-                                                   inst('u4', None, 0.9)]),
-                document(hostname='h3', instances=[])]
+        docs = [observation.parse(doc, 'obs.json') for doc in (
+            document(instances=[inst('u1', 'small', 0.1),
+                                inst('u2', 'small', 0.3),
+                                inst('u3', 'big', 0.6), gap]),
+            document(hostname='h2', instances=[inst('u1', 'small', 0.2),
+                                               inst('u4', None, 0.9)]),
+            document(hostname='h3', instances=[]))]
         found = observation.by_flavor(docs)
         self.assertEqual(['big', 'small'], list(found))
         small = found['small']

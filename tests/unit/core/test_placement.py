@@ -26,7 +26,7 @@ class NearMemoryArithmeticTestCase(testtools.TestCase):
         self.assertEqual('CUSTOM_NEAR_MEMORY_MB', placement.NEAR_MEMORY_RC)
         self.assertEqual(KEY, placement.NEAR_MEMORY_KEY)
 
-    def test_near_memory_mb_is_hot_mb_rounded_up(self):
+    def test_instance_near_memory_mb_is_hot_mb_rounded_up(self):
         cases = [
             ((32768, 0.75), 24576),
             ((4096, 0.3), 1229),       # 1228.8
@@ -35,11 +35,11 @@ class NearMemoryArithmeticTestCase(testtools.TestCase):
             ((1, 0.001), 1),           # at least 1 MB
         ]
         for (memory_mb, ratio), expected in cases:
-            self.assertEqual(expected,
-                             placement.near_memory_mb(memory_mb, ratio),
-                             (memory_mb, ratio))
+            self.assertEqual(
+                expected, placement.instance_near_memory_mb(memory_mb, ratio),
+                (memory_mb, ratio))
             self.assertGreaterEqual(
-                placement.near_memory_mb(memory_mb, ratio) + 1e-6,
+                placement.instance_near_memory_mb(memory_mb, ratio) + 1e-6,
                 cache.hot_mb(memory_mb, ratio))
 
     def test_near_memory_spec(self):
@@ -90,8 +90,8 @@ class NearMemoryArithmeticTestCase(testtools.TestCase):
             inv = placement.near_memory_inventory(
                 kinds.DRAM, 384, ram_allocation_ratio=ram_ratio)
             by_memory = int((384 * 1024 - reserved) * ram_ratio // memory_mb)
-            by_near = int(inv['total'] * inv['allocation_ratio']
-                          // placement.near_memory_mb(memory_mb, ratio))
+            request = placement.instance_near_memory_mb(memory_mb, ratio)
+            by_near = int(inv['total'] * inv['allocation_ratio'] // request)
             self.assertGreaterEqual(by_near, by_memory)
 
     def test_provider_config(self):

@@ -81,7 +81,7 @@ def discovery_output(prof):
 
 def provider(host, prof=None):
     prof = prof or discovered(host)
-    conf = outputs.provider_config(discovery_output(prof))['providers'][0]
+    conf = outputs.provider_config(prof)['providers'][0]
     inventory = conf['inventories']['additional'][0][placement.NEAR_MEMORY_RC]
     return snap_mod.Provider(
         uuid='uuid-%s' % host, name=host,

@@ -22,6 +22,7 @@ import testtools
 
 from nova_pmem_filters.doctor.checks import config as config_checks
 from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters import novaopts
 
 
 class NovaOptionsTestCase(testtools.TestCase):
@@ -32,7 +33,7 @@ class NovaOptionsTestCase(testtools.TestCase):
                 for group, opts in nova_scheduler_conf.list_opts().items()}
         nova['DEFAULT'] = {o.dest: o for o in
                            nova_compute_conf.list_opts()['DEFAULT']}
-        for group, opts in novaconf.NOVA_OPTS.items():
+        for group, opts in novaopts.NOVA_OPTS.items():
             for opt in opts:
                 theirs = nova[group][opt.dest]
                 self.assertEqual(type(theirs), type(opt), opt.dest)
@@ -43,7 +44,7 @@ class NovaOptionsTestCase(testtools.TestCase):
     def test_nova_filters_are_novas(self):
         self.assertEqual(
             sorted(c.__name__ for c in nova_filters.all_filters()),
-            sorted(novaconf.NOVA_FILTERS))
+            sorted(novaopts.NOVA_FILTERS))
 
     def test_every_multiplier_has_its_weigher(self):
         self.assertEqual(sorted(config_checks.MULTIPLIER_WEIGHERS),

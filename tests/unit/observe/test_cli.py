@@ -68,7 +68,8 @@ class CliTestCase(testtools.TestCase):
         # planner and the doctor read it.
         self.assertEqual(['compute-01-20261125T120000Z.json'],
                          os.listdir(out_dir))
-        self.assertEqual([doc], observation.load(out_dir))
+        self.assertEqual([observation.parse(doc, 'stdout')],
+                         observation.load(out_dir))
         with open(prom) as f:
             self.assertIn('nova_pmem_instance_hot_ratio{', f.read())
 
@@ -96,7 +97,7 @@ class CliTestCase(testtools.TestCase):
                                      target)
         self.assertEqual(0, status, err)
         doc = observation.read(target)
-        self.assertEqual(65536.0, doc['host']['near_memory_mb'])
+        self.assertEqual(65536.0, doc.host.near_memory_mb)
 
     def assertOneLineError(self, status, err, expected_status, *parts):
         self.assertEqual(expected_status, status)
@@ -156,4 +157,4 @@ class CliTestCase(testtools.TestCase):
         self.assertIn('window failed: RuntimeError: the clock broke', err)
         # The first window was written; the third was cut short by stop.
         self.assertEqual('2026-11-25T12:00:01Z',
-                         observation.read(target)['started'])
+                         observation.read(target).started)

@@ -98,16 +98,22 @@ class HostTestCase(testtools.TestCase):
                              counters=counters_mod)
 
     def observe(self, clock, **kwargs):
+        """The document of one window, as JSON: what the file holds."""
         kwargs.setdefault('backends', self.backends())
-        return host.observe(60.0, paths=self.paths, hostname='compute-01',
-                            clock=lambda: 1795608000.0,
-                            monotonic=clock.monotonic, sleep=clock.sleep,
-                            **kwargs)
+        found = host.observe(60.0, paths=self.paths, hostname='compute-01',
+                             clock=lambda: 1795608000.0,
+                             monotonic=clock.monotonic, sleep=clock.sleep,
+                             **kwargs)
+        self.assertIsInstance(found, observation.Observation)
+        doc = found.to_dict()
+        # What the observer writes, every reader reads back the same.
+        self.assertEqual(found, observation.parse(doc, 'test'))
+        return doc
 
     def test_kernel_tiered_window(self):
         clock = FakeClock(on_sleep=lambda: self.write_vmstat(1))
         doc = self.observe(clock)
-        self.assertIs(doc, observation.parse(doc, 'test'))
+        self.assertEqual(observation.SCHEMA, doc['schema'])
         # One window for every instance.
         self.assertEqual([60.0], clock.slept)
         self.assertEqual('2026-11-25T12:00:00Z', doc['started'])

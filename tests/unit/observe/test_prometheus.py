@@ -11,6 +11,7 @@
 #    under the License.
 """The observation as Prometheus metrics: textfile and HTTP, parsed back."""
 
+import dataclasses
 import json
 import os
 import re
@@ -31,10 +32,10 @@ MB = 1024 * 1024
 # Serve the document of argv[1] on an ephemeral port of 127.0.0.1; print
 # the port; stop when stdin closes.
 SERVE = """
-import json, sys
+import sys
+from nova_pmem_filters.core import observation
 from nova_pmem_filters.observe import prometheus
-with open(sys.argv[1]) as f:
-    doc = json.load(f)
+doc = observation.read(sys.argv[1])
 reg = prometheus.registry(prometheus.DocumentCollector(doc))
 server = prometheus.serve('127.0.0.1', 0, reg)
 print(server.server_address[1], flush=True)
@@ -150,7 +151,7 @@ class PrometheusTestCase(testtools.TestCase):
         directory = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(directory, 'doc.json')
         with open(path, 'w') as f:
-            json.dump(document(), f)
+            f.write(observation.dumps(document()))
         child = subprocess.Popen(
             [sys.executable, '-c', SERVE, path], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, cwd=paths.ROOT)
@@ -162,11 +163,16 @@ class PrometheusTestCase(testtools.TestCase):
             self.assertEqual(200, response.status)
             self.check(response.read().decode())
 
+    def test_every_far_memory_field_is_exported(self):
+        self.assertEqual(
+            [f.name for f in dataclasses.fields(observation.FarMemory)],
+            [row[0] for row in prometheus._FAR_MEMORY])
+
     def test_an_instance_gone_leaves_no_series(self):
         doc = document()
         collector = prometheus.DocumentCollector(doc)
         reg = prometheus.registry(collector)
-        doc = dict(doc, instances=doc['instances'][1:])
+        doc = dataclasses.replace(doc, instances=doc.instances[1:])
         collector.update(doc)
         text = prometheus.render(reg)
         self.assertNotIn('u-1', text)

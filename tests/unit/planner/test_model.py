@@ -30,6 +30,7 @@ from nova_pmem_filters.core import cache
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import scenario as document
 from planner import model
 from planner import novaconfig
 from planner import population
@@ -63,7 +64,8 @@ def node_config(platform, cpu, mode, per_socket, name='test'):
 
 
 def workload(name='w', **raw):
-    return loading._build_workload(name, raw, 'test')
+    return loading._build_workload(
+        name, document.from_mapping(document.Workload, raw), 'test')
 
 
 class FieldNotesExampleTestCase(testtools.TestCase):

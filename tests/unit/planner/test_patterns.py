@@ -15,6 +15,7 @@ import hypothesis
 from hypothesis import strategies as st
 import testtools
 
+from nova_pmem_filters.core import scenario as document
 from planner import model
 from planner import patterns
 from planner.scenario import loading
@@ -32,10 +33,10 @@ class PatternTestCase(testtools.TestCase):
         hot=st.sampled_from(['0.05', '0.2', '0.5', '1']))
     def test_single_limit_is_the_model_density(self, config, vcpus, ram_gb,
                                                used, hot):
-        w = loading._build_workload('w', {
-            'vcpus': vcpus, 'ram_gb': ram_gb,
-            'used_gb': round(ram_gb * used, 2) or 0.01,
-            'hot_ratio': float(hot)}, 'test')
+        w = loading._build_workload('w', document.Workload(
+            vcpus=vcpus, ram_gb=ram_gb,
+            used_gb=round(ram_gb * used, 2) or 0.01,
+            hot_ratio=float(hot)), 'test')
         node = model.node(base.BUILTIN.configs[config], base.BUILTIN.policies)
         cap = patterns.Capacity.of(node, base.BUILTIN.policies)
         vms, _binding = model.density(node, w, base.BUILTIN.policies)

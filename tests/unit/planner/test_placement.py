@@ -103,8 +103,8 @@ class PlacementAccountingTestCase(testtools.TestCase):
                                                          1.0)
             usable = inventory['total'] * inventory['allocation_ratio']
             for workload in self.scen.workloads.values():
-                request = placement.near_memory_mb(workload.ram_mb,
-                                                   workload.hot_ratio)
+                request = placement.instance_near_memory_mb(
+                    workload.ram_mb, workload.hot_ratio)
                 admitted = int(usable // request)
                 limits = model.limits(node, workload, policies)
                 if config.mode == kinds.MEMORY_MODE:

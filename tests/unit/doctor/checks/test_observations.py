@@ -181,7 +181,8 @@ class CliTestCase(cases.DoctorTestCase):
         os.mkdir(bad)
         doc = obsdocs.document('mm1', [])
         with open(os.path.join(bad, 'mm1.json'), 'w') as f:
-            json.dump(dict(doc, instances=[{'uuid': 'u', 'hot_ratio': -1}]),
+            json.dump(dict(doc.to_dict(),
+                           instances=[{'uuid': 'u', 'hot_ratio': -1}]),
                       f)
         for directory, words in (
                 (bad, ('mm1.json["instances"][0]["hot_ratio"]',

@@ -110,7 +110,7 @@ class HotRatiosTestCase(testtools.TestCase):
                    if r['scope'] == 'flavor' and r['key'] != 'create'}
         planned.update(specs)
         self.assertEqual('0.6', planned[extra_specs.HOT_RATIO_KEY])
-        self.assertEqual(placement.near_memory_mb(8192, 0.6),
+        self.assertEqual(placement.instance_near_memory_mb(8192, 0.6),
                          placement.requested_near_memory(planned))
         # Without a scenario the RAM is unknown: only the ratio is set.
         status, out, err = self.run_cli(
@@ -123,7 +123,8 @@ class HotRatiosTestCase(testtools.TestCase):
         bad = os.path.join(self.dir, 'bad')
         os.mkdir(bad)
         with open(os.path.join(bad, 'h.json'), 'w') as f:
-            json.dump(dict(obsdocs.document('h', []), window_s='long'), f)
+            json.dump(dict(obsdocs.document('h', []).to_dict(),
+                           window_s='long'), f)
         for directory, words in (
                 (os.path.join(self.dir, 'nope'), ('nope', 'not a '
                                                   'directory')),

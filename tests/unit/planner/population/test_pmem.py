@@ -486,5 +486,5 @@ class RuleCoverageTestCase(testtools.TestCase):
     def test_every_rule_has_a_case(self):
         with open(pmem_rules.__file__) as f:
             codes_in_code = set(re.findall(
-                r"add\(common\.(?:ERROR|WARNING), '([a-z-]+)'", f.read()))
+                r"common\.(?:ERROR|WARNING),\s*'([a-z-]+)'", f.read()))
         self.assertEqual(codes_in_code, {c[2] for c in MESSAGE_CASES})
