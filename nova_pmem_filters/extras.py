@@ -27,28 +27,43 @@ EXTRAS = {
     'planner': frozenset(['cliff', 'jsonschema', 'joblib', 'matplotlib',
                           'numpy', 'pandas', 'scipy', 'tqdm', 'yaml']),
     'doctor': frozenset(['cliff', 'keystoneauth1', 'openstack']),
-    'discover': frozenset(['jsonschema', 'yaml']),
+    'discover': frozenset(['yaml']),
     'observe': frozenset(['prometheus_client']),
 }
+
+
+def missing(extra, exc):
+    """The library of ``extra`` whose absence raised ``exc``, or None.
+
+    :param exc: an ImportError.
+    """
+    name = (exc.name or '').partition('.')[0]
+    return name if name in EXTRAS[extra] else None
+
+
+def needs(prog, extra, library):
+    """The one line of a tool whose ``extra`` lacks ``library``."""
+    return ("%s: needs the '%s' extra: pip install 'nova-pmem-filters[%s]' "
+            "(missing: %s)" % (prog, extra, extra, library))
 
 
 def run(prog, extra, module, status, argv=None):
     """``module.main(argv)``, or one line naming ``extra`` and ``status``.
 
     Only a module of the extra missing is reported so; any other import
-    error is a bug and raises.
+    error is a bug and raises. A tool imports its heaviest libraries when
+    a command needs them, so they may be found missing while ``main``
+    runs, not only when ``module`` is imported.
     """
     try:
         cli = importlib.import_module(module)
+        return cli.main(argv)
     except ImportError as exc:
-        missing = (exc.name or '').partition('.')[0]
-        if missing not in EXTRAS[extra]:
+        library = missing(extra, exc)
+        if library is None:
             raise
-        sys.stderr.write(
-            "%s: needs the '%s' extra: pip install 'nova-pmem-filters[%s]' "
-            "(missing: %s)\n" % (prog, extra, extra, missing))
+        sys.stderr.write(needs(prog, extra, library) + '\n')
         return status
-    return cli.main(argv)
 
 
 def planner():

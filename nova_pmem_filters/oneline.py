@@ -15,13 +15,16 @@ Shared by ``nova-pmem-discover`` and ``nova-pmem-observe`` (argparse
 commands run by a compute host's automation); the one-line usage errors,
 the version and the plain-text help are shared with the cliff tools
 (``nova-pmem-planner``, ``nova-pmem-doctor``) too. Imports nothing but the
-standard library.
+standard library (:func:`list_commands`, called by a cliff tool, imports
+cliff's pager).
 """
 
 import argparse
 import difflib
 import importlib.metadata
+import inspect
 import re
+import traceback
 
 DISTRIBUTION = 'nova-pmem-filters'
 
@@ -155,3 +158,103 @@ def plain_parser(parser):
         if isinstance(action.help, str):
             action.help = plain_text(action.help)
     return parser
+
+
+def _package(obj):
+    """The top-level package of the module that defines ``obj``."""
+    module = inspect.getmodule(obj)
+    if module is None:
+        raise RuntimeError('failed to find app: %s' % (obj,))
+    return module.__name__.partition('.')[0]
+
+
+def _top_level(dist):
+    """The top-level packages of a distribution, as importlib finds them."""
+    declared = (dist.read_text('top_level.txt') or '').split()
+    if declared:
+        return set(declared)
+    return {f.parts[0] if len(f.parts) > 1 else f.with_suffix('').name
+            for f in dist.files or () if f.suffix == '.py'}
+
+
+def _foreign_distribution(package, app_package):
+    """The distribution of ``package``, unless it is ``app_package``'s.
+
+    What cliff's list of commands names after a command that is not the
+    application's. cliff maps the packages of every installed distribution
+    for it, which reads the metadata of each (a tenth of a second in a
+    virtualenv with Nova, at every --help); the distribution named as the
+    package is asked first, and the map made only when it is not the
+    package's.
+    """
+    if package == app_package:
+        return None
+    try:
+        dist = importlib.metadata.distribution(package)
+        tops = _top_level(dist)
+    except importlib.metadata.PackageNotFoundError:
+        tops = ()
+    if package in tops:
+        return None if app_package in tops else dist.metadata['Name']
+    dists = importlib.metadata.packages_distributions()
+    name = (dists.get(package) or [None])[0]
+    app_dist = (dists.get(app_package) or [None])[0]
+    return name if name and name != app_dist else None
+
+
+def list_commands(app, parser, namespace):
+    """Print a cliff application's help and its commands, as cliff does.
+
+    The output of ``cliff.help.HelpAction`` (the help of ``--help``, then
+    each command with the first line of its description, and the
+    distribution of a command from another one), without reading every
+    installed distribution (:func:`_foreign_distribution`).
+
+    :param app: the cliff application.
+    :param parser: its argparse parser.
+    :param namespace: its parsed options (``--debug``).
+    """
+    # cliff's pager, there wherever a cliff application runs.
+    import autopage.argparse
+
+    pager = autopage.argparse.help_pager(app.stdout)
+    color = pager.to_terminal()
+    autopage.argparse.use_color_for_parser(parser, color)
+    with pager as out:
+        parser.print_help(out)
+        title_hl = ('\033[4m', '\033[0m') if color else ('', '')
+        out.write('\n{}Commands{}:\n'.format(*title_hl))
+        app_package = _package(app)
+        for name, ep in sorted(app.command_manager):
+            try:
+                factory = ep.load()
+            except Exception:
+                out.write('Could not load %r\n' % (ep,))
+                if namespace.debug:
+                    traceback.print_exc(file=out)
+                continue
+            try:
+                kwargs = {}
+                if 'cmd_name' in inspect.getfullargspec(
+                        factory.__init__).args:
+                    kwargs['cmd_name'] = name
+                cmd = factory(app, None, **kwargs)
+                if cmd.deprecated:
+                    continue
+            except Exception as err:
+                out.write('Could not instantiate %r: %s\n' % (ep, err))
+                if namespace.debug:
+                    traceback.print_exc(file=out)
+                continue
+            one_liner = cmd.get_description().split('\n')[0].rstrip('.')
+            dist_name = _foreign_distribution(_package(factory), app_package)
+            if dist_name:
+                dist_info = ' (' + dist_name + ')'
+                if color:
+                    dist_info = '\033[90m%s\033[39m' % dist_info
+            else:
+                dist_info = ''
+            padded_name = '%-13s' % name
+            if color:
+                padded_name = '\033[36m%s\033[39m' % padded_name
+            out.write('  %s  %s%s\n' % (padded_name, one_liner, dist_info))

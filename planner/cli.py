@@ -9,8 +9,16 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The ``nova-pmem-planner`` command-line application (cliff)."""
+"""The ``nova-pmem-planner`` command-line application (cliff).
 
+It starts in a blink (``benchmarks/startup.py``): the module of a command
+is imported when that command runs or the commands are listed, and a
+command imports the numerical libraries when it needs them
+(:mod:`planner.commands.base`).
+"""
+
+import functools
+import importlib.metadata
 import inspect
 import sys
 
@@ -18,11 +26,14 @@ from cliff import app
 from cliff import commandmanager
 from cliff import help as cliff_help
 
+from nova_pmem_filters import extras
 from nova_pmem_filters import oneline
 import planner
 from planner import errors
 
 NAME = 'nova-pmem-planner'
+# The entry points of the commands (setup.cfg).
+NAMESPACE = 'nova_pmem_planner.cli'
 # Errors in what the user gave us: one line on stderr, exit status 2.
 USAGE_ERRORS = (errors.PlannerError,)
 
@@ -31,12 +42,64 @@ class UsageError(errors.PlannerError):
     """A command line the planner cannot parse; the message is one line."""
 
 
+class MissingExtra(errors.PlannerError):
+    """A library of the planner extra is not installed; one line.
+
+    The line of :func:`nova_pmem_filters.extras.run`, for a library a
+    command imports as it runs.
+    """
+
+
+def naming_the_extra(call):
+    """``call``, whose ImportError of a planner extra library is one line."""
+
+    @functools.wraps(call)
+    def wrapper(*args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except ImportError as exc:
+            library = extras.missing('planner', exc)
+            if library is None:
+                raise
+            raise MissingExtra(extras.needs(NAME, 'planner',
+                                            library)) from exc
+    return wrapper
+
+
+class CommandManager(commandmanager.CommandManager):
+    """cliff's, without importing every command to start one.
+
+    cliff's loads (imports) the entry point of every command of the
+    namespace to start any of them; this one keeps the entry points, and
+    cliff imports the one it runs (``find_command``), or each one to list
+    them (``--help``).
+    """
+
+    def load_commands(self, namespace):
+        self.group_list.append(namespace)
+        for entry_point in importlib.metadata.entry_points(group=namespace):
+            name = entry_point.name
+            if self.convert_underscores:
+                name = name.replace('_', ' ')
+            self.commands[name] = entry_point
+
+
+def print_commands(app):
+    """``--help``: the options and the commands, as cliff prints them.
+
+    Then exits, as cliff's help does (``HelpExit``).
+    """
+    oneline.list_commands(app, app.parser, app.options)
+    raise cliff_help.HelpExit()
+
+
 class HelpCommand(cliff_help.HelpCommand):
     """Print the help of a command, as plain text."""
 
     def take_action(self, parsed_args):
         if not parsed_args.cmd:
-            return super().take_action(parsed_args)
+            # Exits, as cliff's list of commands does.
+            print_commands(self.app)
         try:
             factory, name, _rest = self.app.command_manager.find_command(
                 parsed_args.cmd)
@@ -72,8 +135,7 @@ class PlannerApp(app.App):
         super().__init__(
             description=PlannerApp.__doc__,
             version=planner.version_string(),
-            command_manager=commandmanager.CommandManager(
-                'nova_pmem_planner.cli'),
+            command_manager=CommandManager(NAMESPACE),
             deferred_help=True)
         self.command_manager.add_command('help', HelpCommand)
         self._last_error = None
@@ -86,9 +148,13 @@ class PlannerApp(app.App):
             self.NAME, version)
         return oneline.plain_parser(parser)
 
+    def print_help_if_requested(self):
+        if self.deferred_help and self.options.deferred_help:
+            print_commands(self)
+
     def prepare_to_run_command(self, cmd):
         super().prepare_to_run_command(cmd)
-        get_parser = cmd.get_parser
+        get_parser = naming_the_extra(cmd.get_parser)
         name = cmd.cmd_name
 
         # Every command's parser, whoever wrote the command.
@@ -97,6 +163,7 @@ class PlannerApp(app.App):
                 get_parser(prog_name), '%s help %s' % (self.NAME, name),
                 UsageError)
         cmd.get_parser = parser_of_one_line_errors
+        cmd.run = naming_the_extra(cmd.run)
 
     def unknown_command(self, word):
         """One line for a command name we do not have, with close ones."""

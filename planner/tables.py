@@ -9,15 +9,16 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Report tables as pandas DataFrames: pure functions of a scenario.
+"""Report tables: pure functions of a scenario.
 
-The CLI commands and the HTML report both render these frames, so a number
-reads the same everywhere.
+Each table is a list of rows (``comparison_rows``, ...), which the CLI
+commands list as they are (:func:`listing`), and a pandas DataFrame of the
+same rows (``comparison``, ...), which the HTML report renders, so a number
+reads the same everywhere. pandas is imported by the DataFrames only: the
+commands that list a table start without it.
 """
 
 import math
-
-import pandas as pd
 
 from planner import model
 from planner import population
@@ -81,14 +82,68 @@ def memory_cost(config):
                for d, n in sock.items())
 
 
+# The integers a pandas int64 column holds; a column with others stays one
+# of Python objects.
+_INT64 = range(-2 ** 63, 2 ** 63)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _missing(value):
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _column(values):
+    """A column's values as a DataFrame of the rows would hold them.
+
+    pandas makes a column of numbers with a float or a missing value among
+    them a float64 column (1 reads 1.0, a missing value NaN); a column of
+    integers stays integers, and any other column keeps its values.
+    """
+    present = [v for v in values if not _missing(v)]
+    if (present and all(_is_number(v) for v in present)
+            and all(v in _INT64 for v in present if isinstance(v, int))
+            and (len(present) < len(values)
+                 or any(isinstance(v, float) for v in present))):
+        return [None if _missing(v) else float(v) for v in values]
+    return [None if _missing(v) else v for v in values]
+
+
+def listing(rows, columns):
+    """cliff (columns, rows) of a table's rows, without pandas.
+
+    The cells are those of :func:`planner.commands.base.frame_rows` of
+    ``pandas.DataFrame(rows, columns=columns)``: the same types and
+    values, a missing value None (the report's frames and the commands'
+    listings show the same numbers).
+    """
+    cells = [_column([row.get(c) for row in rows]) for c in columns]
+    return tuple(columns), [tuple(cell[i] for cell in cells)
+                            for i in range(len(rows))]
+
+
+def _frame(rows, columns):
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=columns)
+
+
 def comparison(scen, fleet_kinds=(), columns=COMPARISON_COLUMNS):
+    """:func:`comparison_rows` as a DataFrame of ``columns``."""
+    return _frame(comparison_rows(scen, fleet_kinds), columns)
+
+
+def comparison_rows(scen, fleet_kinds=()):
     """One row per (config, workload), baseline first.
+
+    Each row has every column of COMPARE_COMMAND_COLUMNS (which holds
+    COMPARISON_COLUMNS, the report's).
 
     :param fleet_kinds: node kinds of the current fleet
         (:func:`planner.fleet.load`), added as configs named
         ``fleet:<kind>``; they have no price or power.
-    :param columns: COMPARISON_COLUMNS (the report's) or
-        COMPARE_COMMAND_COLUMNS.
     """
     rows = []
     for fit, relative, cost_delta in model.compare(scen):
@@ -115,7 +170,7 @@ def comparison(scen, fleet_kinds=(), columns=COMPARISON_COLUMNS):
             'warnings': ','.join(fit.warnings),
         })
     rows.extend(_fleet_rows(scen, fleet_kinds))
-    return pd.DataFrame(rows, columns=columns)
+    return rows
 
 
 def _fleet_rows(scen, kinds):
@@ -153,10 +208,17 @@ def _fleet_rows(scen, kinds):
     return rows
 
 
+CALIBRATION_COLUMNS = (
+    'workload', 'config', 'published_gain', 'source', 'baseline_vms',
+    'config_vms', 'hit_fraction', 'miss_factor', 't_hit', 'model_gain')
+
+
 def calibration(scen):
-    cols = ('workload', 'config', 'published_gain', 'source', 'baseline_vms',
-            'config_vms', 'hit_fraction', 'miss_factor', 't_hit',
-            'model_gain')
+    """:func:`calibration_rows` as a DataFrame."""
+    return _frame(calibration_rows(scen), CALIBRATION_COLUMNS)
+
+
+def calibration_rows(scen):
     miss = model.miss_factor(scen.performance)
     rows = [{'workload': c.workload, 'config': c.config,
              'published_gain': c.published_gain, 'source': c.source,
@@ -165,7 +227,7 @@ def calibration(scen):
              'miss_factor': round(miss, 3), 't_hit': round(c.t_hit, 4),
              'model_gain': round(c.model_gain, 4)}
             for c in model.calibrate(scen).values()]
-    return pd.DataFrame(rows, columns=cols)
+    return rows
 
 
 def findings_by_config(scen):
@@ -173,9 +235,17 @@ def findings_by_config(scen):
             for name, config in scen.configs.items()}
 
 
+CONFIGS_COLUMNS = (
+    'config', 'platform', 'cpu', 'mode', 'population', 'dram_gb', 'pmem_gb',
+    'node_cost', 'node_watts', 'errors', 'warnings')
+
+
 def configs(scen):
-    cols = ('config', 'platform', 'cpu', 'mode', 'population', 'dram_gb',
-            'pmem_gb', 'node_cost', 'node_watts', 'errors', 'warnings')
+    """:func:`configs_rows` as a DataFrame."""
+    return _frame(configs_rows(scen), CONFIGS_COLUMNS)
+
+
+def configs_rows(scen):
     rows = []
     for name, config in scen.configs.items():
         node = model.node(config, scen.policies)
@@ -191,4 +261,4 @@ def configs(scen):
             'warnings': '; '.join(f.message for f in population.warnings(
                 node.findings)),
         })
-    return pd.DataFrame(rows, columns=cols)
+    return rows

@@ -26,17 +26,13 @@ import sys
 
 from cliff import app
 from cliff import commandmanager
+from cliff import help as cliff_help
 from cliff import lister
 from keystoneauth1 import exceptions as ksa_exceptions
 from openstack import config as sdk_config
 from openstack import connection
 from openstack import exceptions as sdk_exceptions
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import observation
-from nova_pmem_filters.doctor import checks
-from nova_pmem_filters.doctor import novaconf
-from nova_pmem_filters.doctor import snapshot
 from nova_pmem_filters import oneline
 
 COLUMNS = ('severity', 'code', 'object', 'problem', 'fix')
@@ -127,6 +123,14 @@ class Check(lister.Lister):
         return oneline.plain_parser(parser)
 
     def take_action(self, parsed_args):
+        # The audit's modules: --help and --version start without them
+        # (benchmarks/startup.py).
+        from nova_pmem_filters.core import hostfile
+        from nova_pmem_filters.core import observation
+        from nova_pmem_filters.doctor import checks
+        from nova_pmem_filters.doctor import novaconf
+        from nova_pmem_filters.doctor import snapshot
+
         config = None
         if parsed_args.config_file:
             try:
@@ -197,6 +201,12 @@ class DoctorApp(app.App):
         sdk_config.OpenStackConfig().register_argparse_arguments(
             parser, self._argv)
         return oneline.plain_parser(parser)
+
+    def print_help_if_requested(self):
+        # cliff's list of commands, without reading every distribution.
+        if self.deferred_help and self.options.deferred_help:
+            oneline.list_commands(self, self.parser, self.options)
+            raise cliff_help.HelpExit()
 
     def run(self, argv):
         # "nova-pmem-doctor [options]" runs the audit: the check command is

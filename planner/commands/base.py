@@ -9,7 +9,14 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Pieces every planner command shares."""
+"""Pieces every planner command shares.
+
+Every command module is imported to list the commands (``--help``), so a
+command module and this one import only what is cheap: the scenario
+loader, the numerical libraries (numpy, pandas, scipy), matplotlib and the
+planner's modules that use them are imported by the command that runs, in
+its methods (tests/unit/test_startup.py).
+"""
 
 import math
 import sys
@@ -19,7 +26,6 @@ from cliff import lister
 
 from planner import errors
 from planner import model
-from planner import scenario
 from planner import tables
 
 # Output formats that carry a missing value as null; the others (table,
@@ -31,6 +37,8 @@ BINDING_COMMANDS = ('compare', 'search', 'fleet')
 
 
 def add_scenario_argument(parser, observations=True):
+    from planner import scenario
+
     parser.add_argument(
         '--scenario', metavar='FILE|NAME', default=None,
         help='scenario YAML file, or the name of a built-in scenario '
@@ -67,6 +75,8 @@ def number(option, text, positive=False):
 
 
 def load_scenario(parsed_args):
+    from planner import scenario
+
     return scenario.load(parsed_args.scenario,
                          observations=parsed_args.observations)
 

@@ -14,7 +14,6 @@
 import sys
 
 from planner.commands import base
-from planner import fleet
 from planner import tables
 
 
@@ -41,10 +40,15 @@ class Compare(base.ShortTableLister):
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
-        kinds = fleet.load(parsed_args.fleet) if parsed_args.fleet else ()
+        kinds = ()
+        if parsed_args.fleet:
+            # Imports pandas (for the fleet command's table).
+            from planner import fleet
+
+            kinds = fleet.load(parsed_args.fleet)
         base.show_warnings(tables.findings_by_config(scen))
-        return base.frame_rows(tables.comparison(
-            scen, fleet_kinds=kinds, columns=tables.COMPARE_COMMAND_COLUMNS))
+        return tables.listing(tables.comparison_rows(scen, fleet_kinds=kinds),
+                              tables.COMPARE_COMMAND_COLUMNS)
 
 
 class Calibration(base.Lister):
@@ -55,7 +59,8 @@ class Calibration(base.Lister):
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
-        columns, rows = base.frame_rows(tables.calibration(scen))
+        columns, rows = tables.listing(tables.calibration_rows(scen),
+                                       tables.CALIBRATION_COLUMNS)
         if not rows:
             # Not an error: the model then uses each workload's throughput
             # as the scenario gives it. Machine formats get an empty list.
@@ -75,4 +80,5 @@ class Configs(base.Lister):
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
-        return base.frame_rows(tables.configs(scen))
+        return tables.listing(tables.configs_rows(scen),
+                              tables.CONFIGS_COLUMNS)

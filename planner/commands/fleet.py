@@ -12,13 +12,14 @@
 """fleet command."""
 
 from planner.commands import base
-from planner import fleet
 
 
 class Fleet(base.ShortTableLister):
     """List the node kinds of the current fleet and the VMs they hold."""
 
     def short_columns(self, column_names):
+        from planner import fleet
+
         return fleet.short_columns(column_names)
 
     def get_parser(self, prog_name):
@@ -27,6 +28,8 @@ class Fleet(base.ShortTableLister):
                                        purpose='the current fleet')
 
     def take_action(self, parsed_args):
+        from planner import fleet
+
         scen = base.load_scenario(parsed_args)
         kinds = fleet.load(parsed_args.fleet)
         return base.frame_rows(fleet.table(kinds, scen))

@@ -13,13 +13,14 @@
 
 from planner.commands import base
 from planner import observed
-from planner import scenario
 
 
 class HotRatios(base.ShortTableLister):
     """Recommend each flavor's pmem:hot_ratio from observed working sets."""
 
     def get_parser(self, prog_name):
+        from planner import scenario
+
         parser = super().get_parser(prog_name)
         parser.add_argument(
             '--observations', metavar='DIR', required=True,
@@ -45,6 +46,8 @@ class HotRatios(base.ShortTableLister):
         return observed.SHORT_COLUMNS
 
     def take_action(self, parsed_args):
+        from planner import scenario
+
         ratios = observed.load(parsed_args.observations)
         scen = (scenario.load(parsed_args.scenario,
                               observations=parsed_args.observations)

@@ -19,7 +19,6 @@ from cliff import command
 from nova_pmem_filters import fileutil
 from planner.commands import base
 from planner import errors
-from planner import novaconfig
 
 
 def _add_plan_arguments(parser):
@@ -37,6 +36,8 @@ def _add_plan_arguments(parser):
 
 
 def _plan_rows(parsed_args):
+    from planner import novaconfig
+
     scen = base.load_scenario(parsed_args)
     for name in parsed_args.workload or ():
         if name not in scen.workloads:
@@ -77,6 +78,8 @@ class NovaConfig(base.ShortTableLister):
         return _add_plan_arguments(super().get_parser(prog_name))
 
     def take_action(self, parsed_args):
+        from planner import novaconfig
+
         _scen, plan = _plan_rows(parsed_args)
         return base.frame_rows(novaconfig.frame(plan))
 
@@ -125,6 +128,8 @@ class NovaConfigScript(_Generated):
         return parser
 
     def take_action(self, parsed_args):
+        from planner import novaconfig
+
         scen, plan = _plan_rows(parsed_args)
         text = novaconfig.script(plan, _origin(
             parsed_args, scen, 'The aggregates and flavors') + [
@@ -167,6 +172,8 @@ class NovaConfigNovaConf(_Generated):
         return words
 
     def take_action(self, parsed_args):
+        from planner import novaconfig
+
         scen, plan = _plan_rows(parsed_args)
         role = parsed_args.role or novaconfig.SCHEDULER_ROLE
         known = novaconfig.roles(plan)
@@ -216,6 +223,8 @@ class NovaConfigProviderConfig(_Generated):
                                                    parsed_args.role]
 
     def take_action(self, parsed_args):
+        from planner import novaconfig
+
         parsed_args.placement_accounting = True
         scen, plan = _plan_rows(parsed_args)
         roles = [r for r in novaconfig.roles(plan)

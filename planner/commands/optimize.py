@@ -15,7 +15,6 @@ import math
 
 from planner.commands import base
 from planner import errors
-from planner import optimize
 from planner import progress
 
 
@@ -35,6 +34,9 @@ class Optimize(base.ShortTableLister):
     """Choose the fleet that carries the demand at the lowest cost."""
 
     def get_parser(self, prog_name):
+        # scipy (its MILP solver).
+        from planner import optimize
+
         parser = base.add_scenario_argument(super().get_parser(prog_name))
         parser.add_argument(
             '--objective', default=optimize.DEFAULT_OBJECTIVE,
@@ -70,6 +72,8 @@ class Optimize(base.ShortTableLister):
         return progress.add_argument(parser)
 
     def short_columns(self, column_names):
+        from planner import optimize
+
         return optimize.short_columns(column_names)
 
     def _progress(self, rounds, columns, value, bound):
@@ -96,6 +100,8 @@ class Optimize(base.ShortTableLister):
                           count)
 
     def take_action(self, parsed_args):
+        from planner import optimize
+
         scen = base.load_scenario(parsed_args)
         demand = (dict(_vm_count(d) for d in parsed_args.demand)
                   if parsed_args.demand else None)

@@ -18,7 +18,6 @@ from cliff import lister
 from planner.commands import base
 from planner import errors
 from planner import progress
-from planner import report
 from planner import tables
 
 # Steps of --simulate before the report's own: the optimiser's fleet and
@@ -32,6 +31,9 @@ class Report(lister.Lister):
     """Write an HTML capacity report with charts and list the files."""
 
     def get_parser(self, prog_name):
+        # matplotlib, pandas and scipy (the charts and the optimiser).
+        from planner import report
+
         parser = base.add_scenario_argument(super().get_parser(prog_name))
         parser.add_argument(
             '--output-dir', metavar='DIR',
@@ -77,6 +79,8 @@ class Report(lister.Lister):
         return simulate.run(scen, progress=replayed)
 
     def take_action(self, parsed_args):
+        from planner import report
+
         scen = base.load_scenario(parsed_args)
         out = parsed_args.output_dir
         problem = report.output_dir_problem(out)

@@ -13,16 +13,20 @@
 
 from planner.commands import base
 from planner import progress
-from planner import search
 
 
 class Search(base.ShortTableLister):
     """Rank every valid DIMM population of a platform and CPU in a budget."""
 
     def short_columns(self, column_names):
+        from planner import search
+
         return search.SHORT_COLUMNS
 
     def get_parser(self, prog_name):
+        # numpy and pandas.
+        from planner import search
+
         parser = base.add_scenario_argument(super().get_parser(prog_name))
         parser.add_argument(
             '--platform', metavar='NAME',
@@ -62,6 +66,8 @@ class Search(base.ShortTableLister):
         return progress.add_argument(parser)
 
     def take_action(self, parsed_args):
+        from planner import search
+
         scen = base.load_scenario(parsed_args)
         with progress.for_command(self, parsed_args, 'search') as line:
             result = search.run(

@@ -17,7 +17,6 @@ from nova_pmem_filters import fileutil
 
 from planner.commands import base
 from planner import errors
-from planner import simulate
 
 # A progress bar from this many events on, when stderr is a terminal.
 PROGRESS_FROM = 20000
@@ -43,6 +42,9 @@ class Simulate(base.ShortTableLister):
     """Replay VM boots and deletes on a fleet as Nova would place them."""
 
     def get_parser(self, prog_name):
+        # numpy and pandas.
+        from planner import simulate
+
         parser = base.add_scenario_argument(super().get_parser(prog_name))
         group = parser.add_mutually_exclusive_group()
         group.add_argument(
@@ -100,6 +102,8 @@ class Simulate(base.ShortTableLister):
         return parser
 
     def short_columns(self, column_names):
+        from planner import simulate
+
         return [c for c in column_names if c in simulate.SHORT_COLUMNS]
 
     def _progress_bar(self, total):
@@ -111,6 +115,8 @@ class Simulate(base.ShortTableLister):
                          desc='simulate')
 
     def take_action(self, parsed_args):
+        from planner import simulate
+
         scen = base.load_scenario(parsed_args)
         number = base.number
         scheduler = simulate.Scheduler(
