@@ -93,8 +93,17 @@ class NumaTestBase(libvirt_base.ServersTestBase):
         First one update of the compute's resources: a new compute node
         gets Nova's ``initial_*_allocation_ratio``, and the configured
         ratios only with the next update (the periodic task).
+
+        With a context of its own: the resource tracker keeps the compute
+        node record with the context it was read with and writes it back
+        with that context on every claim, while the test reads the
+        database with ``self.ctxt``. oslo.db keeps a context's transaction
+        per thread; under eventlet, a context shared with the test could
+        find the test's read transaction open when a build claims
+        ("Can't upgrade a READER transaction to a WRITER").
         """
-        self.computes[hostname].manager.update_available_resource(self.ctxt)
+        self.computes[hostname].manager.update_available_resource(
+            nova_context.get_admin_context())
         agg = self.admin_api.post_aggregate(
             {'aggregate': {'name': 'agg-%s' % hostname}})
         self.admin_api.post_aggregate_action(
