@@ -198,6 +198,8 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
                     self._assert_no_valid_host(server)
             else:
                 self._delete(servers.pop(event.instance))
+        # Every cast has reached the scheduler before its service stops.
+        self._settle()
         boots = [e for e in events if e.kind == simulate.BOOT]
         self.assertEqual(len(boots), len(nova_hosts))
         # The trace fills the fleet: some boots fail, most land, and every
