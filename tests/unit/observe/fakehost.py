@@ -19,6 +19,8 @@ import os
 
 from nova.virt.libvirt import config as vconfig
 
+from nova_pmem_filters.observe import host
+
 UUID_A = 'a1b2c3d4-0000-4000-8000-00000000000a'
 UUID_B = 'a1b2c3d4-0000-4000-8000-00000000000b'
 
@@ -112,3 +114,42 @@ def add_nodes(sysfs, cpus):
     for node, cpulist in cpus.items():
         write(os.path.join(sysfs, 'devices', 'system', 'node',
                            'node%d' % node, 'cpulist'), cpulist + '\n')
+
+
+# Pages of 4 KiB in a GiB.
+GIB_PAGES = 262144
+
+
+class TwoGuestHost(object):
+    """A host tree under ``root``: nodes 0 and 1 with CPUs, node 2 CPU-less.
+
+    Guest A: a 4 GiB flavor, 1 GiB touched, 3 GiB on node 0 and 1 GiB on
+    node 2. Guest B: an 8 GiB flavor, 2 GiB touched, 2 GiB on node 1 and
+    2 MiB on node 0. ``vmstat`` holds /proc/vmstat before and after the
+    window.
+    """
+
+    def __init__(self, root, vmstat):
+        self.root = root
+        self.libvirt = os.path.join(root, 'run', 'libvirt', 'qemu')
+        self.proc = os.path.join(root, 'proc')
+        self.sysfs = os.path.join(root, 'sys')
+        os.makedirs(self.libvirt)
+        self.paths = host.default_paths(proc=self.proc, sysfs=self.sysfs,
+                                        libvirt=self.libvirt)
+        add_nodes(self.sysfs, {0: '0-15', 1: '16-31', 2: ''})
+        add_domain(self.libvirt, 'instance-0000000a', UUID_A, pid=101,
+                   flavor='m1.small', memory_mb=4096, vcpus=2,
+                   extra_specs={'pmem:hot_ratio': '0.2'})
+        add_process(self.proc, 101, referenced_kb=1048576,
+                    numa_pages={0: 3 * GIB_PAGES, 2: GIB_PAGES})
+        add_domain(self.libvirt, 'instance-0000000b', UUID_B, pid=102,
+                   flavor='m1.large', memory_mb=8192, vcpus=4)
+        add_process(self.proc, 102, referenced_kb=2097152,
+                    numa_pages={0: 512, 1: 2 * GIB_PAGES})
+        self.vmstat = vmstat
+        self.write_vmstat(0)
+
+    def write_vmstat(self, i):
+        write(self.paths.vmstat, ''.join(
+            '%s %d\n' % kv for kv in sorted(self.vmstat[i].items())))

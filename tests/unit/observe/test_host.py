@@ -27,7 +27,7 @@ from nova_pmem_filters.observe import procfs
 from tests.unit.observe import fakehost
 
 # 1 GiB of 4 KiB pages.
-GIB_PAGES = 262144
+GIB_PAGES = fakehost.GIB_PAGES
 
 
 def memory_mode_profile():
@@ -63,35 +63,17 @@ class HostTestCase(testtools.TestCase):
     def setUp(self):
         super().setUp()
         root = self.useFixture(fixtures.TempDir()).path
-        self.libvirt = os.path.join(root, 'run', 'libvirt', 'qemu')
-        self.proc = os.path.join(root, 'proc')
-        self.sysfs = os.path.join(root, 'sys')
-        os.makedirs(self.libvirt)
-        self.paths = host.default_paths(proc=self.proc, sysfs=self.sysfs,
-                                        libvirt=self.libvirt)
-        fakehost.add_nodes(self.sysfs, {0: '0-15', 1: '16-31', 2: ''})
-        # A: 4 GiB flavor, 1 GiB touched; 3 GiB on node 0, 1 GiB on node 2.
-        fakehost.add_domain(self.libvirt, 'instance-0000000a',
-                            fakehost.UUID_A, pid=101, flavor='m1.small',
-                            memory_mb=4096, vcpus=2,
-                            extra_specs={'pmem:hot_ratio': '0.2'})
-        fakehost.add_process(self.proc, 101, referenced_kb=1048576,
-                             numa_pages={0: 3 * GIB_PAGES, 2: GIB_PAGES})
-        # B: 8 GiB flavor, 2 GiB touched; 2 GiB on node 1, 2 MiB on node 0.
-        fakehost.add_domain(self.libvirt, 'instance-0000000b',
-                            fakehost.UUID_B, pid=102, flavor='m1.large',
-                            memory_mb=8192, vcpus=4)
-        fakehost.add_process(self.proc, 102, referenced_kb=2097152,
-                             numa_pages={0: 512, 1: 2 * GIB_PAGES})
-        self.vmstat = [{'pgpromote_success': 1000, 'pgdemote_kswapd': 500,
-                        'pgdemote_direct': 100},
-                       {'pgpromote_success': 7000, 'pgdemote_kswapd': 2900,
-                        'pgdemote_direct': 100}]
-        self.write_vmstat(0)
-
-    def write_vmstat(self, i):
-        fakehost.write(self.paths.vmstat, ''.join(
-            '%s %d\n' % kv for kv in sorted(self.vmstat[i].items())))
+        self.fake = fakehost.TwoGuestHost(root, [
+            {'pgpromote_success': 1000, 'pgdemote_kswapd': 500,
+             'pgdemote_direct': 100},
+            {'pgpromote_success': 7000, 'pgdemote_kswapd': 2900,
+             'pgdemote_direct': 100}])
+        self.libvirt = self.fake.libvirt
+        self.proc = self.fake.proc
+        self.sysfs = self.fake.sysfs
+        self.paths = self.fake.paths
+        self.vmstat = self.fake.vmstat
+        self.write_vmstat = self.fake.write_vmstat
 
     def backends(self, damon_mod=damon, counters_mod=counters):
         return host.Backends(procfs=procfs, damon=damon_mod,

@@ -37,7 +37,7 @@ from nova_pmem_filters.observe import host
 from nova_pmem_filters.observe import procfs
 from tests.unit.observe import fakehost
 
-GIB_PAGES = 262144
+GIB_PAGES = fakehost.GIB_PAGES
 GOLDEN = os.path.join(os.path.dirname(__file__), 'data', 'observations')
 # Stands for the fake host's directory in the golden files.
 ROOT = '$ROOT'
@@ -71,36 +71,13 @@ def profile(mode, cells=False):
     return hostfile.parse(data, 'compute-%s.json' % mode)
 
 
-class FakeHost(object):
+class FakeHost(fakehost.TwoGuestHost):
     """Two instances; nodes 0 and 1 with CPUs, node 2 CPU-less."""
 
     def __init__(self, root):
-        self.root = root
-        self.libvirt = os.path.join(root, 'run', 'libvirt', 'qemu')
-        self.proc = os.path.join(root, 'proc')
-        self.sysfs = os.path.join(root, 'sys')
-        os.makedirs(self.libvirt)
-        self.paths = host.default_paths(proc=self.proc, sysfs=self.sysfs,
-                                        libvirt=self.libvirt)
-        fakehost.add_nodes(self.sysfs, {0: '0-15', 1: '16-31', 2: ''})
-        fakehost.add_domain(self.libvirt, 'instance-0000000a',
-                            fakehost.UUID_A, pid=101, flavor='m1.small',
-                            memory_mb=4096, vcpus=2,
-                            extra_specs={'pmem:hot_ratio': '0.2'})
-        fakehost.add_process(self.proc, 101, referenced_kb=1048576,
-                             numa_pages={0: 3 * GIB_PAGES, 2: GIB_PAGES})
-        fakehost.add_domain(self.libvirt, 'instance-0000000b',
-                            fakehost.UUID_B, pid=102, flavor='m1.large',
-                            memory_mb=8192, vcpus=4)
-        fakehost.add_process(self.proc, 102, referenced_kb=2097152,
-                             numa_pages={0: 512, 1: 2 * GIB_PAGES})
-        self.vmstat = ({'pgpromote_success': 1000, 'pgdemote_kswapd': 500},
-                       {'pgpromote_success': 7000, 'pgdemote_kswapd': 2900})
-        self.write_vmstat(0)
-
-    def write_vmstat(self, i):
-        fakehost.write(self.paths.vmstat, ''.join(
-            '%s %d\n' % kv for kv in sorted(self.vmstat[i].items())))
+        super().__init__(root, (
+            {'pgpromote_success': 1000, 'pgdemote_kswapd': 500},
+            {'pgpromote_success': 7000, 'pgdemote_kswapd': 2900}))
 
     def observe(self, on_sleep=None, **kwargs):
         def after():
