@@ -27,7 +27,6 @@ from nova_pmem_filters.observe import procfs
 from tests.unit.observe import fakehost
 
 # 1 GiB of 4 KiB pages.
-GIB_PAGES = fakehost.GIB_PAGES
 
 
 def memory_mode_profile():

@@ -37,7 +37,6 @@ from nova_pmem_filters.observe import host
 from nova_pmem_filters.observe import procfs
 from tests.unit.observe import fakehost
 
-GIB_PAGES = fakehost.GIB_PAGES
 GOLDEN = os.path.join(os.path.dirname(__file__), 'data', 'observations')
 # Stands for the fake host's directory in the golden files.
 ROOT = '$ROOT'
