@@ -25,6 +25,10 @@
     per NUMA cell.
 ``decide``
     the filters' and weighers' rules, the cache check among them.
+``tiering``
+    what the kernel does below Nova on the hosts it tiers: its settings'
+    grammar and verdict, what an instance charges there, which flavors
+    Nova binds, whether tiering keeps up.
 ``placement``
     near memory in Placement: inventories (a host's near memory in whole
     MB) and requests (an instance's hot MB).

@@ -26,43 +26,84 @@ import math
 EPSILON_MB = 1e-6
 
 
+def _not_below_zero(mb):
+    """``max(mb, 0)``, elementwise on arrays too."""
+    return mb * (mb > 0) + 0.0
+
+
 class HotRam(object):
     """Hot MB on one host: ``total`` and the NUMA-bound part per cell.
 
     ``bound`` maps a host cell id to the hot MB of the NUMA-bound instances
     on it; the rest of ``total`` floats. ``total`` may be an array of hosts
     (with nothing bound) for the simulator.
+
+    ``ram`` and ``bound_ram`` are the same sums of the instances' whole
+    RAM, which a host whose tiering the kernel does charges for NUMA-bound
+    instances, or for all (:func:`nova_pmem_filters.core.tiering.charged`).
+    Left out, they are taken to be the hot figures (all RAM hot).
     """
 
-    __slots__ = ('total', 'bound')
+    __slots__ = ('total', 'bound', 'ram', 'bound_ram')
 
-    def __init__(self, total, bound=None):
+    def __init__(self, total, bound=None, ram=None, bound_ram=None):
         self.total = total
         self.bound = dict(bound or {})
+        self.ram = total if ram is None else ram
+        self.bound_ram = dict(self.bound if bound_ram is None
+                              else bound_ram)
 
     @property
     def floating(self):
-        return max(self.total - sum(self.bound.values()), 0.0)
+        return _not_below_zero(self.total - sum(self.bound.values()))
+
+    @property
+    def floating_ram(self):
+        return _not_below_zero(self.ram - sum(self.bound_ram.values()))
 
     def copy(self):
-        return HotRam(self.total, self.bound)
+        return HotRam(self.total, self.bound, self.ram, self.bound_ram)
 
-    def add(self, hot_mb, cells=None):
+    def add(self, hot_mb, cells=None, ram_mb=None, ram_cells=None):
         """Count one instance: its hot MB, on ``cells`` if NUMA-bound.
 
         :param cells: ``((host cell, hot MB), ...)`` (:func:`bound_cells`),
             or None for an instance that floats.
+        :param ram_mb: its whole RAM (default ``hot_mb``); ``ram_cells``
+            the same per cell (default ``cells``).
         """
         self.total += hot_mb
         for cell, mb in cells or ():
             self.bound[cell] = self.bound.get(cell, 0.0) + mb
+        self.ram += hot_mb if ram_mb is None else ram_mb
+        for cell, mb in (cells if ram_cells is None else ram_cells) or ():
+            self.bound_ram[cell] = self.bound_ram.get(cell, 0.0) + mb
+
+    def as_ram(self):
+        """Every instance charging its whole RAM."""
+        return HotRam(self.ram, self.bound_ram, self.ram, self.bound_ram)
+
+    def bound_as_ram(self):
+        """The NUMA-bound instances charging their whole RAM, per cell."""
+        total = self.floating + sum(self.bound_ram.values())
+        return HotRam(total, self.bound_ram, self.ram, self.bound_ram)
 
     def __eq__(self, other):
         return (isinstance(other, HotRam) and self.total == other.total
-                and self.bound == other.bound)
+                and self.bound == other.bound and self.ram == other.ram
+                and self.bound_ram == other.bound_ram)
 
     def __repr__(self):
-        return 'HotRam(%r, %r)' % (self.total, self.bound)
+        try:
+            short = self.bound_ram == self.bound and bool(
+                self.ram == self.total)
+        except ValueError:
+            # Arrays of hosts: show all four.
+            short = False
+        if short:
+            return 'HotRam(%r, %r)' % (self.total, self.bound)
+        return 'HotRam(%r, %r, %r, %r)' % (self.total, self.bound, self.ram,
+                                           self.bound_ram)
 
 
 def hot_mb(memory_mb, hot_ratio):

@@ -19,6 +19,9 @@ does not, one of the ``REJECT_*`` reasons.
 
 The near-memory rule (:func:`cache_check`) chooses between the host-wide
 bound and the bound of each NUMA cell in one place (:func:`uses_cells`).
+What each instance charges (its hot RAM, or on a host whose tiering the
+kernel does its whole RAM where it is NUMA-bound or the kernel does not
+tier) is :mod:`nova_pmem_filters.core.tiering`'s, applied here.
 
 This module imports nothing from Nova.
 """
@@ -28,6 +31,7 @@ import dataclasses
 from nova_pmem_filters.core import cache
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import tiering
 
 # Why a host does not pass.
 REJECT_CONFLICT = 'flavor_conflict'
@@ -105,6 +109,7 @@ def uses_cells(prof, cells, used, bound):
 def cell_view(prof, ratio, cells, used, request, memory_mb, fit=None):
     """The per-cell picture of a tiered host (:class:`CellView`).
 
+    :param used: the host's HotRam as charged (:func:`tiering.charged`).
     :param fit: for a NUMA-bound flavor, a callable returning ``{host cell:
         memory MB}`` Nova claims for the instance, or None when no cells
         fit; None for a flavor that floats (it charges every cell in
@@ -114,12 +119,13 @@ def cell_view(prof, ratio, cells, used, request, memory_mb, fit=None):
     capacities, used_cells = placed.capacities, placed.used
     if capacities is None:
         return placed
+    share = tiering.instance_ratio(prof, request.hot_ratio, fit is not None)
     if fit is not None:
         claimed = fit()
         new = None if claimed is None else {
-            cell: request.hot_mb(mb) for cell, mb in claimed.items()}
+            cell: mb * share for cell, mb in claimed.items()}
     else:
-        new = cache.spread_mb(request.hot_mb(memory_mb), capacities)
+        new = cache.spread_mb(memory_mb * share, capacities)
     full = None
     if used_cells is not None and new is not None:
         full = cache.full_cell(used_cells, new, capacities)
@@ -146,12 +152,15 @@ def reads_usage(prof, accounted=False, bound=False):
     """Whether the cache rules read the host's hot RAM, cells and fit.
 
     Only on tiered hosts, and there not for a floating flavor whose hot RAM
-    Placement accounts. Elsewhere the rules decide from the profile alone,
-    so callers gather nothing for such hosts.
+    Placement accounts, but on hosts whose tiering the kernel does, where
+    instances may charge more than the hot MB Placement holds. Elsewhere
+    the rules decide from the profile alone, so callers gather nothing for
+    such hosts.
 
     :param bound: the flavor is NUMA-bound (``cache_check``'s ``fit``).
     """
-    return prof.mode in kinds.TIERED and (bound or not accounted)
+    return prof.mode in kinds.TIERED and (
+        bound or not accounted or tiering.kernel_tiered(prof))
 
 
 def cache_rule(prof, ratio, request, memory_mb, accounted=False,
@@ -169,10 +178,12 @@ def cache_rule(prof, ratio, request, memory_mb, accounted=False,
                    else (True, None, None))
         return lambda used, cells=None, fit=None: verdict
     capacity = prof.cache_capacity_mb(ratio)
-    new_hot_mb = request.hot_mb(memory_mb)
+    new_hot_mb = tiering.instance_mb(prof, request, memory_mb, bound)
     fits = cache.fits_cache
+    charged = tiering.charged
 
     def check(used, cells=None, fit=None):
+        used = charged(prof, used)
         if cells is not None and uses_cells(prof, cells, used,
                                             fit is not None):
             view = cell_view(prof, ratio, cells, used, request, memory_mb,
@@ -232,6 +243,7 @@ def overcommitted(prof, ratio, used, cells=None):
     """
     if not reads_usage(prof) or used is None:
         return None, []
+    used = tiering.charged(prof, used)
     if cells is not None and uses_cells(prof, cells, used, False):
         view = placed_cells(prof, ratio, cells, used)
         if view.capacities is None:
@@ -254,10 +266,13 @@ def headroom_rule(prof, ratio, request, memory_mb):
     capacity = prof.cache_capacity_mb(ratio)
     if not reads_usage(prof) or not capacity:
         return lambda used, cells=None, fit=None: 0.0
-    new_hot_mb = request.hot_mb(memory_mb)
     headroom = cache.cache_headroom_mb
+    charged = tiering.charged
 
     def score(used, cells=None, fit=None):
+        used = charged(prof, used)
+        new_hot_mb = tiering.instance_mb(prof, request, memory_mb,
+                                         fit is not None)
         if cells is not None and uses_cells(prof, cells, used,
                                             fit is not None):
             return cell_headroom_score(cell_view(

@@ -47,6 +47,7 @@ from nova_pmem_filters.core import document
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import tiering
 from nova_pmem_filters import fileutil
 
 VERSION = 1
@@ -267,6 +268,76 @@ class Cxl(_Entry):
 
 
 @dataclasses.dataclass(frozen=True)
+class MemoryTier(_Entry):
+    """One memory tier of the kernel (``memory_tierN/nodelist``)."""
+
+    tier: int = _key(_whole, required=True)
+    nodes: tuple = _key(_list_of(_node), required=True)
+
+
+# The version of the kernel_tiering object: it gains keys, never loses or
+# changes one.
+KERNEL_TIERING_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelTiering(_Entry):
+    """The ``kernel_tiering`` object (``--cxl``): what the kernel does.
+
+    The settings as read (null: the file is absent), the CPU-less nodes
+    they are judged for, and the verdict (:func:`tiering.judge`):
+    ``state`` is what ``pmem_kernel_tiering`` carries.
+    """
+
+    version: int = _key(document.whole('a version (an integer >= 1)',
+                                       least=1), required=True,
+                        default=KERNEL_TIERING_VERSION)
+    kernel: str = _key(_text_or_null)
+    numa_balancing: int = _key(_nullable(document.whole(
+        'an integer from 0 to 3 or null',
+        most=tiering.NUMA_BALANCING_MAX)))
+    demotion_enabled: bool = _key(_nullable(_bool))
+    promotion_rate_limit_mbps: int = _key(_nullable(_whole))
+    # null on a kernel without memory tiers (before 6.1).
+    memory_tiers: tuple = _key(_nullable(_entries(MemoryTier)))
+    far_nodes: tuple = _key(_list_of(_node))
+    promotes: bool = _key(_bool, required=True)
+    demotes: bool = _key(_bool, required=True)
+    state: str = _key(_text(tiering.STATES), required=True)
+    # Codes of tiering.Problem, each explained in the notes.
+    problems: tuple = _key(_list_of(_TEXT))
+
+    def settings(self):
+        """The :class:`tiering.State` the object records."""
+        tiers = given(self.memory_tiers)
+        return tiering.State(
+            kernel=given(self.kernel),
+            numa_balancing=given(self.numa_balancing),
+            demotion_enabled=given(self.demotion_enabled),
+            promotion_rate_limit_mbps=given(self.promotion_rate_limit_mbps),
+            tiers=None if tiers is None else tuple(
+                (t.tier, tuple(t.nodes)) for t in tiers))
+
+
+def kernel_tiering_entry(state, cpu_nodes, far_nodes):
+    """The ``kernel_tiering`` object of ``state`` for those nodes.
+
+    :returns: (:class:`KernelTiering`, :class:`tiering.Verdict`).
+    """
+    verdict = tiering.judge(state, cpu_nodes, far_nodes)
+    return KernelTiering(
+        kernel=state.kernel, numa_balancing=state.numa_balancing,
+        demotion_enabled=state.demotion_enabled,
+        promotion_rate_limit_mbps=state.promotion_rate_limit_mbps,
+        memory_tiers=None if state.tiers is None else [
+            MemoryTier(tier=tier, nodes=list(nodes))
+            for tier, nodes in state.tiers],
+        far_nodes=sorted(far_nodes), promotes=verdict.promotes,
+        demotes=verdict.demotes, state=verdict.state,
+        problems=[p.code for p in verdict.problems]), verdict
+
+
+@dataclasses.dataclass(frozen=True)
 class Document(_Entry):
     """A host-profile document, as discovery writes it.
 
@@ -303,6 +374,8 @@ class Document(_Entry):
     # --numa
     numa_nodes: tuple = _key(_entries(NumaNodeEntry))
     dram_cache_gb_per_cell: str = _key(_text_or_null)
+    # --cxl: the kernel's tiering (KERNEL_TIERING_VERSION).
+    kernel_tiering: KernelTiering = _key(_object(KernelTiering))
 
 
 def keys(entry):
@@ -377,16 +450,21 @@ class DiscoveredHost:
     # The profile's near_memory_mb (the near memory in whole MB of its
     # unrounded size); None in a profile written before it.
     recorded_near_memory_mb: int = None
+    # pmem_kernel_tiering ('on' or 'off') of a kind the kernel tiers whose
+    # profile records its tiering; None otherwise.
+    kernel_tiering: str = None
+    # The profile's kernel_tiering object, None without one.
+    tiering_entry: KernelTiering = None
 
     def profile(self):
         """The scheduler's profile of the host, through its metadata."""
         return profile.build(self.mode, self.dram_cache_gb,
-                             self.cell_cache_gb)
+                             self.cell_cache_gb, self.kernel_tiering)
 
     def metadata(self):
         """The aggregate metadata of the host (``--aggregate`` prints it)."""
         return profile.metadata(self.mode, self.dram_cache_gb,
-                                self.cell_cache_gb)
+                                self.cell_cache_gb, self.kernel_tiering)
 
     @property
     def near_memory_gb(self):
@@ -453,6 +531,7 @@ def host_of(doc, source):
         namespaces = tuple(_namespace(ns, '%s: namespaces.%d' % (source, i))
                            for i, ns in enumerate(given(doc.namespaces,
                                                         ())))
+    entry = _kernel_tiering(doc, source)
     return DiscoveredHost(source=source, hostname=doc.hostname,
                           hardware_mode=doc.mode, mode=mode,
                           visible_memory_gb=doc.visible_memory_gb,
@@ -462,7 +541,29 @@ def host_of(doc, source):
                           sockets=_socket_count(doc),
                           cell_cache_gb=cells,
                           cell_ids=_cell_ids(doc, cells),
-                          recorded_near_memory_mb=given(doc.near_memory_mb))
+                          recorded_near_memory_mb=given(doc.near_memory_mb),
+                          kernel_tiering=(
+                              entry.state if entry is not None
+                              and mode in kinds.KERNEL_TIERED else None),
+                          tiering_entry=entry)
+
+
+def _kernel_tiering(doc, source):
+    """The kernel_tiering object, its verdict checked against its settings.
+
+    None without one.
+    """
+    entry = given(doc.kernel_tiering)
+    if entry is None:
+        return None
+    expected = tiering.ON if entry.promotes and entry.demotes else tiering.OFF
+    if entry.state != expected:
+        raise ProfileError(source, ['kernel_tiering', 'state'], 'is %s but '
+                           'promotes is %s and demotes is %s: expected %s'
+                           % (json.dumps(entry.state),
+                              json.dumps(entry.promotes),
+                              json.dumps(entry.demotes), expected))
+    return entry
 
 
 def _namespace(item, where):

@@ -37,6 +37,10 @@ MIXED = 'mixed'
 NEAR_DRAM_CACHE = 'DRAM cache'
 NEAR_DRAM = 'near memory (DRAM)'
 
+# Who tiers a tiered kind (Kind.tiered_by).
+HARDWARE = 'hardware'
+KERNEL = 'kernel'
+
 # Placement trait of a kind (os-traits has none for PMem or CXL).
 TRAIT_PREFIX = 'CUSTOM_PMEM_MODE_'
 
@@ -61,6 +65,10 @@ class Kind:
     family: str
     # One line for operators (option choices, docs).
     label: str
+    # Who moves pages between the tiers of a tiered kind: 'hardware' (the
+    # memory controller) or 'kernel' (NUMA balancing and demotion, see
+    # nova_pmem_filters.core.tiering); None on the others.
+    tiered_by: str = None
 
     @property
     def dram_backed(self):
@@ -76,16 +84,16 @@ KINDS = {k.name: k for k in (
     Kind(DRAM, DRAM, False, None, 'dram', 'All guest RAM is DRAM.'),
     Kind(MEMORY_MODE, MEMORY_MODE, True, NEAR_DRAM_CACHE, 'optane',
          'PMem is the system memory and DRAM is a hardware cache in front '
-         'of it.'),
+         'of it.', HARDWARE),
     Kind(APP_DIRECT, APP_DIRECT, False, None, 'optane',
          'DRAM is the system memory; PMem is offered as persistent '
          'namespaces (vPMEM).'),
     Kind(CXL_FLAT, MEMORY_MODE, True, NEAR_DRAM, 'cxl',
          'DRAM and CXL memory are one pool; the memory controller keeps hot '
-         'lines in DRAM.'),
+         'lines in DRAM.', HARDWARE),
     Kind(CXL_KMEM, MEMORY_MODE, True, NEAR_DRAM, 'cxl',
          'CXL memory is onlined as CPU-less NUMA nodes; the kernel demotes '
-         'cold pages to them.'),
+         'cold pages to them.', KERNEL),
     Kind(CXL_DEVDAX, DRAM, False, None, 'cxl',
          'DRAM is the system memory; CXL memory is kept out of it as devdax '
          'devices.'),
@@ -102,6 +110,9 @@ CXL_MODES = tuple(k.name for k in KINDS.values() if k.family == 'cxl')
 FLAVOR_MODES = MODES + CXL_MODES
 TIERED = frozenset(k.name for k in KINDS.values() if k.tiered)
 DRAM_BACKED = frozenset(k.name for k in KINDS.values() if k.dram_backed)
+# The kinds whose tiering the kernel does (pmem_kernel_tiering applies).
+KERNEL_TIERED = frozenset(k.name for k in KINDS.values()
+                          if k.tiered_by == KERNEL)
 
 # Hardware modes a discovered host profile may carry, and the kind each is
 # scheduled as.

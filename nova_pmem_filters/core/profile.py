@@ -27,6 +27,7 @@ import dataclasses
 import math
 
 from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import tiering
 
 MODE_KEY = 'pmem_mode'
 DRAM_CACHE_KEY = 'pmem_dram_cache_gb'
@@ -34,12 +35,17 @@ DRAM_CACHE_KEY = 'pmem_dram_cache_gb'
 # without it a host's near memory is split evenly over its cells.
 DRAM_CACHE_PER_CELL_KEY = 'pmem_dram_cache_gb_per_cell'
 TIER_WEIGHT_MULTIPLIER_KEY = 'pmem_tier_weight_multiplier'
+# On a kind the kernel tiers (cxl_kmem): "on" when it promotes hot pages to
+# DRAM and demotes cold ones, "off" otherwise (every guest's whole RAM then
+# counts against near memory); absent means "on". See core.tiering.
+KERNEL_TIERING_KEY = 'pmem_kernel_tiering'
 
 # The keys a profile is read from, in the order they are written.
-PROFILE_KEYS = (MODE_KEY, DRAM_CACHE_KEY, DRAM_CACHE_PER_CELL_KEY)
+PROFILE_KEYS = (MODE_KEY, DRAM_CACHE_KEY, DRAM_CACHE_PER_CELL_KEY,
+                KERNEL_TIERING_KEY)
 # Every aggregate key of ours.
 AGGREGATE_KEYS = (MODE_KEY, DRAM_CACHE_KEY, TIER_WEIGHT_MULTIPLIER_KEY,
-                  DRAM_CACHE_PER_CELL_KEY)
+                  DRAM_CACHE_PER_CELL_KEY, KERNEL_TIERING_KEY)
 # The keys that size near memory.
 CACHE_KEYS = (DRAM_CACHE_KEY, DRAM_CACHE_PER_CELL_KEY)
 
@@ -62,7 +68,9 @@ class HostProfile:
     ``dram_cache_gb`` is the near memory of a tiered kind, None on the
     others. ``cell_cache_gb`` is ``((cell id, GB), ...)`` when the
     aggregates give each NUMA cell's near memory
-    (``pmem_dram_cache_gb_per_cell``), else None.
+    (``pmem_dram_cache_gb_per_cell``), else None. ``kernel_tiering`` is
+    ``pmem_kernel_tiering`` (``on`` or ``off``) on a kind the kernel tiers
+    when the aggregates give it, else None (``on`` is assumed).
     """
 
     mode: str = None
@@ -71,6 +79,7 @@ class HostProfile:
     cell_cache_gb: tuple = None
     problem_code: str = None
     problem_key: str = None
+    kernel_tiering: str = None
 
     @property
     def known(self):
@@ -244,6 +253,18 @@ def from_metadata(metadata_list, default_mode=kinds.DRAM):
         cells = tuple(sorted(cells.items()))
     kind = kinds.KINDS.get(mode)
     tiered = kind is not None and kind.tiered
+    raw_tiering, problem = _one_value(found[KERNEL_TIERING_KEY],
+                                      KERNEL_TIERING_KEY)
+    if problem:
+        return unknown(problem, DISAGREE, KERNEL_TIERING_KEY)
+    if raw_tiering is not None and raw_tiering not in tiering.STATES:
+        return unknown('%s=%r is not one of %s'
+                       % (KERNEL_TIERING_KEY, raw_tiering,
+                          ', '.join(tiering.STATES)), INVALID,
+                       KERNEL_TIERING_KEY)
+    if mode not in kinds.KERNEL_TIERED:
+        # The kernel tiers no other kind: the key means nothing there.
+        raw_tiering = None
     if tiered and cache_gb is None:
         return unknown('%s=%s needs %s to bound the %s'
                        % (MODE_KEY, mode, DRAM_CACHE_KEY, kind.near_memory),
@@ -252,16 +273,20 @@ def from_metadata(metadata_list, default_mode=kinds.DRAM):
         # Only tiered hosts have near memory; the keys mean nothing
         # elsewhere.
         cache_gb = cells = None
-    return HostProfile(mode=mode, dram_cache_gb=cache_gb, cell_cache_gb=cells)
+    return HostProfile(mode=mode, dram_cache_gb=cache_gb, cell_cache_gb=cells,
+                       kernel_tiering=raw_tiering)
 
 
-def metadata(mode, near_memory_gb=None, cell_near_gb=None):
+def metadata(mode, near_memory_gb=None, cell_near_gb=None,
+             kernel_tiering=None):
     """The aggregate metadata of a host of kind ``mode``.
 
     :param near_memory_gb: the near memory of a tiered kind (ignored on the
         others), GB.
     :param cell_near_gb: ``{cell: GB}`` or ``((cell, GB), ...)`` when the
         cells' near memory is given, else None (an even split).
+    :param kernel_tiering: ``on`` or ``off`` on a kind the kernel tiers
+        (ignored on the others), None to leave the key out.
     :returns: a dict in the order of :data:`PROFILE_KEYS`.
     """
     result = {MODE_KEY: mode}
@@ -270,6 +295,8 @@ def metadata(mode, near_memory_gb=None, cell_near_gb=None):
             result[DRAM_CACHE_KEY] = gb_text(near_memory_gb)
         if cell_near_gb:
             result[DRAM_CACHE_PER_CELL_KEY] = format_cell_cache(cell_near_gb)
+    if mode in kinds.KERNEL_TIERED and kernel_tiering is not None:
+        result[KERNEL_TIERING_KEY] = kernel_tiering
     return result
 
 
@@ -278,16 +305,18 @@ def to_metadata(prof):
     if not prof.known:
         raise ValueError('an unknown profile has no metadata: %s'
                          % prof.problem)
-    return metadata(prof.mode, prof.dram_cache_gb, prof.cell_cache_gb)
+    return metadata(prof.mode, prof.dram_cache_gb, prof.cell_cache_gb,
+                    prof.kernel_tiering)
 
 
-def build(mode, near_memory_gb=None, cell_near_gb=None):
+def build(mode, near_memory_gb=None, cell_near_gb=None, kernel_tiering=None):
     """The profile the scheduler reads for a host of kind ``mode``.
 
     Through the metadata the host's aggregate would carry, so that what is
     planned or discovered is what the scheduler sees.
     """
-    return from_metadata([metadata(mode, near_memory_gb, cell_near_gb)])
+    return from_metadata([metadata(mode, near_memory_gb, cell_near_gb,
+                                   kernel_tiering)])
 
 
 def near_memory_gb(mode, dram_gb, dram_cache_gb):

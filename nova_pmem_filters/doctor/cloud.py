@@ -97,7 +97,8 @@ def hot_ram(servers, config):
     for server in servers:
         hot = hot_mb(server, config)
         cells = cache.bound_cells(server.numa_cells, hot, server.ram_mb)
-        used.add(hot, cells)
+        used.add(hot, cells, server.ram_mb, cache.bound_cells(
+            server.numa_cells, server.ram_mb, server.ram_mb))
         placed.append((server, hot, dict(cells) if cells else None))
     return used, placed
 

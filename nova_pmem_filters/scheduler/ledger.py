@@ -70,21 +70,29 @@ def _unchanged(instances, record, records, host):
     return True
 
 
-def _cells_of(numa_topology, hot_mb, memory_mb):
-    """``((host cell, hot MB), ...)`` of a NUMA-bound instance, else None.
+_FLOATS = (None, None)
 
-    Each cell of the instance's topology is charged its memory times the
-    flavor's hot ratio, i.e. its share of the instance's hot MB.
+
+def _cells_of(numa_topology, hot_mb, memory_mb):
+    """The cells of a NUMA-bound instance: (hot MB, RAM MB) per host cell.
+
+    ``(((host cell, hot MB), ...), ((host cell, RAM MB), ...))``; ``(None,
+    None)`` for an instance that floats. Each cell of the instance's
+    topology is charged its memory times the flavor's hot ratio, i.e. its
+    share of the instance's hot MB, and its memory.
     """
     cells = getattr(numa_topology, 'cells', None) if numa_topology else None
     if not cells:
-        return None
+        return _FLOATS
     try:
         placed = [(cell.id, cell.memory) for cell in cells]
     except Exception:
         # Cells without a host cell id (not placed yet): float.
-        return None
-    return cache.bound_cells(placed, hot_mb, memory_mb)
+        return _FLOATS
+    hot = cache.bound_cells(placed, hot_mb, memory_mb)
+    if hot is None:
+        return _FLOATS
+    return hot, cache.bound_cells(placed, memory_mb, memory_mb)
 
 
 def _pushed_cells(inst, hot_mb, memory_mb, entry, host):
@@ -98,8 +106,8 @@ def _pushed_cells(inst, hot_mb, memory_mb, entry, host):
     if ovo.NUMA_ATTR in inst.__dict__:
         return _cells_of(getattr(inst, ovo.NUMA_ATTR), hot_mb, memory_mb)
     if entry is not None and entry[0] == host and entry[3] is not None:
-        return cache.bound_cells(entry[3], hot_mb) or entry[3]
-    return None
+        return cache.bound_cells(entry[3], hot_mb) or entry[3], entry[5]
+    return _FLOATS
 
 
 class HotRamLedger(object):
@@ -108,9 +116,11 @@ class HotRamLedger(object):
     The scheduler usually knows the instances of a host only by UUID
     (``HostManager._get_instances_by_host``), and reading ``instance.flavor``
     from such an object costs a database query per instance. The ledger keeps
-    a per-process record ``uuid -> (host, hot MB, time, cells)`` (``cells``:
-    the hot MB on each host NUMA cell of a NUMA-bound instance, else None)
-    and fills what is missing with one batched query per cell per request.
+    a per-process record ``uuid -> (host, hot MB, time, cells, RAM MB, RAM
+    cells)`` (``cells``: the hot MB on each host NUMA cell of a NUMA-bound
+    instance, else None; ``RAM cells`` the same of its whole RAM, which
+    hosts whose tiering the kernel does charge) and fills what is missing
+    with one batched query per cell per request.
     Instances that nova-compute pushed with their flavor loaded
     (``track_instance_changes``) are read directly and refresh the record.
 
@@ -214,9 +224,10 @@ class HotRamLedger(object):
                 flavor = ovo.loaded_flavor(inst)
                 if flavor is not None:
                     hot = self._hot_mb_of_flavor(uuid, flavor)
-                    entries[uuid] = (host, hot, now, _pushed_cells(
-                        inst, hot, ovo.loaded(flavor, 'memory_mb') or 0,
-                        entries.get(uuid), host))
+                    ram = ovo.loaded(flavor, 'memory_mb') or 0
+                    cells, ram_cells = _pushed_cells(
+                        inst, hot, ram, entries.get(uuid), host)
+                    entries[uuid] = (host, hot, now, cells, ram, ram_cells)
                     pushed.add(host)
                     continue
                 entry = entries.get(uuid)
@@ -252,7 +263,7 @@ class HotRamLedger(object):
                         continue
                     total = None
                     break
-                total.add(entry[1], entry[3])
+                total.add(entry[1], entry[3], entry[4], entry[5])
                 if entry[2] < oldest:
                     oldest = entry[2]
             used[index] = total
@@ -290,14 +301,17 @@ class HotRamLedger(object):
                 continue
             seen.add(inst.uuid)
             hot = self._hot_mb_of_flavor(inst.uuid, inst.flavor)
+            ram = ovo.loaded(inst.flavor, 'memory_mb') or 0
+            cells, ram_cells = _cells_of(ovo.loaded(inst, 'numa_topology'),
+                                         hot, ram)
             self._entries[inst.uuid] = (
-                hosts_by_uuid.get(inst.uuid), hot, now,
-                _cells_of(ovo.loaded(inst, 'numa_topology'), hot,
-                          ovo.loaded(inst.flavor, 'memory_mb') or 0))
+                hosts_by_uuid.get(inst.uuid), hot, now, cells, ram,
+                ram_cells)
         for uuid in uuids:
             if uuid not in seen:
                 # Deleted since the host state was built: it holds no RAM.
-                self._entries[uuid] = (hosts_by_uuid[uuid], 0.0, now, None)
+                self._entries[uuid] = (hosts_by_uuid[uuid], 0.0, now, None,
+                                       0.0, None)
 
 
 # One ledger per scheduler process, shared by PmemCacheFilter and the

@@ -279,11 +279,11 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None,
         pending = entry[BASE_FREE] - free
         if usage is not None and pending > 0:
             usage = usage.copy()
-            usage.total += request_.hot_mb(pending)
             topology = getattr(host_state, 'numa_topology', None)
-            for cell, mb in pending_cell_mb(entry, topology).items():
-                usage.bound[cell] = (usage.bound.get(cell, 0.0)
-                                     + request_.hot_mb(mb))
+            cells = tuple(pending_cell_mb(entry, topology).items())
+            usage.add(request_.hot_mb(pending),
+                      tuple((cell, request_.hot_mb(mb)) for cell, mb in cells),
+                      pending, cells)
         entry[FREE] = free
         entry[INPUTS] = result[index] = (usage, entry[CELLS])
     if keep:

@@ -41,14 +41,15 @@ FIRST_KEYS = ('schema', 'hostname', 'mode', 'scheduler_mode',
               'sockets', 'dimms', 'regions', 'namespaces', 'notes')
 # What version 1 gained since, at the top level and in its objects.
 LATER_KEYS = ('near_memory_mb', 'cxl', 'vcpus', 'cpus', 'numa_nodes',
-              'dram_cache_gb_per_cell')
+              'dram_cache_gb_per_cell', 'kernel_tiering')
 LATER_NAMESPACE_KEYS = ('socket',)
 
 ENTRIES = (hostfile.Document, hostfile.SocketEntry, hostfile.DimmEntry,
            hostfile.RegionEntry, hostfile.NamespaceEntry,
            hostfile.NumaNodeEntry, hostfile.Cpus, hostfile.Cxl,
            hostfile.CxlMemdev, hostfile.CxlRegion, hostfile.CxlDecoder,
-           hostfile.CxlDaxDevice, hostfile.CxlNumaNode, hostfile.CxlTierNode)
+           hostfile.CxlDaxDevice, hostfile.CxlNumaNode, hostfile.CxlTierNode,
+           hostfile.KernelTiering, hostfile.MemoryTier)
 
 
 def written():

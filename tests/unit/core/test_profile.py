@@ -204,9 +204,10 @@ class BothWaysTestCase(testtools.TestCase):
                     self.assertIsNone(prof.dram_cache_gb)
 
     def test_keys_in_the_order_they_are_read(self):
-        metadata = profile.metadata(kinds.CXL_KMEM, 256, {0: 128, 1: 128})
+        metadata = profile.metadata(kinds.CXL_KMEM, 256, {0: 128, 1: 128},
+                                    'off')
         self.assertEqual(list(profile.PROFILE_KEYS), list(metadata))
-        self.assertEqual(['cxl_kmem', '256', '0:128,1:128'],
+        self.assertEqual(['cxl_kmem', '256', '0:128,1:128', 'off'],
                          list(metadata.values()))
 
     def test_values_keep_every_digit(self):
