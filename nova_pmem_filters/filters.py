@@ -26,6 +26,7 @@ from nova.scheduler import utils as scheduler_utils
 from nova_pmem_filters import conf
 from nova_pmem_filters.core import decide
 from nova_pmem_filters.core import placement
+from nova_pmem_filters.core import tiering
 from nova_pmem_filters.scheduler import aggregate_view
 from nova_pmem_filters.scheduler import logonce
 from nova_pmem_filters.scheduler import numa
@@ -232,8 +233,10 @@ class PmemCacheFilter(_PmemFilter):
                       "%(used).0f MB + %(new).0f MB requested exceeds "
                       "the DRAM-cache bound of %(capacity).0f MB "
                       "(%(cache)g GB x cache_overcommit_ratio %(ratio)s)",
-                      {'host_state': host_state, 'used': hot.total,
-                       'new': request.hot_mb(memory_mb),
+                      {'host_state': host_state,
+                       'used': tiering.charged(prof, hot).total,
+                       'new': tiering.instance_mb(prof, request, memory_mb,
+                                                  False),
                        'capacity': prof.cache_capacity_mb(ratio),
                        'cache': prof.dram_cache_gb, 'ratio': ratio})
 
