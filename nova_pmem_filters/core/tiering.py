@@ -374,6 +374,12 @@ def _balancing_problems(state):
                             state.kernel or 'unknown'))]
     if value & NUMA_BALANCING_MEMORY_TIERING:
         return []
+    if release(state.kernel) is not None \
+            and release(state.kernel) < PROMOTION_SINCE:
+        return [Problem(BALANCING_OFF, 'numa_balancing is %d and kernel %s '
+                        'has no memory-tiering mode (bit 2 needs Linux '
+                        '5.18 or later): upgrade the kernel'
+                        % (value, state.kernel))]
     wanted = value | NUMA_BALANCING_MEMORY_TIERING
     return [Problem(BALANCING_OFF, 'numa_balancing is %d, not in memory-'
                     'tiering mode (bit 2)' % value,
@@ -393,6 +399,19 @@ def _demotion_problems(state):
                     ('echo true > /%s' % DEMOTION_FILE,),
                     ("echo 'w /%s - - - - true' > %s"
                      % (DEMOTION_FILE, TMPFILES_CONF),))]
+
+
+# The first release with NUMA balancing's memory-tiering mode.
+PROMOTION_SINCE = (5, 18)
+
+
+def release(kernel):
+    """``(major, minor)`` of a kernel release (``6.8.0-49-generic``).
+
+    None when it does not start with two numbers.
+    """
+    match = re.match(r'([0-9]+)\.([0-9]+)', kernel or '')
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def same_tier_nodes(state, cpu_nodes, far_nodes):
@@ -422,8 +441,10 @@ def judge(state, cpu_nodes, far_nodes):
     problems += demotion
     same = same_tier_nodes(state, cpu_nodes, far_nodes)
     if same:
-        tiers = ', '.join('node %d in memory_tier%s' % (
-            n, state.tier_of(n)) for n in same)
+        tiers = ', '.join(
+            'node %d in no memory tier' % n if state.tier_of(n) is None
+            else 'node %d in memory_tier%d' % (n, state.tier_of(n))
+            for n in same)
         problems.append(Problem(SAME_TIER, '%s, the tier of the DRAM: no '
                                 'HMAT or CDAT data gave the CXL memory its '
                                 'distance, so the kernel never demotes to '

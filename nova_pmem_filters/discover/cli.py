@@ -85,9 +85,10 @@ def build_parser():
                         'hosts')
     parser.add_argument('--cxl', action='store_true',
                         help='also read CXL memory (cxl list, daxctl list, '
-                        'the NUMA nodes of sysfs): adds the cxl section '
-                        'and, where CXL memory is in use, makes the host '
-                        'cxl_flat, cxl_kmem or cxl_devdax')
+                        'the NUMA nodes of sysfs) and the kernel\'s tiering '
+                        'settings: adds the cxl and kernel_tiering '
+                        'sections and, where CXL memory is in use, makes '
+                        'the host cxl_flat, cxl_kmem or cxl_devdax')
     parser.add_argument('--aggregate-name', metavar='NAME',
                         help='with --aggregate: aggregate name (default: '
                         'from mode and DRAM cache size)')

@@ -44,6 +44,14 @@ Host kind (doc/source/discovery.rst repeats the rules):
   a devdax device of unknown origin (no region path) exists.
 - Else no CXL memory in use: the host keeps its kind (``dram``), with a
   note when CXL devices are present but not provisioned.
+
+The kernel's tiering (:func:`add_kernel_tiering`): the settings
+``core.tiering`` reads, judged for the CPU-less nodes holding memory (the
+far nodes), recorded in every ``--cxl`` profile as ``kernel_tiering``; a
+``cxl_kmem`` host whose kernel does not both promote and demote gets the
+verdict's note (what to set). A ``--from DIR`` recorded before discovery
+read the files has no ``kernel_tiering``: it cannot tell what the kernel
+does, and says so in a note on a ``cxl_kmem`` host.
 """
 
 import collections
@@ -55,8 +63,10 @@ import re
 from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
+from nova_pmem_filters.core import tiering
 from nova_pmem_filters.discover import derive
 from nova_pmem_filters.discover import errors
+from nova_pmem_filters.discover import runner as runners
 
 GIB = 2 ** 30
 KIB_PER_GIB = 2 ** 20
@@ -643,12 +653,13 @@ def _node_source(node_files):
 
 
 def apply(prof, runner):
-    """Read CXL, daxctl and the NUMA nodes; ``prof`` with ``cxl``.
+    """Read CXL, daxctl, the NUMA nodes and the kernel's tiering.
 
-    A host whose CXL memory is in use gets the CXL kind as ``mode`` and
-    ``scheduler_mode``, its DRAM as ``dram_gb`` and, for the tiered kinds,
-    as ``dram_cache_gb`` (the near memory ``pmem_dram_cache_gb`` carries).
-
+    :returns: ``prof`` with ``cxl`` and ``kernel_tiering``. A host whose
+        CXL memory is in use gets the CXL kind as ``mode`` and
+        ``scheduler_mode``, its DRAM as ``dram_gb`` and, for the tiered
+        kinds, as ``dram_cache_gb`` (the near memory
+        ``pmem_dram_cache_gb`` carries).
     :raises DiscoveryError: on a host with Optane PMem in use and CXL
         memory in use: one ``pmem_mode`` cannot describe both tiers.
     """
@@ -662,6 +673,12 @@ def apply(prof, runner):
         listing, dax_devices, nodes,
         {'cxl': cxl_out.source, 'daxctl': dax_out.source,
          'nodes': _node_source(node_files)})
+    return add_kernel_tiering(_with_section(prof, section, notes, cxl_out),
+                              runner, nodes)
+
+
+def _with_section(prof, section, notes, cxl_out):
+    """``prof`` with the ``cxl`` section and the kind it gives the host."""
     kind = section.kind
     if kind is None:
         return dataclasses.replace(prof, notes=prof.notes + tuple(notes),
@@ -686,3 +703,75 @@ def apply(prof, runner):
         notes=tuple(n for n in prof.notes if not n.startswith('DRAM size '))
         + tuple(notes),
         cxl=section)
+
+
+# --- the kernel's tiering -------------------------------------------------
+
+def not_recorded_note():
+    """The note of a ``cxl_kmem`` host whose DIR holds no tiering files."""
+    return ('kernel tiering not recorded: the --from directory has neither '
+            'proc/ nor sys/ (saved before nova-pmem-discover read the '
+            'tiering files), so whether this kernel promotes and demotes '
+            'cannot be told: kernel_tiering is left out and '
+            'pmem_kernel_tiering takes its default, on; record them on the '
+            'host with: %s' % runners.RECORD_TIERING)
+
+
+def read_kernel_tiering(runner, nodes):
+    """The host's ``kernel_tiering`` object and its verdict.
+
+    The settings under the runner's root (``/``, or ``--from DIR``),
+    judged for the nodes of :func:`parse_nodes`: the far nodes are the
+    CPU-less ones holding memory.
+
+    :returns: (:class:`hostfile.KernelTiering`, :class:`tiering.Verdict`),
+        or None when ``--from DIR`` holds no tiering file.
+    :raises DiscoveryError: naming the file that cannot be read or holds
+        what the kernel does not write.
+    """
+    root = runner.tiering_root()
+    if root is None:
+        return None
+    try:
+        state = tiering.read_state(root)
+        if state.kernel is None and tiering.read_text(
+                root, tiering.OSRELEASE_FILE) is not None:
+            raise tiering.TieringError(
+                os.path.join(root, tiering.OSRELEASE_FILE),
+                'empty (a truncated read?)')
+    except tiering.TieringError as exc:
+        raise errors.DiscoveryError(str(exc))
+    cpu_nodes = [n['numa_node'] for n in nodes if n['cpus']]
+    far_nodes = [n['numa_node'] for n in nodes
+                 if not n['cpus'] and n['memory_kb'] > 0]
+    untiered = [n for n in far_nodes if state.tiers is not None
+                and state.tier_of(n) is None]
+    if untiered:
+        # The kernel puts every node holding memory in a tier.
+        _fail(os.path.join(root, tiering.MEMORY_TIERING_DIR),
+              'NUMA node %d holds memory but no memory_tierN/nodelist '
+              'lists it (a recording that left a tier out?)' % untiered[0])
+    return hostfile.kernel_tiering_entry(state, cpu_nodes, far_nodes)
+
+
+def add_kernel_tiering(prof, runner, nodes):
+    """``prof`` with ``kernel_tiering`` and, on ``cxl_kmem``, its note.
+
+    Every ``--cxl`` profile records what the kernel does (on a host
+    without far nodes it tiers nothing, and the settings still show how
+    the kernel is set); only on a ``cxl_kmem`` host does it matter, and
+    one note then says what to set where the kernel does not both promote
+    and demote, or that DIR did not record it.
+    """
+    found = read_kernel_tiering(runner, nodes)
+    kmem = prof.mode == kinds.CXL_KMEM
+    if found is None:
+        if not kmem:
+            return prof
+        return dataclasses.replace(prof, notes=prof.notes + (
+            not_recorded_note(),))
+    entry, verdict = found
+    notes = prof.notes
+    if kmem and verdict.state != tiering.ON:
+        notes += (verdict.note(),)
+    return dataclasses.replace(prof, notes=notes, kernel_tiering=entry)

@@ -31,6 +31,7 @@ from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
 from nova_pmem_filters.core import providerconfig
+from nova_pmem_filters.core import tiering
 from nova_pmem_filters.core import vpmem
 from nova_pmem_filters.discover import errors
 from nova_pmem_filters import fileutil
@@ -63,11 +64,19 @@ def _uneven_cells(host):
     return None
 
 
+# The default aggregate name's suffix for a host whose kernel does not
+# tier (pmem_kernel_tiering=off).
+TIERING_OFF_SUFFIX = '-tiering-off'
+
+
 def aggregate_name(host):
     """One aggregate per mode and, in Memory Mode, per DRAM cache size.
 
     A per-cell cache that is not an even split is part of the hardware
-    group too: hosts that differ in it must not share an aggregate.
+    group too: hosts that differ in it must not share an aggregate. So is
+    ``pmem_kernel_tiering=off``: set on an aggregate it would hold for the
+    hosts whose kernel tiers too. A host whose kernel tiers keeps the name
+    it had before the key existed.
     """
     mode = host.mode
     if mode in kinds.TIERED:
@@ -78,6 +87,8 @@ def aggregate_name(host):
             name += '-cells-' + '-'.join(
                 '%d_%s' % (cell, profile.gb_text(gb).replace('.', '_'))
                 for cell, gb in sorted(cells.items()))
+        if host.kernel_tiering == tiering.OFF:
+            name += TIERING_OFF_SUFFIX
         return name
     return 'pmem-%s' % mode.replace('_', '-')
 
@@ -311,6 +322,43 @@ def _numa_rows(prof):
             for node in prof.numa_nodes]
 
 
+def _tiers_text(tiers):
+    """memory_tiers as ``4:0-1 22:2-3``; None on a kernel without them."""
+    if tiers is None:
+        return None
+    return ' '.join('%d:%s' % (t.tier, _node_list(t.nodes))
+                    for t in tiers) or '(none)'
+
+
+def _node_list(nodes):
+    """[0, 1, 2, 5] -> '0-2,5', as the kernel prints a node list."""
+    ranges = []
+    for node in nodes:
+        if ranges and ranges[-1][1] == node - 1:
+            ranges[-1][1] = node
+        else:
+            ranges.append([node, node])
+    return ','.join(str(a) if a == b else '%d-%d' % (a, b)
+                    for a, b in ranges) or '-'
+
+
+def _tiering_lines(prof):
+    """The ``kernel tiering`` table of a profile with ``kernel_tiering``."""
+    entry = hostfile.given(prof.kernel_tiering)
+    if entry is None:
+        return []
+    rows = [('state', entry.state), ('promotes', entry.promotes),
+            ('demotes', entry.demotes),
+            ('numa_balancing', entry.numa_balancing),
+            ('demotion_enabled', entry.demotion_enabled),
+            ('promotion_rate_limit_mbps', entry.promotion_rate_limit_mbps),
+            ('memory_tiers', _tiers_text(entry.memory_tiers)),
+            ('far_nodes', _node_list(entry.far_nodes)),
+            ('problems', _cells(entry.problems)),
+            ('kernel', entry.kernel)]
+    return ['', 'kernel tiering'] + _table(('Field', 'Value'), rows)
+
+
 def table_lines(prof):
     """The profile (a :class:`hostfile.Document`) as tables."""
     numa = prof.numa_nodes is not hostfile.ABSENT
@@ -365,6 +413,7 @@ def table_lines(prof):
             lines.append('')
             lines.append(key)
             lines.extend(_table(columns, rows))
+    lines.extend(_tiering_lines(prof))
     for note in prof.notes:
         lines.append('note: %s' % note)
     return lines

@@ -15,6 +15,11 @@ saved outputs, and reading the NUMA nodes of sysfs.
 Each tool runs as an argv list (never through a shell), with stdin closed,
 ``LC_ALL=C`` and a timeout; on timeout its whole process group is killed.
 ``--from DIR`` reads one file per command instead (see :data:`COMMANDS`).
+
+The kernel's tiering files (``--cxl``) are read where they are: under
+``/`` on the host, under ``DIR`` as recorded with :data:`RECORD_TIERING`
+(``DIR/proc/sys/kernel/numa_balancing``, ...); :meth:`tiering_root` says
+which root, and ``core.tiering`` reads them.
 """
 
 import dataclasses
@@ -23,6 +28,7 @@ import os
 import re
 import subprocess
 
+from nova_pmem_filters.core import tiering
 from nova_pmem_filters.discover import errors
 from nova_pmem_filters import procutil
 
@@ -91,6 +97,22 @@ RC_SUFFIX = '.rc'
 SYS_NODE_DIR = '/sys/devices/system/node'
 NODE_FILE = 'node-%d-%s.txt'
 _NODE_FILE_RE = re.compile(r'^node-([0-9]+)-cpulist\.txt$')
+
+# The kernel's tiering files (core.tiering), relative to the root of the
+# host's file system: under / live, under DIR with --from DIR.
+LIVE_ROOT = '/'
+TIERING_FILES = (
+    tiering.OSRELEASE_FILE, tiering.NUMA_BALANCING_FILE,
+    tiering.RATE_LIMIT_FILE, tiering.DEMOTION_FILE,
+    tiering.MEMORY_TIERING_DIR + '/memory_tier*/nodelist')
+# A recording of them: cp names the files an older kernel does not have
+# (and exits 1) and copies the others. Not tar: it stores the files of
+# /proc, whose size is 0, empty.
+RECORD_TIERING = 'cp --parents %s DIR/' % ' '.join(
+    '/' + name for name in TIERING_FILES)
+# The top directories of a recording: a DIR with neither was recorded
+# before discovery read the tiering files.
+_TIERING_TOPS = ('proc', 'sys')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +200,10 @@ class LiveRunner:
     def recorded(self, key):
         """Live tools are only run when asked for."""
         return False
+
+    def tiering_root(self):
+        """The root the kernel's tiering files are read under: ``/``."""
+        return LIVE_ROOT
 
     def run_optional(self, key):
         """The output of ``key``, or None when the tool is not installed."""
@@ -274,6 +300,28 @@ class DirRunner:
     def run_optional(self, key):
         """The saved output of ``key``, or None when DIR has none."""
         return self.run(key) if self.recorded(key) else None
+
+    def tiering_root(self):
+        """DIR, holding the kernel's tiering files as recorded; or None.
+
+        None when DIR has neither ``proc/`` nor ``sys/``: recorded before
+        discovery read them, it cannot tell what the kernel does. A
+        recording has ``proc/sys/kernel/osrelease`` (every kernel has it,
+        and :data:`RECORD_TIERING` copies it), so that a file left out of
+        it is one the kernel does not have.
+
+        :raises UsageError: naming the file, for a recording without it.
+        """
+        if not any(os.path.isdir(os.path.join(self.directory, top))
+                   for top in _TIERING_TOPS):
+            return None
+        path = os.path.join(self.directory, tiering.OSRELEASE_FILE)
+        if not os.path.exists(path):
+            raise errors.UsageError(
+                '--from %s: missing %s, which every kernel has: DIR holds '
+                'part of a recording of the tiering files; record them '
+                'again with: %s' % (self.directory, path, RECORD_TIERING))
+        return self.directory
 
     def hostname(self):
         text = self._read(HOSTNAME_FILE)

@@ -35,6 +35,9 @@ DATA = os.path.join(os.path.dirname(__file__), 'discover_cxl_data')
 FORMS = os.path.join(os.path.dirname(__file__), 'cxl_forms')
 # The Optane cases.
 PMEM_DATA = os.path.join(os.path.dirname(__file__), 'discover_data')
+# The cxl_kmem host with its kernel's tiering files recorded.
+TIERING_ON = os.path.join(os.path.dirname(__file__),
+                          'discover_tiering_data', 'tiering_on')
 GIB = 2 ** 30
 # The fake tools run with PATH holding only themselves.
 CAT = shutil.which('cat')
@@ -468,6 +471,12 @@ class TestLiveTools(testtools.TestCase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova_pmem_filters.discover.runner.LiveRunner.meminfo',
             lambda self: recorded.meminfo()))
+        # The kernel's tiering files of the same recorded host (this
+        # machine's own are judged for its own nodes, which have no far
+        # node: tests/unit/test_discover_tiering.py).
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.discover.runner.LiveRunner.tiering_root',
+            lambda self: TIERING_ON))
         self.tools([('ndctl', 'true'),
                     ('cxl', '%s %s/cxl-list.json' % (CAT, kmem)),
                     ('daxctl', '%s %s/daxctl-list.json' % (CAT, kmem))])
@@ -476,6 +485,7 @@ class TestLiveTools(testtools.TestCase):
         got = json.loads(out)
         self.assertEqual('cxl_kmem', got['mode'])
         self.assertIn('ipmctl is not installed: no Optane PMem', got['notes'])
+        self.assertEqual('on', got['kernel_tiering']['state'])
         # Without --cxl ipmctl stays required.
         status, out, err = run([])
         self.assertEqual(1, status)

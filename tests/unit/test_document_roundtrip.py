@@ -50,9 +50,12 @@ def recorded():
     for base, with_cxl in ((paths.of('tests', 'unit', 'discover_data'),
                             False),
                            (paths.of('tests', 'unit', 'discover_cxl_data'),
-                            True)):
+                            True),
+                           (paths.of('tests', 'unit',
+                                     'discover_tiering_data'), True)):
         for name in sorted(os.listdir(base)):
-            found.append((name, os.path.join(base, name), with_cxl))
+            if os.path.isdir(os.path.join(base, name)):
+                found.append((name, os.path.join(base, name), with_cxl))
     examples = paths.of('etc', 'examples', 'discover')
     for name in sorted(os.listdir(examples)):
         found.append((name, os.path.join(examples, name),

@@ -146,7 +146,8 @@ class OlderFilesTestCase(testtools.TestCase):
         self.assertEqual(
             dataclasses.replace(now, vcpus=None, cell_cache_gb=None,
                                 recorded_near_memory_mb=None,
-                                cell_ids=old.cell_ids, sockets=old.sockets),
+                                cell_ids=old.cell_ids, sockets=old.sockets,
+                                kernel_tiering=None, tiering_entry=None),
             old)
         # Placement is told of the same near memory, to the rounding of
         # the GB figures (0.005 GB).

@@ -196,6 +196,18 @@ class JudgeTestCase(testtools.TestCase):
                          [p.code for p in verdict.problems])
         self.assertIn('node 2 in memory_tier4', verdict.note())
 
+    def test_a_kernel_before_the_memory_tiering_mode(self):
+        verdict = self.judge(tiering.State(
+            kernel='5.15.0-91-generic', numa_balancing=1,
+            demotion_enabled=True))
+        self.assertEqual('off', verdict.state)
+        # Bit 2 cannot be set there: no line to run, an upgrade to make.
+        self.assertEqual((), verdict.problems[0].fix)
+        self.assertIn('5.18', verdict.note())
+        self.assertNotIn('sysctl', verdict.note())
+        self.assertEqual((5, 15), tiering.release('5.15.0-91-generic'))
+        self.assertIsNone(tiering.release('custom'))
+
     def test_a_kernel_without_the_files(self):
         verdict = self.judge(tiering.State(kernel='5.10.0'))
         self.assertEqual('off', verdict.state)
