@@ -9,7 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The flavor changes that declare a hot ratio and its near-memory request.
+"""The flavor changes the doctor and the planner print.
 
 The doctor's fixes (``hot-ratio-under-declared``, ``near-memory-mismatch``,
 ``placement-accounting-partial``) and the planner's ``hot-ratios`` all tell
@@ -23,6 +23,10 @@ ratio. One function builds each change, so that they write the same text:
   unnumbered key beside it would be a second request, summed with the
   first; other groups that ask for it too are unset.
 
+And :func:`modes_without`, which keeps a flavor off the hosts of one kind
+(the doctor's ``bound-flavor-whole-ram``): the ``pmem:modes`` that admit
+every other kind the flavor is admitted to, as the kinds table says.
+
 This module imports nothing from Nova.
 """
 
@@ -30,6 +34,7 @@ import dataclasses
 import shlex
 
 from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
 
 
@@ -115,3 +120,40 @@ def hot_ratio(flavor, specs, ratio, memory_mb=None, accounted=None):
     near = near_memory(flavor, specs, memory_mb, ratio)
     return FlavorChange(flavor=flavor, set=change.set + near.set,
                         unset=near.unset)
+
+
+def _admits(value):
+    """The kinds a ``pmem:modes`` value admits (:func:`kinds.admitted_by`)."""
+    return frozenset(k for k in kinds.ALL_MODES
+                     if value in kinds.admitted_by(k))
+
+
+def modes_without(flavor, request, kind):
+    """Keep a flavor off the hosts of ``kind``, and on as many others.
+
+    A mode admits every kind scheduled as it (``memory_mode`` admits
+    ``cxl_flat`` and ``cxl_kmem``), a CXL kind's name admits exactly that
+    kind: the values are those whose kinds the flavor is admitted to, but
+    for ``kind``, the modes first and a CXL kind's name only where no mode
+    chosen admits it.
+
+    :param request: the flavor's :class:`extra_specs.PmemRequest`.
+    :returns: (:class:`FlavorChange` setting ``pmem:modes``, or None when
+        the flavor is admitted to no other kind; the kinds it is admitted
+        to now that no value can keep without ``kind``, sorted as the
+        kinds table).
+    """
+    keep = frozenset(k for k in kinds.ALL_MODES
+                     if k != kind and request.allows(k))
+    values = []
+    covered = set()
+    for value in kinds.FLAVOR_MODES:
+        admits = _admits(value)
+        if admits and admits <= keep and not admits <= covered:
+            values.append(value)
+            covered |= admits
+    lost = tuple(k for k in kinds.ALL_MODES if k in keep - covered)
+    if not values:
+        return None, lost
+    return FlavorChange(flavor=flavor, set=((
+        extra_specs.MODES_KEY, ','.join(values)),)), lost

@@ -42,7 +42,7 @@ CODES = (
     'invalid-pmem-mode', 'invalid-dram-cache', 'invalid-dram-cache-per-cell',
     'memory-mode-without-cache',
     'dram-cache-without-memory-mode', 'invalid-weight-multiplier',
-    'untidy-pmem-mode',
+    'untidy-pmem-mode', 'invalid-kernel-tiering',
     # aggregates and flavors
     'misspelt-key',
     # flavors
@@ -52,11 +52,18 @@ CODES = (
     'aggregates-disagree', 'profile-mismatch', 'mode-trait-mismatch',
     'near-memory-inventory-missing', 'near-memory-inventory-mismatch',
     'cache-overcommitted', 'cache-cells-unchecked', 'fleet-host-unknown',
+    # the kernel's tiering on cxl_kmem hosts (--fleet), and the flavors
+    # whose memory Nova binds there
+    'kernel-tiering-off', 'kernel-tiering-half-on', 'far-node-in-dram-tier',
+    'kernel-tiering-unknown', 'kernel-tiering-mismatch',
+    'bound-flavor-whole-ram',
     # instances with vPMEM
     'vpmem-numa-remote', 'vpmem-numa-unknown', 'vpmem-guest-numa-nodes',
     # observations (--observations DIR)
     'hot-ratio-under-declared', 'working-set-over-near-memory',
     'numa-memory-remote', 'numa-memory-slow-tier',
+    'observed-tiering-off', 'tiering-promotion-lags',
+    'tiering-direct-demotion', 'hot-pages-on-far-node',
 )
 
 

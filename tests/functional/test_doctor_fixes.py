@@ -149,6 +149,21 @@ NOT_RUN = {
                           'host',
     'vpmem-guest-numa-nodes': 'flavor design in prose (hw:numa_nodes=1) and '
                               'resizes of existing instances',
+    # The kernel's tiering on cxl_kmem hosts: run on the host (ssh), and
+    # checked with fake ssh and openstack in tests/unit/doctor/test_tiering.
+    'invalid-kernel-tiering': 'the value discovery found on the hosts, or '
+                              '<on or off> for the operator to choose',
+    'kernel-tiering-off': 'sysctl and sysfs lines run on the compute host '
+                          '(ssh), then discovery again',
+    'kernel-tiering-half-on': 'sysctl or sysfs lines run on the compute '
+                              'host (ssh), then discovery again',
+    'far-node-in-dram-tier': 'the host\'s firmware (HMAT); the fix shows '
+                             'the memory tiers on the host',
+    'kernel-tiering-unknown': 'informational: discovery on the host again',
+    'kernel-tiering-mismatch': 'a choice in comments: the aggregate line, '
+                               'or the tiering lines run on the host',
+    'bound-flavor-whole-ram': 'a choice in comments: pmem:modes without '
+                              'cxl_kmem, or accepting the cost',
     # Observations: what the instances do.
     'working-set-over-near-memory': 'migrates instances and declares hot '
                                     'ratios (hot-ratio-under-declared, run '
@@ -157,6 +172,17 @@ NOT_RUN = {
                           'memory on the host',
     'numa-memory-slow-tier': 'flavor choice and the host\'s demotion '
                              'settings, in prose; migrates instances',
+    # Observations of the kernel's tiering: run on the host (ssh), or a
+    # live migration; run with fake ssh and openstack in
+    # tests/unit/doctor/test_tiering_observations.py.
+    'observed-tiering-off': 'sysctl and sysfs lines run on the compute '
+                            'host (ssh), then discovery again',
+    'tiering-promotion-lags': 'a sysctl run on the compute host (ssh), or '
+                              'migrates instances',
+    'tiering-direct-demotion': 'migrates instances (SERVER for the '
+                               'operator to choose)',
+    'hot-pages-on-far-node': 'the tiering lines run on the host (ssh), or '
+                             'a live migration of the instance',
 }
 
 # A code as the checks write it: a quoted lower-case word with dashes.

@@ -16,8 +16,10 @@ Each check reads the same values the scheduler reads, through the same code
 metadata, flavor requests from extra specs, the cache bound and Placement's
 near memory. What the doctor reports is therefore what PmemModeFilter and
 PmemCacheFilter would do. One module per family of checks: ``config``
-(nova.conf), ``aggregates``, ``flavors``, ``hosts``, ``vpmem`` and
-``observations`` (what nova-pmem-observe measured); they share
+(nova.conf), ``aggregates``, ``flavors``, ``hosts``, ``vpmem``,
+``kernel_tiering`` (the kernel's tiering on ``cxl_kmem`` hosts, and the
+flavors whose memory Nova binds there) and ``observations`` (what
+nova-pmem-observe measured); they share
 the findings (:mod:`nova_pmem_filters.doctor.findings`) and the view of the
 cloud (:mod:`nova_pmem_filters.doctor.cloud`).
 """
@@ -26,6 +28,7 @@ from nova_pmem_filters.doctor.checks import aggregates
 from nova_pmem_filters.doctor.checks import config
 from nova_pmem_filters.doctor.checks import flavors
 from nova_pmem_filters.doctor.checks import hosts
+from nova_pmem_filters.doctor.checks import kernel_tiering
 from nova_pmem_filters.doctor.checks import observations
 from nova_pmem_filters.doctor.checks import vpmem
 from nova_pmem_filters.doctor import cloud
@@ -41,7 +44,7 @@ Finding = findings.Finding
 exit_status = findings.exit_status
 
 CHECKS = (config.check, aggregates.check, flavors.check, hosts.check,
-          vpmem.check, observations.check)
+          vpmem.check, kernel_tiering.check, observations.check)
 
 
 def run(snap):

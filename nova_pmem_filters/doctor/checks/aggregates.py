@@ -17,6 +17,7 @@ import math
 
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import tiering
 from nova_pmem_filters.doctor import findings
 
 
@@ -36,6 +37,7 @@ _PLACEHOLDERS = {
     profile.DRAM_CACHE_KEY: '<GB of DRAM cache per host>',
     profile.DRAM_CACHE_PER_CELL_KEY: '<cell:GB,...>',
     profile.TIER_WEIGHT_MULTIPLIER_KEY: '<number>',
+    profile.KERNEL_TIERING_KEY: '<on or off>',
 }
 
 
@@ -86,6 +88,7 @@ def check(snap, view):
         found += _dram_cache_per_cell(agg)
         found += _tiered_without_cache(agg, mode, view)
         found += _weight_multiplier(agg)
+        found += _kernel_tiering(agg, view)
     return found
 
 
@@ -262,3 +265,34 @@ def _weight_multiplier(agg):
                 'openstack', 'aggregate', 'unset', '--property',
                 profile.TIER_WEIGHT_MULTIPLIER_KEY, agg.name))]
     return []
+
+
+def _kernel_tiering(agg, view):
+    """invalid-kernel-tiering: ``pmem_kernel_tiering`` neither on nor off.
+
+    Read as the scheduler reads it: the host's profile is unknown, whatever
+    its kind. The fix sets what discovery found on every host of the
+    aggregate (``--fleet``), else the state the value looks like.
+    """
+    raw = agg.metadata.get(profile.KERNEL_TIERING_KEY)
+    if raw is None:
+        return []
+    parsed = profile.from_metadata([{
+        profile.MODE_KEY: kinds.CXL_KMEM, profile.DRAM_CACHE_KEY: '1',
+        profile.KERNEL_TIERING_KEY: raw}])
+    if parsed.known:
+        return []
+    states = {getattr(view.discovered.get(h), 'kernel_tiering', None)
+              for h in agg.hosts}
+    value = (states.pop() if agg.hosts and len(states) == 1
+             and None not in states else
+             findings.suggest(str(raw).strip().lower(), tiering.STATES, 0.6)
+             or _PLACEHOLDERS[profile.KERNEL_TIERING_KEY])
+    return [findings.Finding(
+        findings.ERROR, 'invalid-kernel-tiering', _object(agg),
+        '%s=%r is not one of %s: %s' % (
+            profile.KERNEL_TIERING_KEY, raw, ', '.join(tiering.STATES),
+            findings.rejected_in(agg)),
+        findings.command('openstack', 'aggregate', 'set', '--property',
+                         '%s=%s' % (profile.KERNEL_TIERING_KEY, value),
+                         agg.name))]

@@ -18,6 +18,7 @@ from nova_pmem_filters.core import decide
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import tiering
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
 
@@ -249,6 +250,35 @@ def _lowered_cache_note(host, label, snap, view):
                inventory['total'], ratio))
 
 
+def _as_charged(label, placed):
+    """``placed`` with what each instance charges the host's near memory.
+
+    Its hot MB, but on a kernel-tiered host its whole RAM where
+    :func:`tiering.whole_ram` says so, as :func:`decide.overcommitted`
+    counts it.
+    """
+    found = []
+    for server, hot, cell_mb in placed:
+        if tiering.whole_ram(label, cell_mb is not None):
+            hot = server.ram_mb
+            if cell_mb is not None:
+                cell_mb = dict(cache.bound_cells(
+                    server.numa_cells, server.ram_mb, server.ram_mb))
+        found.append((server, hot, cell_mb))
+    return found
+
+
+def _charge_words(label):
+    """(what is bounded, the word after each instance's MB) for messages."""
+    if not tiering.kernel_tiered(label):
+        return 'the hot RAM', 'hot'
+    if not tiering.promotes(label):
+        return ('the RAM charged (every instance\'s whole RAM: %s=off)'
+                % profile.KERNEL_TIERING_KEY), 'charged'
+    return ('the RAM charged (hot RAM, the whole RAM of NUMA-bound '
+            'instances: the kernel cannot move it)'), 'charged'
+
+
 def _check_cache_use(obj, host, label, snap, view):
     """The hot RAM placed on a tiered host, as PmemCacheFilter bounds it.
 
@@ -261,18 +291,22 @@ def _check_cache_use(obj, host, label, snap, view):
         [s for s in snap.servers if s.host == host], config)
     cells = _host_cells(host, label, view)
     cell_view, over = decide.overcommitted(label, ratio, used, cells)
+    placed = _as_charged(label, placed)
+    what, unit = _charge_words(label)
     if cell_view is None:
         found = []
         if over:
             capacity = label.cache_capacity_mb(ratio)
+            used = tiering.charged(label, used)
             placed.sort(key=lambda item: (-item[1], item[0].name,
                                           item[0].id))
             found.append(findings.Finding(
                 findings.ERROR, 'cache-overcommitted', obj,
-                'the hot RAM placed on it, %g MB, exceeds its DRAM-cache '
+                '%s placed on it, %g MB, exceeds its DRAM-cache '
                 'bound of %g MB (%g GB x cache_overcommit_ratio %g): %s'
-                % (used.total, capacity, label.dram_cache_gb, ratio,
-                   findings.names('%s (%s, %g MB hot)' % (s.name, s.id, hot)
+                % (what, used.total, capacity, label.dram_cache_gb, ratio,
+                   findings.names('%s (%s, %g MB %s)'
+                                  % (s.name, s.id, hot, unit)
                                   for s, hot, _cells in placed)),
                 _MIGRATE + '; ' + _lowered_cache_note(host, label, snap,
                                                       view)))
@@ -310,14 +344,15 @@ def _check_cache_use(obj, host, label, snap, view):
         found.append(findings.Finding(
             findings.ERROR, 'cache-overcommitted',
             '%s (NUMA cell %d)' % (obj, cell),
-            'the hot RAM placed on NUMA cell %d, %g MB, exceeds the cell\'s '
+            '%s placed on NUMA cell %d, %g MB, exceeds the cell\'s '
             'DRAM-cache bound of %g MB (cache_overcommit_ratio %g), though '
             'the host-wide sum may fit: PmemCacheFilter bounds each cell '
             'once NUMA-bound instances are on the host: %s'
-            % (cell, cell_view.used[cell], cell_view.capacities[cell], ratio,
-               findings.names(
-                   '%s (%s, %g MB hot on the cell%s)'
-                   % (s.name, s.id, mb, ', floating' if floating else '')
+            % (what, cell, cell_view.used[cell], cell_view.capacities[cell],
+               ratio, findings.names(
+                   '%s (%s, %g MB %s on the cell%s)'
+                   % (s.name, s.id, mb, unit,
+                      ', floating' if floating else '')
                    for s, mb, floating in on_cell)),
             _MIGRATE + ' on the cell (a NUMA-bound instance moves with its '
             'cells)'))

@@ -1,0 +1,302 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Checks of the kernel's tiering below Nova on ``cxl_kmem`` hosts.
+
+From the discovered host profiles (``--fleet``): a host whose kernel does
+not both promote and demote, judged by the core
+(:func:`nova_pmem_filters.core.tiering.judge`) from the settings its
+profile records; a CXL node in the memory tier of the DRAM; an aggregate
+whose ``pmem_kernel_tiering`` says otherwise than discovery. From the
+flavors: those whose memory Nova binds that may land on kernel-tiered
+hosts, where they charge their whole RAM.
+
+A fix that runs on a compute host is printed as the ``ssh HOST sudo sh``
+of the lines the core gives (a here-document, so that the lines are
+exactly the core's); alternatives are on lines of their own after a
+comment, so each runs as printed.
+"""
+
+import shlex
+
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import flavorfix
+from nova_pmem_filters.core import hostfile
+from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import tiering
+from nova_pmem_filters.doctor import findings
+
+# The here-document's delimiter: no line of the core's is this.
+_EOF = 'EOF'
+# What shows the memory tiers on a host: a line per tier, with its nodes.
+_SHOW_TIERS = 'grep -H . /%s/memory_tier*/nodelist' % (
+    tiering.MEMORY_TIERING_DIR)
+_SHOW_SETTINGS = 'grep -H . /%s /%s' % (tiering.NUMA_BALANCING_FILE,
+                                        tiering.DEMOTION_FILE)
+
+
+def check(snap, view):
+    found = []
+    computes = {c.host for c in snap.computes}
+    for host in sorted(view.discovered):
+        prof = view.discovered[host]
+        if host not in computes or prof.mode not in kinds.KERNEL_TIERED:
+            continue
+        found.extend(host_findings(host, prof))
+        found.extend(_aggregate_findings(host, prof, view))
+    found.extend(_bound_flavors(snap, view))
+    return found
+
+
+def verdict_of(prof):
+    """The core's verdict on a discovered host's recorded settings.
+
+    None for a profile without a ``kernel_tiering`` object.
+    """
+    entry = prof.tiering_entry
+    if entry is None:
+        return None
+    return tiering.judge(entry.settings(), prof.cell_ids or (),
+                         _far_nodes(prof))
+
+
+def _far_nodes(prof):
+    return tuple(hostfile.given(prof.tiering_entry.far_nodes, ()))
+
+
+def on_host(hostname, lines):
+    """Shell lines run as root on ``hostname``: ``ssh HOST sudo sh -e``.
+
+    A here-document with a quoted delimiter: the lines reach the host's
+    shell as they are written, quotes and redirections included.
+    """
+    if _EOF in lines:
+        raise ValueError('a line is the here-document delimiter %s' % _EOF)
+    return '\n'.join(["%s <<'%s'" % (findings.command(
+        'ssh', hostname, 'sudo', 'sh', '-e'), _EOF)]
+        + list(lines) + [_EOF])
+
+
+def _remote(hostname, command):
+    """One command run on ``hostname``, quoted for the local shell once."""
+    return '%s %s' % (findings.command('ssh', hostname),
+                      shlex.quote(command))
+
+
+def _rediscover(prof):
+    """The command that rewrites the host's profile with its tiering."""
+    argv = ['sudo', 'nova-pmem-discover', '--cxl']
+    if prof.cell_cache_gb is not None:
+        argv.append('--numa')
+    new = prof.source + '.new'
+    return '%s > %s && %s' % (
+        findings.command('ssh', prof.hostname, *argv), shlex.quote(new),
+        findings.command('mv', new, prof.source))
+
+
+def turn_on(prof, verdict):
+    """The lines that turn the host's tiering on, now and at boot.
+
+    Comment lines, each a shell comment, say what no command sets (a
+    kernel too old, the firmware's memory tiers) and how to check it.
+    """
+    problems = [p for p in verdict.problems if p.code != tiering.SAME_TIER]
+    lines = [line for p in problems for line in p.fix + p.persist]
+    text = []
+    if lines:
+        text.append('# on %s, as root: now, and at every boot'
+                    % prof.hostname)
+        text.append(on_host(prof.hostname, lines))
+    newer = [p.what for p in problems if not p.fix]
+    if newer:
+        text.extend('# no setting turns it on: %s' % what for what in newer)
+        text.append('# boot such a kernel, then check:')
+        text.append(_remote(prof.hostname, _SHOW_SETTINGS))
+    if len(problems) < len(verdict.problems):
+        text.append('# %sthe firmware: see far-node-in-dram-tier'
+                    % ('and ' if text else ''))
+    text.append('# then describe the host again:')
+    text.append(_rediscover(prof))
+    return text
+
+
+def host_findings(host, prof):
+    """kernel-tiering-unknown, -off, -half-on and far-node-in-dram-tier."""
+    obj = 'host %s' % host
+    verdict = verdict_of(prof)
+    if verdict is None:
+        return [findings.Finding(
+            findings.INFO, 'kernel-tiering-unknown', obj,
+            'a cxl_kmem host whose profile (%s) does not record the '
+            'kernel\'s tiering (discovered before this release): the '
+            'doctor cannot tell whether the kernel promotes and demotes'
+            % prof.source,
+            '# describe the host again, with its tiering:\n'
+            + _rediscover(prof))]
+    if verdict.state == tiering.ON:
+        return []
+    found = []
+    same = [p for p in verdict.problems if p.code == tiering.SAME_TIER]
+    others = [p for p in verdict.problems if p.code != tiering.SAME_TIER]
+    consequence = ('so it is pmem_kernel_tiering=off: every guest\'s whole '
+                   'RAM counts against the DRAM and the CXL memory buys '
+                   'no VM')
+    if others or not same:
+        code = ('kernel-tiering-half-on' if verdict.promotes
+                or verdict.demotes else 'kernel-tiering-off')
+        why = '; '.join(p.what for p in others) or (
+            'its profile (%s) records no CPU-less NUMA node' % prof.source)
+        found.append(findings.Finding(
+            findings.WARNING, code, obj,
+            'the kernel (%s) %s for CXL %s: %s; %s'
+            % (_kernel(prof), verdict.summary, _nodes(prof), why,
+               consequence),
+            '\n'.join(turn_on(prof, verdict))))
+    for p in same:
+        found.append(findings.Finding(
+            findings.WARNING, 'far-node-in-dram-tier', obj,
+            '%s; %s' % (p.what, consequence),
+            '# no command fixes it: enable HMAT in the firmware of %s (or '
+            'boot a kernel that reads the CXL device\'s CDAT), then check '
+            'that the CXL node left the DRAM\'s tier:\n%s\n%s'
+            % (prof.hostname, _remote(prof.hostname, _SHOW_TIERS),
+               _rediscover(prof))))
+    return found
+
+
+def _kernel(prof):
+    kernel = hostfile.given(prof.tiering_entry.kernel)
+    return 'Linux %s' % kernel if kernel else 'release unknown'
+
+
+def _nodes(prof):
+    nodes = _far_nodes(prof)
+    return '%s %s' % ('node' if len(nodes) == 1 else 'nodes',
+                      ', '.join(str(n) for n in nodes) or 'none')
+
+
+def _aggregates_to_set(host, view):
+    """The host's aggregates that carry (or would carry) the tiering key.
+
+    Those that set it; else those that set ``pmem_mode``: a value set on
+    another aggregate would disagree with them.
+    """
+    aggs = view.aggregates_of.get(host, ())
+    return ([a for a in aggs if profile.KERNEL_TIERING_KEY in a.metadata]
+            or [a for a in aggs if profile.MODE_KEY in a.metadata])
+
+
+def _set_line(aggs, state):
+    return ' && '.join(findings.command(
+        'openstack', 'aggregate', 'set', '--property',
+        '%s=%s' % (profile.KERNEL_TIERING_KEY, state), a.name)
+        for a in aggs)
+
+
+def _aggregate_findings(host, prof, view):
+    """kernel-tiering-mismatch: the aggregates against discovery."""
+    label = view.profiles[host]
+    found_state = prof.kernel_tiering
+    if (not label.known or label.mode not in kinds.KERNEL_TIERED
+            or found_state is None):
+        return []
+    said = label.kernel_tiering or tiering.DEFAULT_STATE
+    if said == found_state:
+        return []
+    obj = 'host %s' % host
+    aggs = _aggregates_to_set(host, view)
+    others = sorted({h for a in aggs for h in a.hosts} - {host})
+    told = ('its aggregates say %s=%s' % (profile.KERNEL_TIERING_KEY, said)
+            if label.kernel_tiering else 'its aggregates do not set %s, '
+            'which means on' % profile.KERNEL_TIERING_KEY)
+    if found_state == tiering.OFF:
+        verdict = verdict_of(prof)
+        problem = (
+            '%s, but discovery (%s) found that the kernel %s: '
+            'PmemCacheFilter charges only hot RAM while the kernel leaves '
+            'pages where first touch put them, so hot pages land on the '
+            'CXL node once the DRAM is full' % (told, prof.source,
+                                                verdict.summary))
+        fix = ['# count every guest\'s whole RAM, as the kernel leaves it%s:'
+               % (' (on %s too)' % findings.names(others) if others else '')]
+        fix.append(_set_line(aggs, tiering.OFF) if aggs else
+                   '# (no aggregate sets pmem_mode: put the host in one '
+                   'with nova-pmem-discover --aggregate)')
+        fix.append('# or turn tiering on:')
+        fix.extend(turn_on(prof, verdict))
+        return [findings.Finding(findings.ERROR, 'kernel-tiering-mismatch',
+                                 obj, problem, '\n'.join(fix))]
+    unsure = sorted(h for h in others
+                    if view.discovered.get(h) is None
+                    or view.discovered[h].kernel_tiering != tiering.ON)
+    if unsure or not aggs:
+        fix = ('# %s: move %s to a cxl_kmem aggregate with %s=on '
+               '(nova-pmem-discover --aggregate prints its metadata)'
+               % ('its aggregate also holds %s, whose tiering is off or not '
+                  'discovered' % findings.names(unsure) if unsure
+                  else 'no aggregate sets pmem_mode', host,
+                  profile.KERNEL_TIERING_KEY))
+    else:
+        fix = _set_line(aggs, tiering.ON)
+    return [findings.Finding(
+        findings.WARNING, 'kernel-tiering-mismatch', obj,
+        '%s, but discovery (%s) found that the kernel promotes and demotes: '
+        'every guest is charged its whole RAM where its hot RAM would do, '
+        'so the CXL memory buys no VM' % (told, prof.source), fix)]
+
+
+def _hot_ratio_text(flavor, request):
+    if extra_specs.HOT_RATIO_KEY in flavor.extra_specs:
+        return '%s %s' % (extra_specs.HOT_RATIO_KEY,
+                          extra_specs.format_hot_ratio(request.hot_ratio))
+    return 'default hot ratio %s' % extra_specs.format_hot_ratio(
+        request.hot_ratio)
+
+
+def _bound_flavors(snap, view):
+    """bound-flavor-whole-ram: flavors Nova binds, on kernel-tiered hosts."""
+    hosts = sorted(h for h, p in view.profiles.items()
+                   if p.mode in kinds.KERNEL_TIERED)
+    if not hosts:
+        return []
+    found = []
+    for flavor in snap.flavors:
+        request, _error = view.requests[flavor.name]
+        why = tiering.binds_memory(flavor.extra_specs)
+        if (request is None or why is None
+                or not request.allows(kinds.CXL_KMEM)):
+            continue
+        hot = request.hot_mb(flavor.ram_mb)
+        if hot >= flavor.ram_mb:
+            continue
+        change, lost = flavorfix.modes_without(flavor.name, request,
+                                               kinds.CXL_KMEM)
+        fix = []
+        if change is not None:
+            fix.append('# keep it off kernel-tiered hosts%s:' % (
+                ' (and off %s hosts: no pmem:modes value admits them '
+                'without cxl_kmem)' % ', '.join(lost) if lost else ''))
+            fix.append(change.command())
+        fix.append('# %saccept the cost: PmemCacheFilter and the planner '
+                   'already charge its whole RAM there'
+                   % ('or ' if change is not None else ''))
+        found.append(findings.Finding(
+            findings.WARNING, 'bound-flavor-whole-ram',
+            'flavor %s' % flavor.name,
+            '%s (%s, %d MB, %s) charges %d MB of DRAM on %s hosts (%s), '
+            'not %d MB: Nova binds its memory strictly, the kernel can '
+            'neither promote nor demote it'
+            % (flavor.name, why, flavor.ram_mb,
+               _hot_ratio_text(flavor, request), flavor.ram_mb,
+               kinds.CXL_KMEM, findings.names(hosts), round(hot)),
+            '\n'.join(fix)))
+    return found
