@@ -15,7 +15,8 @@ Each ``*.json`` file is one host's profile as ``nova-pmem-discover`` prints
 it (``doc/source/host-profile-format.rst``), read by the core's reader
 (:mod:`nova_pmem_filters.core.hostfile`). Hosts that are identical for the
 model (kind, visible memory, near memory per host and per cell, vCPUs when
-reported, App-Direct regions, number of sockets) form one node kind, and
+reported, App-Direct regions, number of sockets, the kernel's tiering where
+it tiers) form one node kind, and
 the node model counts the VMs of each scenario workload on each kind.
 
 Every problem becomes a :class:`planner.errors.ScenarioError` whose one
@@ -29,6 +30,7 @@ import pandas as pd
 
 from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.core import kinds as host_kinds
+from nova_pmem_filters.core import tiering
 
 from planner import errors
 from planner import model
@@ -38,7 +40,8 @@ TOTAL = 'total'
 
 def _kind_key(host):
     return (host.mode, host.visible_memory_gb, host.dram_cache_gb,
-            host.vcpus, host.region_gb, host.sockets, host.cell_cache_gb)
+            host.vcpus, host.region_gb, host.sockets, host.cell_cache_gb,
+            host.kernel_tiering)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +60,9 @@ class Kind:
     cell_cache_gb: tuple = None
     # Installed DRAM; None when the profiles do not say.
     dram_gb: float = None
+    # pmem_kernel_tiering of a kind the kernel tiers, as discovered ('on'
+    # or 'off'); None when the profiles do not record it.
+    kernel_tiering: str = None
 
     @property
     def count(self):
@@ -67,7 +73,8 @@ class Kind:
         return model.discovered_node(
             self.name, self.mode, self.visible_memory_gb, self.dram_cache_gb,
             vcpus=self.vcpus, region_gb=self.region_gb,
-            sockets=self.sockets, cell_cache_gb=self.cell_cache_gb)
+            sockets=self.sockets, cell_cache_gb=self.cell_cache_gb,
+            kernel_tiering=self.kernel_tiering)
 
 
 def _scenario_error(exc):
@@ -84,6 +91,9 @@ def kind_name(host):
         parts.append('%sG-cache' % _gb(host.dram_cache_gb))
     if host.vcpus is not None:
         parts.append('%dc' % host.vcpus)
+    if host.kernel_tiering == tiering.OFF:
+        # The same hardware holds fewer VMs: say why in the name.
+        parts.append('tiering-off')
     return '-'.join(parts)
 
 
@@ -96,7 +106,7 @@ def group(hosts):
     names = {}
     for key in sorted(by_key, key=lambda k: (
             host_kinds.order(k[0]), k[1], k[2], k[3] or 0, k[4],
-            k[5] or 0, k[6] or ())):
+            k[5] or 0, k[6] or (), k[7] or '')):
         members = sorted(by_key[key], key=lambda h: h.hostname)
         first = members[0]
         name = kind_name(first)
@@ -111,7 +121,8 @@ def group(hosts):
                           hosts=tuple(h.hostname for h in members),
                           sockets=first.sockets,
                           cell_cache_gb=first.cell_cache_gb,
-                          dram_gb=first.dram_gb))
+                          dram_gb=first.dram_gb,
+                          kernel_tiering=first.kernel_tiering))
     return found
 
 

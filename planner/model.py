@@ -32,7 +32,13 @@ gives the minimum is named (the "binding" resource):
     ``cxl_kmem``): the number of instances PmemCacheFilter admits, computed
     by the same function from the aggregate metadata the planner emits for
     the node (``pmem_dram_cache_gb``: the DRAM cache in Memory Mode, the
-    DRAM, i.e. the near memory, on CXL nodes) and the flavor's hot ratio.
+    DRAM, i.e. the near memory, on CXL nodes) and what each instance
+    charges there (:func:`charge_mb`, the core's
+    :func:`~nova_pmem_filters.core.tiering.instance_mb`): its hot RAM
+    (RAM x hot ratio), but on a ``cxl_kmem`` node its whole RAM when Nova
+    binds the flavor's memory (``hw:numa_nodes``, ``hw:pmem``: the kernel
+    can neither promote nor demote it) and, on a configuration whose
+    ``kernel_tiering`` is ``off``, for every flavor.
     The name stays ``dram_cache`` for CXL nodes too: it is the public
     binding value, and the bound is the same filter's.
 ``pmem_namespaces``
@@ -49,9 +55,9 @@ host) and add per-socket ones, one NUMA cell per socket (see
     how many it has): Nova finds no N distinct cells, 0 VMs.
 ``socket_vcpu``, ``socket_memory``, ``socket_dram_cache``
     ``floor(S x k / N)`` VMs, where ``k`` is how many slices of ``vcpus /
-    N`` vCPUs, ``RAM / N`` MB and ``RAM / N x hot ratio`` hot MB one socket
-    holds by that resource, as NUMATopologyFilter and PmemCacheFilter count
-    a cell.
+    N`` vCPUs, ``RAM / N`` MB and ``RAM / N x hot ratio`` hot MB (the
+    whole ``RAM / N`` on a ``cxl_kmem`` node) one socket holds by that
+    resource, as NUMATopologyFilter and PmemCacheFilter count a cell.
 
 Performance model (per-VM throughput relative to the same VM on DRAM):
 
@@ -87,6 +93,7 @@ import math
 from nova_pmem_filters.core import cache
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import tiering
 
 from planner import population
 
@@ -105,18 +112,33 @@ def _floor(x):
     return int(math.floor(x + _EPS))
 
 
+def kernel_tiering(config):
+    """``pmem_kernel_tiering`` of ``config``'s hosts, None where none applies.
+
+    On a kind the kernel tiers (``cxl_kmem``): the configuration's
+    ``kernel_tiering``, ``on`` when it does not say, written out so that
+    the aggregate says what the plan assumed.
+    """
+    if config.mode not in kinds.KERNEL_TIERED:
+        return None
+    return getattr(config, 'kernel_tiering', None) or tiering.DEFAULT_STATE
+
+
 def aggregate_metadata(config):
     """The host-aggregate metadata that describes ``config`` to Nova.
 
     Tiered modes carry their near memory, the DRAM, as
-    ``pmem_dram_cache_gb`` (the core's :func:`profile.metadata`).
+    ``pmem_dram_cache_gb``, and ``cxl_kmem`` whether its kernel tiers as
+    ``pmem_kernel_tiering`` (the core's :func:`profile.metadata`).
     """
-    return profile.metadata(config.mode, config.dram_gb)
+    return profile.metadata(config.mode, config.dram_gb,
+                            kernel_tiering=kernel_tiering(config))
 
 
 def host_profile(config):
     """The profile the scheduler will read from ``config``'s metadata."""
-    return profile.build(config.mode, config.dram_gb)
+    return profile.build(config.mode, config.dram_gb,
+                         kernel_tiering=kernel_tiering(config))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,18 +251,21 @@ class DiscoveredConfig:
 
 def discovered_node(name, mode, visible_memory_gb, dram_cache_gb,
                     vcpus=None, region_gb=(), sockets=None,
-                    cell_cache_gb=None):
+                    cell_cache_gb=None, kernel_tiering=None):
     """Build a :class:`Node` from a discovered host's figures.
 
     For hosts that exist (``nova-pmem-planner fleet``): no DIMM population,
     price or power, only what the host reports. The near memory (per NUMA
-    cell too, ``cell_cache_gb``) is read back through the aggregate
-    metadata the scheduler would see (the core's :func:`profile.build`), as
-    in :func:`host_profile`. ``vcpus`` None (not reported) leaves out the
+    cell too, ``cell_cache_gb``) and the kernel's tiering
+    (``kernel_tiering``, ``on`` or ``off``, None when the profile does not
+    record it) are read back through the aggregate metadata the scheduler
+    would see (the core's :func:`profile.build`, as
+    :meth:`~nova_pmem_filters.core.hostfile.DiscoveredHost.profile`), as in
+    :func:`host_profile`. ``vcpus`` None (not reported) leaves out the
     vcpu constraint; ``sockets`` None (not reported) gives NUMA-bound
     workloads 0 VMs (binding ``numa_nodes``), never a host-wide count.
     """
-    prof = profile.build(mode, dram_cache_gb, cell_cache_gb)
+    prof = profile.build(mode, dram_cache_gb, cell_cache_gb, kernel_tiering)
     return Node(config=DiscoveredConfig(name=name, mode=mode), profile=prof,
                 visible_memory_gb=float(visible_memory_gb),
                 dram_cache_gb=prof.dram_cache_gb or 0.0,
@@ -255,7 +280,9 @@ class Cells:
     cells: int
     # The cell's memory as the host reports it: the visible memory of one
     # socket, whole MB (NUMATopologyFilter's ``cell.memory``, not less
-    # reserved_host_memory_mb).
+    # reserved_host_memory_mb). On a kind the kernel tiers (cxl_kmem) the
+    # CXL memory is a NUMA node of its own without CPUs, where no
+    # instance cell lands: a cell with CPUs holds its socket's DRAM only.
     memory_mb: int
     # Logical CPUs of the cell; None: the node does not report its vCPUs.
     vcpus: int
@@ -293,9 +320,12 @@ def cells(node_):
     capacities = cell_capacities_mb(node_)
     cache_gb = (min(capacities.values()) / profile.MB_PER_GB
                 if capacities else 0.0)
+    memory_gb = node_.visible_memory_gb / count
+    if tiering.kernel_tiered(node_.profile):
+        # The DRAM of the cell: its near memory.
+        memory_gb = cache_gb
     return Cells(cells=count,
-                 memory_mb=int(round(node_.visible_memory_gb
-                                     * profile.MB_PER_GB / count)),
+                 memory_mb=int(round(memory_gb * profile.MB_PER_GB)),
                  vcpus=vcpus, cache_gb=cache_gb)
 
 
@@ -322,6 +352,26 @@ def vm_memory_gb(node_, policies):
     return usable * policies.memory_cap
 
 
+def binds_memory(workload):
+    """Whether Nova binds the guest memory of ``workload``'s flavor.
+
+    The core's :func:`~nova_pmem_filters.core.tiering.binds_memory` of the
+    flavor's extra specs, as the scheduler reads them.
+    """
+    return tiering.binds_memory(workload.extra_specs) is not None
+
+
+def charge_mb(node_, workload, memory_mb):
+    """Near-memory MB ``memory_mb`` of a workload's VM charges on a node.
+
+    For one VM (``workload.ram_mb``) or one of its NUMA cells (``RAM /
+    N``): the core's :func:`~nova_pmem_filters.core.tiering.instance_mb`
+    with the node's profile, as PmemCacheFilter charges it.
+    """
+    return tiering.instance_mb(node_.profile, workload.request, memory_mb,
+                               binds_memory(workload))
+
+
 def limits(node_, workload, policies):
     """VMs per node allowed by each constraint that applies."""
     mode = node_.config.mode
@@ -337,7 +387,7 @@ def limits(node_, workload, policies):
     if mode in kinds.TIERED:
         capacity = node_.profile.cache_capacity_mb(policies.cache_overcommit)
         result['dram_cache'] = cache.instances_in_cache(
-            capacity, request.hot_mb(workload.ram_mb))
+            capacity, charge_mb(node_, workload, workload.ram_mb))
     if workload.vpmem_gb:
         result['pmem_namespaces'] = sum(_floor(region / workload.vpmem_gb)
                                         for region in node_.region_gb)
@@ -359,10 +409,12 @@ def cell_slices(node_, workload, policies):
       instance cell overcommit against itself);
     * ``socket_memory``: ``floor(cell GB x memory_cap / (used GB / N))``,
       Nova's ``cell.memory x ram_allocation_ratio`` with the ratio
-      nova-config emits; 0 when ``RAM / N`` exceeds the cell's memory;
-    * ``socket_dram_cache`` (Memory Mode): instances of ``RAM / N x hot
-      ratio`` hot MB that ``cache.instances_in_cache`` admits in the
-      cell's cache x ``cache_overcommit``.
+      nova-config emits; 0 when ``RAM / N`` exceeds the cell's memory (on
+      ``cxl_kmem`` the socket's DRAM: :class:`Cells`);
+    * ``socket_dram_cache`` (tiered modes): instances of ``RAM / N x hot
+      ratio`` hot MB (``RAM / N`` whole on ``cxl_kmem``,
+      :func:`charge_mb`) that ``cache.instances_in_cache`` admits in the
+      cell's near memory x ``cache_overcommit``.
 
     :returns: {constraint: slices}, or None when the node's sockets are
         unknown.
@@ -386,7 +438,7 @@ def cell_slices(node_, workload, policies):
     if capacities:
         # The scheduler's bound per cell; the smallest cell decides.
         result['socket_dram_cache'] = cache.instances_in_cache(
-            min(capacities.values()), workload.request.hot_mb(cell_mb))
+            min(capacities.values()), charge_mb(node_, workload, cell_mb))
     return result
 
 
@@ -408,7 +460,7 @@ def socket_limits(node_, workload, policies):
 
     :returns: {constraint: VMs}: ``numa_nodes`` 0 when N exceeds the
         sockets (or they are unknown), else ``socket_vcpu``,
-        ``socket_memory`` and, in Memory Mode, ``socket_dram_cache``.
+        ``socket_memory`` and, on tiered modes, ``socket_dram_cache``.
     """
     n = workload.numa_nodes
     slices = cell_slices(node_, workload, policies)
@@ -427,14 +479,20 @@ def density(node_, workload, policies):
 
 
 def hit_fraction(node_, workload, vms, policies):
-    """Share of the node's hot working set the DRAM cache holds."""
+    """Share of the node's hot working set the DRAM cache holds.
+
+    Counted in what the VMs charge the near memory (:func:`charge_mb`): on
+    a ``cxl_kmem`` node, bound VMs (and every VM where the kernel does not
+    tier) need their whole RAM there for their hot part to be served from
+    it.
+    """
     if node_.config.mode not in kinds.TIERED or vms <= 0:
         return 1.0
     # The DRAM itself, not the overcommitted bound: with cache_overcommit
     # above 1 the filter admits more hot RAM than the cache can hold, and
     # that excess is what misses.
     capacity = node_.profile.cache_capacity_mb()
-    hot = vms * workload.request.hot_mb(workload.ram_mb)
+    hot = vms * charge_mb(node_, workload, workload.ram_mb)
     return min(1.0, capacity / hot) if hot > 0 else 1.0
 
 

@@ -24,8 +24,10 @@ memory          Placement MEMORY_MB inventory: ``reserved_host_memory_mb``
                 and ``ram_allocation_ratio`` (memory cap x flavor RAM /
                 RAM really used), so ``(total - reserved) x ratio / flavor
                 RAM`` is the planner's memory bound
-dram_cache      PmemCacheFilter: aggregate ``pmem_dram_cache_gb``, flavor
-                ``pmem:hot_ratio``, ``[pmem] cache_overcommit_ratio``
+dram_cache      PmemCacheFilter: aggregate ``pmem_dram_cache_gb`` (and on
+                ``cxl_kmem`` ``pmem_kernel_tiering``, always written),
+                flavor ``pmem:hot_ratio`` (or ``hw:numa_nodes``: whole
+                RAM on ``cxl_kmem``), ``[pmem] cache_overcommit_ratio``
 mode            PmemModeFilter: aggregate ``pmem_mode``, flavor
                 ``pmem:modes`` / ``hw:pmem``
 numa_nodes,     flavor ``hw:numa_nodes``; NUMATopologyFilter with the

@@ -14,9 +14,12 @@
 A *pattern* is a vector of VM counts, one per workload, that one node of a
 configuration holds within every constraint of the node model
 (:mod:`planner.model`): the flavor's modes, vCPUs, memory (the memory cap
-after host reserve), the DRAM cache of a Memory-Mode node (with the same
-comparison PmemCacheFilter makes) and the vPMEM namespaces that fit each
-socket's App-Direct region. With one workload, the largest pattern is the
+after host reserve), the near memory of a tiered node (with the same
+comparison PmemCacheFilter makes, each VM charging what the core's
+:func:`~nova_pmem_filters.core.tiering.instance_mb` says on that node: its
+hot RAM, or its whole RAM on a ``cxl_kmem`` node where Nova binds it or
+the kernel does not tier) and the vPMEM namespaces that fit each socket's
+App-Direct region. With one workload, the largest pattern is the
 model's density, exactly (a test holds the two to that).
 
 :func:`fits` checks a pattern exactly; :func:`best_pattern` finds the
@@ -33,6 +36,7 @@ from scipy import optimize as sp_optimize
 
 from nova_pmem_filters.core import cache
 from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import tiering
 
 from planner import model
 
@@ -42,7 +46,13 @@ _EPS = model._EPS
 
 @dataclasses.dataclass(frozen=True)
 class Demand:
-    """What one VM of a workload takes from a node."""
+    """What one VM of a workload takes from a node.
+
+    ``hot_mb`` is its hot RAM; what it charges a node's near memory
+    depends on the node (:meth:`Capacity.near_mb`), from its RAM
+    (``ram_mb``), its flavor's request and whether Nova binds its memory
+    (``binds``).
+    """
 
     name: str
     vcpus: float
@@ -50,6 +60,9 @@ class Demand:
     hot_mb: float
     vpmem_gb: float
     modes: frozenset
+    ram_mb: float = 0.0
+    binds: bool = False
+    request: object = dataclasses.field(default=None, compare=False)
 
     @classmethod
     def of(cls, workload):
@@ -59,7 +72,9 @@ class Demand:
                    hot_mb=float(request.hot_mb(workload.ram_mb)),
                    vpmem_gb=float(workload.vpmem_gb or 0.0),
                    modes=frozenset(m for m in kinds.ALL_MODES
-                                   if request.allows(m)))
+                                   if request.allows(m)),
+                   ram_mb=float(workload.ram_mb),
+                   binds=model.binds_memory(workload), request=request)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,10 +86,13 @@ class Capacity:
     # None: not counted (a discovered node that reports no vCPUs).
     vcpus: float
     memory_gb: float
-    # Memory Mode only: the hot MB PmemCacheFilter admits.
+    # Tiered modes only: the near-memory MB PmemCacheFilter admits.
     cache_mb: float
     # App Direct: usable GB of each socket's region.
     regions: tuple
+    # The scheduler's profile of the node: what a VM charges its near
+    # memory (None: each VM's hot RAM).
+    profile: object = None
 
     @classmethod
     def of(cls, node_, policies):
@@ -86,7 +104,18 @@ class Capacity:
         return cls(name=node_.config.name, mode=mode, vcpus=vcpus,
                    memory_gb=model.vm_memory_gb(node_, policies),
                    cache_mb=cache,
-                   regions=tuple(node_.region_gb))
+                   regions=tuple(node_.region_gb), profile=node_.profile)
+
+    def near_mb(self, demand):
+        """Near-memory MB one VM of ``demand`` charges on this node.
+
+        The core's :func:`~nova_pmem_filters.core.tiering.instance_mb`, as
+        :func:`planner.model.charge_mb` counts it.
+        """
+        if self.profile is None or demand.request is None:
+            return demand.hot_mb
+        return float(tiering.instance_mb(self.profile, demand.request,
+                                         demand.ram_mb, demand.binds))
 
 
 def allowed(capacity, demand):
@@ -157,7 +186,8 @@ def fits(capacity, demands, counts):
                    [d.used_gb for d, _n in pairs]):
         return False
     if capacity.mode in kinds.TIERED and not _cache_fits(
-            capacity.cache_mb, [(n, d.hot_mb) for d, n in pairs]):
+            capacity.cache_mb, [(n, capacity.near_mb(d))
+                                for d, n in pairs]):
         return False
     vpmem = [(d.vpmem_gb, n) for d, n in pairs if d.vpmem_gb]
     return _namespaces_fit(capacity.regions, vpmem)
@@ -171,9 +201,9 @@ def single_limit(capacity, demand):
     n = int(math.floor(capacity.memory_gb / demand.used_gb + _EPS))
     if capacity.vcpus is not None:
         n = min(n, int(math.floor(capacity.vcpus / demand.vcpus + _EPS)))
-    if capacity.mode in kinds.TIERED and demand.hot_mb > 0:
-        n = min(n, cache.instances_in_cache(capacity.cache_mb,
-                                            demand.hot_mb))
+    near_mb = capacity.near_mb(demand)
+    if capacity.mode in kinds.TIERED and near_mb > 0:
+        n = min(n, cache.instances_in_cache(capacity.cache_mb, near_mb))
     if demand.vpmem_gb:
         n = min(n, sum(int(math.floor(r / demand.vpmem_gb + _EPS))
                        for r in capacity.regions))
@@ -216,8 +246,8 @@ def node_rows(capacity, demands, use, limits):
     add([(j, demands[i].used_gb) for j, i in enumerate(use)],
         capacity.memory_gb + _EPS * min(demands[i].used_gb for i in use))
     if capacity.mode in kinds.TIERED:
-        hot = [(j, demands[i].hot_mb) for j, i in enumerate(use)
-               if demands[i].hot_mb]
+        hot = [(j, capacity.near_mb(demands[i])) for j, i in enumerate(use)
+               if capacity.near_mb(demands[i])]
         if hot:
             add(hot, capacity.cache_mb)
     for v, i in enumerate(vpmem):
@@ -327,7 +357,7 @@ def greedy_pattern(capacity, demands, values, limits):
         if cap.vcpus:
             parts.append(d.vcpus / cap.vcpus)
         if cap.cache_mb:
-            parts.append(d.hot_mb / cap.cache_mb)
+            parts.append(cap.near_mb(d) / cap.cache_mb)
         if d.vpmem_gb and sum(cap.regions):
             parts.append(d.vpmem_gb / sum(cap.regions))
         return max(parts)

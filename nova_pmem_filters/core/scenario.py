@@ -46,6 +46,7 @@ import functools
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import tiering
 
 
 # Nova's flavor extra spec for a guest NUMA topology of N cells.
@@ -172,6 +173,10 @@ CONFIG_SCHEMA = _obj({
     'per_socket': _POPULATION,
     # ... or one population per socket, which must then be alike.
     'sockets': {'type': 'array', 'items': _POPULATION, 'minItems': 1},
+    # cxl_kmem only: whether the kernel promotes and demotes (the hosts'
+    # pmem_kernel_tiering). YAML reads on and off unquoted as true and
+    # false: both spellings are taken.
+    'kernel_tiering': {'enum': list(tiering.STATES) + [True, False]},
 }, required=['platform', 'cpu', 'mode'])
 
 VPMEM_SCHEMA = _obj({'label': {'type': 'string',
@@ -319,6 +324,13 @@ def _populations(raw):
     return tuple(dict(population) for population in raw)
 
 
+def _tiering_state(raw):
+    """``on`` or ``off`` of a ``kernel_tiering`` (YAML's true or false)."""
+    if isinstance(raw, bool):
+        return tiering.ON if raw else tiering.OFF
+    return raw
+
+
 _VALUE = dataclasses.dataclass(frozen=True, kw_only=True)
 
 
@@ -422,6 +434,8 @@ class Config:
     per_socket: dict = _key(_mapping)
     # ... or one per socket.
     sockets: tuple = _key(_populations)
+    # cxl_kmem only: tiering.ON or tiering.OFF (None: not said, on).
+    kernel_tiering: str = _key(_tiering_state)
 
     def populations(self, sockets):
         """One {DIMM name: count} per socket of a board of ``sockets``."""
@@ -776,8 +790,11 @@ def _rule(err):
         return 'must be %s %s, got %r' % (_BOUND_WORDS[err.validator],
                                           err.validator_value, err.instance)
     if err.validator == 'enum':
+        # true and false stand for YAML's reading of on and off
+        # (kernel_tiering): the words are what a file is told to write.
+        words = [v for v in err.validator_value if not isinstance(v, bool)]
         return 'must be one of %s, got %r' % (
-            ', '.join(str(v) for v in err.validator_value), err.instance)
+            ', '.join(str(v) for v in words), err.instance)
     if err.validator in ('oneOf', 'anyOf'):
         # No branch has the value's type.
         types = [str(branch['type']) for branch in err.validator_value
@@ -832,6 +849,15 @@ def _check_config(name, config, catalog, source):
             source, path, 'give exactly one of per_socket '
             '(same DIMMs on every socket) or sockets '
             '(a list, one population per socket)')
+    if (config.kernel_tiering is not None
+            and config.mode not in kinds.KERNEL_TIERED):
+        raise ScenarioError(
+            source, path + ['kernel_tiering'],
+            'applies only to a mode whose tiering the kernel does (%s), '
+            'not to mode %s; leave it out (allowed values on %s: %s)'
+            % (', '.join(sorted(kinds.KERNEL_TIERED)), config.mode,
+               ', '.join(sorted(kinds.KERNEL_TIERED)),
+               ', '.join(tiering.STATES)))
     if config.per_socket is not None:
         _population_dimms(config.per_socket, catalog, source,
                           path + ['per_socket'])

@@ -60,7 +60,8 @@ def pricing_bound(cand, demand_list, values):
     if cap.vcpus is not None:
         resources.append(([d.vcpus for d, _v, _l in use], cap.vcpus))
     if cap.mode in kinds.TIERED:
-        resources.append(([d.hot_mb for d, _v, _l in use], cap.cache_mb))
+        resources.append(([cap.near_mb(d) for d, _v, _l in use],
+                          cap.cache_mb))
     if any(d.vpmem_gb for d, _v, _l in use):
         resources.append(([d.vpmem_gb for d, _v, _l in use],
                           sum(cap.regions)))

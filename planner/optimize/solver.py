@@ -718,6 +718,6 @@ def utilisation(problem, plan, config, period):
     return {
         'vcpu': share(lambda d: d.vcpus, cap.vcpus),
         'memory': share(lambda d: d.used_gb, cap.memory_gb),
-        'dram_cache': share(lambda d: d.hot_mb, cap.cache_mb),
+        'dram_cache': share(cap.near_mb, cap.cache_mb),
         'namespaces': share(lambda d: d.vpmem_gb, sum(cap.regions)),
     }

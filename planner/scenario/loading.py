@@ -146,7 +146,8 @@ def _build_config(name, config, catalog):
     return types.NodeConfig(name=name, platform=platform,
                             cpu=catalog.cpus[config.cpu],
                             mode=config.mode, sockets=sockets,
-                            description=_or(config.description, ''))
+                            description=_or(config.description, ''),
+                            kernel_tiering=config.kernel_tiering)
 
 
 def _check_populations(configs, source):

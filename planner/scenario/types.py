@@ -20,6 +20,7 @@ import dataclasses
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import profile
 from nova_pmem_filters.core import scenario as document
+from nova_pmem_filters.core import tiering
 
 
 # Nova's flavor extra spec for a guest NUMA topology of N cells.
@@ -118,6 +119,9 @@ class NodeConfig:
     # One {Dimm: count} per socket.
     sockets: tuple
     description: str = ''
+    # cxl_kmem: 'on' or 'off', whether the hosts' kernel promotes and
+    # demotes (pmem_kernel_tiering); None: not said, which is 'on'.
+    kernel_tiering: str = None
 
     @property
     def per_socket(self):
@@ -179,6 +183,16 @@ class Workload:
     @property
     def flavor_name(self):
         return self.flavor or self.name
+
+    @property
+    def memory_binding(self):
+        """Why Nova binds the flavor's guest memory (``key=value``), or None.
+
+        The core's :func:`~nova_pmem_filters.core.tiering.binds_memory` of
+        the flavor's extra specs (``hw:numa_nodes``, ``hw:pmem``): such a
+        guest charges its whole RAM to a kernel-tiered host's near memory.
+        """
+        return tiering.binds_memory(self.extra_specs)
 
     @property
     def ram_mb(self):

@@ -17,6 +17,16 @@ PmemCacheFilter through the core's rules, then the weighers in Nova's order
 and arithmetic. The state of the fleet is a set of arrays, one entry per
 host, so a placement costs a few vector operations whatever the fleet's
 size.
+
+Each host's near memory is charged as the scheduler's ledger charges it:
+the hot RAM and the whole RAM of its instances, and the same of those
+whose memory Nova binds (:func:`~nova_pmem_filters.core.tiering.
+binds_memory` of the flavor's extra specs), so that the core's rules
+(:func:`~nova_pmem_filters.core.tiering.charged`) count whole RAM on a
+``cxl_kmem`` host for bound instances, and for all where its kernel does
+not tier. The hosts have no NUMA cells: bound instances are counted on one
+cell (:data:`HOST_CELL`) and the rules, given no cells, decide host-wide,
+which is what the scheduler decides on a host of one cell.
 """
 
 import dataclasses
@@ -30,6 +40,7 @@ from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import tiering
 from planner import errors
 
 
@@ -49,6 +60,8 @@ SECONDS_PER_DAY = 86400.0
 MAX_SAMPLES = 100000
 # The weighers, in the order of their sum.
 WEIGHERS = ('ram', 'cpu', 'tier', 'headroom')
+# The one NUMA cell a simulated host's bound instances are counted on.
+HOST_CELL = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +147,12 @@ class _Request(object):
         self.accounted = bool(self.near_mb)
         self.hot_mb = (self.request.hot_mb(flavor.memory_mb)
                        if self.request else 0.0)
+        self.ram_mb = float(flavor.memory_mb) if self.request else 0.0
+        # Nova binds its memory to the cells it fits it on: on a host of
+        # one cell, all of it on that cell.
+        self.binds = tiering.binds_memory(flavor.extra_specs) is not None
+        self.fit = ((lambda: {HOST_CELL: flavor.memory_mb})
+                    if self.binds else None)
         # Per kind: the mode rule and the tier weigher's raw weight, from
         # the shared rules; the cache rule depends on each host's usage and
         # is decided per placement (Fleet.filtered).
@@ -202,11 +221,39 @@ class Fleet(object):
         self.mem_used = np.zeros(n)
         self.near_used = np.zeros(n)
         self.hot_used = np.zeros(n)
+        # Whole RAM, and the hot and whole RAM of the bound instances.
+        self.ram_used = np.zeros(n)
+        self.bound_hot_used = np.zeros(n)
+        self.bound_ram_used = np.zeros(n)
         self.instances = np.zeros(n, dtype=int)
         self._requests = {}
 
     def __len__(self):
         return len(self.kind)
+
+    def hot_ram(self, idx):
+        """The :class:`cache.HotRam` of the hosts ``idx`` (an array).
+
+        As the scheduler's ledger records it, the bound instances on
+        :data:`HOST_CELL`.
+        """
+        return cache.HotRam(self.hot_used[idx],
+                            {HOST_CELL: self.bound_hot_used[idx]},
+                            self.ram_used[idx],
+                            {HOST_CELL: self.bound_ram_used[idx]})
+
+    def charged_mb(self):
+        """Near-memory MB each host's instances charge, as the rules do.
+
+        Hot RAM, but on a ``cxl_kmem`` host whole RAM where the core says
+        (:func:`~nova_pmem_filters.core.tiering.charged`).
+        """
+        charged = self.hot_used.copy()
+        for k, kind in enumerate(self.kinds):
+            idx = np.flatnonzero(self.kind == k)
+            charged[idx] = tiering.charged(kind.profile,
+                                           self.hot_ram(idx)).total
+        return charged
 
     def prepare(self, flavor):
         req = self._requests.get(flavor.name)
@@ -248,8 +295,8 @@ class Fleet(object):
             idx = np.flatnonzero(after_mode & (self.kind == k))
             passes, reason, _view = decide.cache_check(
                 self.kinds[k].profile, self.scheduler.cache_overcommit_ratio,
-                cache.HotRam(self.hot_used[idx]), req.request,
-                req.flavor.memory_mb, accounted=req.accounted)
+                self.hot_ram(idx), req.request, req.flavor.memory_mb,
+                fit=req.fit, accounted=req.accounted)
             passes = np.broadcast_to(passes, idx.shape)
             passing[idx[~passes]] = False
             if not passes.all():
@@ -286,8 +333,8 @@ class Fleet(object):
                         norm[sel] = decide.headroom_score(
                             self.kinds[k].profile,
                             sched.cache_overcommit_ratio,
-                            cache.HotRam(self.hot_used[idx[sel]]),
-                            req.request, req.flavor.memory_mb)
+                            self.hot_ram(idx[sel]), req.request,
+                            req.flavor.memory_mb, fit=req.fit)
             total = total + sched.multiplier(weigher) * norm
         return total
 
@@ -312,6 +359,10 @@ class Fleet(object):
         self.mem_used[host] += sign * req.flavor.memory_mb
         self.near_used[host] += sign * req.near_mb
         self.hot_used[host] += sign * req.hot_mb
+        self.ram_used[host] += sign * req.ram_mb
+        if req.binds:
+            self.bound_hot_used[host] += sign * req.hot_mb
+            self.bound_ram_used[host] += sign * req.ram_mb
         self.instances[host] += sign
 
     def usable(self, flavor):
@@ -446,7 +497,7 @@ def _sample(fleet, flavors, when):
                                             fleet.vcpu_cap[sel].sum())
     mm = fleet.memory_mode
     if mm.any():
-        pressure = fleet.hot_used[mm] / fleet.cache_mb[mm]
+        pressure = fleet.charged_mb()[mm] / fleet.cache_mb[mm]
         row['cache_pressure_mean'] = float(pressure.mean())
         row['cache_pressure_max'] = float(pressure.max())
     # Free memory on hosts where no flavor of the mix fits any more.

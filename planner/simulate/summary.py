@@ -86,7 +86,7 @@ def summary(result, scen=None, mix=None, planned=None, settle=0.5):
         row['vcpu_util'] = round(float(
             fleet.vcpu_used[sel].sum() / fleet.vcpu_cap[sel].sum()), 4)
         if kind.profile.tiered:
-            pressure = fleet.hot_used[sel] / fleet.cache_mb[sel]
+            pressure = fleet.charged_mb()[sel] / fleet.cache_mb[sel]
             row['cache_pressure_mean'] = round(float(pressure.mean()), 4)
             row['cache_pressure_max'] = round(float(pressure.max()), 4)
         rows.append(row)

@@ -45,9 +45,11 @@ from nova_pmem_filters.doctor import snapshot
 from nova_pmem_filters.scheduler import host_profiles
 from planner import fleet
 from planner import model
+from planner import patterns
 from planner import scenario
 from planner import simulate
 from tests.unit import fakes
+from tests.unit.planner import kernel_tiering_cases
 from tests.unit import test_numa_cells
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -316,3 +318,112 @@ class DoctorAgreesWithTheFilterTestCase(test_numa_cells._NumaHostTestCase):
             used = ledger_ram.bound.get(cell, 0.0) + ledger_ram.floating / 2
             self.assertEqual(used > 2048,
                              'host %s (NUMA cell %d)' % (name, cell) in over)
+
+
+def kernel_tiering_entry(state):
+    """A host profile's kernel_tiering object saying ``state``."""
+    on = state == 'on'
+    return {'version': 1, 'numa_balancing': 3 if on else 1,
+            'demotion_enabled': True, 'promotes': on, 'demotes': True,
+            'state': state}
+
+
+def alternate(scen, config, names, boots=400):
+    """VMs of each of ``names`` the simulator places, booted in turn."""
+    fleet_ = simulate.Fleet(simulate.kinds_of_configs(scen, {config: 1}))
+    flavors = simulate.flavors_of(scen)
+    events = [simulate.Event(float(n), simulate.BOOT, 'vm-%d' % n,
+                             names[n % len(names)]) for n in range(boots)]
+    result = simulate.replay(fleet_, flavors, events)
+    return tuple(sum(1 for _i, flavor, host, _r in result.decisions
+                     if flavor == name and host is not None)
+                 for name in names)
+
+
+class KernelTieringAgreementTestCase(fakes.PmemTestCase):
+    """On cxl_kmem hosts the planner, the simulator and the scheduler agree.
+
+    A NUMA-bound flavor charges its whole RAM to near memory, and with the
+    kernel's tiering off every flavor does: the planner's densities are
+    what the simulator packs on the same node, a mix of bound and unbound
+    VMs stops where the planner's patterns say a node is full, and a
+    discovered host's tiering reaches the planner, the simulator and the
+    scheduler alike.
+    """
+
+    def setUp(self):
+        super().setUp()
+        # Redis alone, floating and bound: nova-config's memory ratio
+        # (the smallest any workload needs) is then each one's.
+        cases = kernel_tiering_cases
+        data = cases.raw()
+        data['workloads'] = {name: data['workloads'][name] for name in (
+            cases.FLOATING, cases.BOUND, cases.BOUND2)}
+        self.scen = cases.load(data)
+
+    def test_densities(self):
+        cases = kernel_tiering_cases
+        for config, name, expected in (
+                (cases.KMEM, cases.FLOATING, 115),
+                (cases.KMEM_OFF, cases.FLOATING, 48),
+                (cases.KMEM_1S, cases.FLOATING, 57),
+                (cases.KMEM_1S_OFF, cases.FLOATING, 24),
+                (cases.KMEM_1S, cases.BOUND, 24),
+                (cases.KMEM_1S_OFF, cases.BOUND, 24)):
+            with self.subTest(config=config, workload=name):
+                node = model.node(self.scen.configs[config],
+                                  self.scen.policies)
+                vms, _binding = model.density(
+                    node, self.scen.workloads[name], self.scen.policies)
+                self.assertEqual(expected, vms)
+                self.assertEqual(vms, simulated_density(self.scen, config,
+                                                        name))
+
+    def test_a_mix_of_bound_and_unbound_fills_a_node_as_planned(self):
+        cases = kernel_tiering_cases
+        names = (cases.FLOATING, cases.BOUND)
+        demands = [patterns.Demand.of(self.scen.workloads[n])
+                   for n in names]
+        for config, expected in ((cases.KMEM_1S, (20, 19)),
+                                 (cases.KMEM_1S_OFF, (12, 12))):
+            with self.subTest(config=config):
+                placed = alternate(self.scen, config, names)
+                self.assertEqual(expected, placed)
+                node = model.node(self.scen.configs[config],
+                                  self.scen.policies)
+                cap = patterns.Capacity.of(node, self.scen.policies)
+                self.assertTrue(patterns.fits(cap, demands, placed))
+                for more in ((1, 0), (0, 1)):
+                    self.assertFalse(patterns.fits(
+                        cap, demands, [p + m for p, m in zip(placed, more)]))
+
+    def test_discovered_tiering_reaches_every_part(self):
+        directory = self.useFixture(fixtures.TempDir()).path
+        hosts = {}
+        for state in ('on', 'off'):
+            data = discover(kinds.CXL_KMEM, True)
+            data['hostname'] = 'kmem-' + state
+            data['kernel_tiering'] = kernel_tiering_entry(state)
+            hostfile.write(os.path.join(directory, state + '.json'), data)
+            hosts[state] = hostfile.parse(data, state + '.json')
+        found = {k.hosts[0]: k for k in fleet.load(directory)}
+        self.assertEqual(2, len({k.name for k in found.values()}))
+        host_kinds = {k.name: k for k in simulate.kinds_of_profiles(
+            self.scen, directory, vcpus=64)}
+        workload = self.scen.workloads[kernel_tiering_cases.FLOATING]
+        limits = {}
+        for state, host in hosts.items():
+            kind = found['kmem-' + state]
+            node = kind.node()
+            self.assertEqual(state, node.profile.kernel_tiering)
+            self.assertEqual(host.profile(), node.profile)
+            self.assertEqual(node.profile, scheduler_profile(
+                host.metadata()))
+            self.assertEqual(node.profile, host_kinds[kind.name].profile)
+            limits[state] = model.limits(node, workload,
+                                         self.scen.policies)['dram_cache']
+        near_mb = hosts['off'].dram_cache_gb * profile.MB_PER_GB
+        self.assertEqual(int(near_mb // workload.ram_mb), limits['off'])
+        self.assertEqual(int(near_mb // (workload.ram_mb
+                                         * workload.hot_ratio)),
+                         limits['on'])

@@ -123,8 +123,10 @@ class ModelTestCase(testtools.TestCase):
 
     def test_aggregate_metadata(self):
         cfg = self.scen.configs['kmem-1536-1536']
+        # The kernel's tiering is written out: what the plan assumed.
         self.assertEqual({'pmem_mode': 'cxl_kmem',
-                          'pmem_dram_cache_gb': '%d' % cfg.dram_gb},
+                          'pmem_dram_cache_gb': '%d' % cfg.dram_gb,
+                          'pmem_kernel_tiering': 'on'},
                          model.aggregate_metadata(cfg))
 
 
@@ -174,6 +176,7 @@ class CliTestCase(testtools.TestCase):
         pairs = {(r['key'], r['value']) for r in rows}
         self.assertIn(('pmem_mode', 'cxl_kmem'), pairs)
         self.assertIn(('pmem_dram_cache_gb', '1536'), pairs)
+        self.assertIn(('pmem_kernel_tiering', 'on'), pairs)
         # Tiered CXL hosts pass as memory_mode.
         self.assertIn(('pmem:modes', 'dram,memory_mode'), pairs)
 
