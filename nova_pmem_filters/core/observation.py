@@ -37,7 +37,10 @@ versioned like the host profile (``doc/source/observation-format.rst``)::
         "hot_ratio": 0.159 | null,            # working set / flavor RAM
         "numa_mb": {"0": 20000.0, "2": 4000.0},
         "cell": 0 | null,              # the cell holding most of its pages
-        "gap": null | "why nothing was measured"
+        "gap": null | "why nothing was measured",
+        "near_resident_mb": 20000.0,   # optional (see below): numa_mb on
+        "far_resident_mb": 4000.0,     # nodes with CPUs, and without;
+        "hot_on_far_mb": 0.0           # hot MB that must sit far
       }, ...],
       "host": {
         "working_set_mb": 120000.0,
@@ -51,8 +54,21 @@ versioned like the host profile (``doc/source/observation-format.rst``)::
         "promote_pages_per_s": 100.0 | null,  # /proc/vmstat, kernel tiering
         "demote_pages_per_s": 80.0 | null
       },
+      "tiering": {                     # optional: the kernel's tiering
+        "version": 1, "kernel": "6.9.0", "numa_balancing": 2 | null,
+        "demotion_enabled": true | null,
+        "promotion_rate_limit_mbps": 65536 | null,
+        "memory_tiers": [{"tier": 4, "nodes": [0]}, ...] | null,
+        "far_nodes": [2], "promotes": true, "demotes": true,
+        "state": "on" | "off", "problems": ["demotion-disabled", ...],
+        "rates": {"pgpromote_success": 100.0, ...} | null,  # per second
+        "node_rates": {"0": {"pgpromote_success": 100.0, ...}}
+      },
       "gaps": ["ipmctl: permission denied", ...]
     }
+
+The optional keys are version-1 extensions: written only where known,
+read as null where absent, so older files read (and write back) as before.
 
 A measurement that could not be made is a ``gap`` (per instance) or an
 entry of ``gaps`` (per host) and its number is ``null``: never a guess.
@@ -61,10 +77,11 @@ This module is the document's only home. Each part is a dataclass whose
 fields are its keys, in the document's order (:class:`Observation`,
 :class:`Profile` and :class:`ProfileCell`, :class:`Node`,
 :class:`Instance`, :class:`Host` and :class:`HostCell`,
-:class:`FarMemory`): the observer builds those and writes
-:func:`dumps`; every reader gets them from :func:`parse` (:func:`read`,
-:func:`load`), which checks every key and names the file and the key of a
-bad value, and never reads the JSON itself.
+:class:`FarMemory`, :class:`Tiering` and :class:`MemoryTier`): the
+observer builds those and writes :func:`dumps`; every reader gets them
+from :func:`parse` (:func:`read`, :func:`load`), which checks every key
+and names the file and the key of a bad value, and never reads the JSON
+itself.
 
 The rules every reader shares live here too: which instances count, the
 distribution of a flavor's observed hot ratios and the value to declare.
@@ -77,10 +94,12 @@ import dataclasses
 import functools
 import json
 import math
+import re
 import time
 
 from nova_pmem_filters.core import document
 from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import tiering as core_tiering
 
 SCHEMA = 'nova-pmem-observation/1'
 DAMON = 'damon'
@@ -92,6 +111,10 @@ STARTED_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 RECOMMEND_QUANTILE = 0.95
 # ... rounded up to a multiple of this step.
 RECOMMEND_STEP = 0.05
+# The version of the ``tiering`` object (a version-1 extension): it gains
+# keys, never loses or changes one.
+TIERING_VERSION = 1
+_COUNTER_RE = re.compile(r'^[a-z][a-z0-9_]*$')
 
 
 class ObservationError(document.DocumentError):
@@ -171,20 +194,45 @@ def _texts(value, source, path):
 _MB = _number(nullable=False)
 
 
-def _mb_per_node(value, source, path):
-    """{NUMA node id: MB}; the JSON object's keys are the ids as strings."""
+def _per_node(check, what):
+    """{NUMA node id: ``check``-ed value}; the JSON keys are the ids."""
+    def per_node(value, source, path):
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            document.refuse(source, path, 'expected an object of %s per '
+                            'node' % what)
+        found = {}
+        for node in value:
+            if not (node.isascii() and node.isdigit()
+                    and str(int(node)) == node):
+                document.refuse(source, path, 'expected NUMA node ids (0, '
+                                '1, ...) as keys, got {got}', node)
+            found[int(node)] = check(value[node], source, list(path) + [node])
+        return found
+    return per_node
+
+
+_mb_per_node = _per_node(_MB, 'MB')
+
+
+def _counter_rates(value, source, path):
+    """{vmstat counter: per second}; null: not counted."""
     if value is None:
-        return {}
+        return None
     if not isinstance(value, dict):
-        document.refuse(source, path, 'expected an object of MB per node')
-    found = {}
-    for node in value:
-        if not (node.isascii() and node.isdigit()
-                and str(int(node)) == node):
-            document.refuse(source, path, 'expected NUMA node ids (0, 1, '
-                            '...) as keys, got {got}', node)
-        found[int(node)] = _MB(value[node], source, path + [node])
-    return found
+        document.refuse(source, path, 'expected an object of counts per '
+                        'second per vmstat counter, or null')
+    for name in value:
+        if not _COUNTER_RE.match(name):
+            document.refuse(source, path, 'expected vmstat counter names '
+                            '(pgpromote_success, ...) as keys, got {got}',
+                            name)
+    return {name: _MB(value[name], source, list(path) + [name])
+            for name in value}
+
+
+_node_rates = _per_node(_counter_rates, 'counter rates')
 
 
 def _object(cls, empty=None):
@@ -217,9 +265,21 @@ class _Section(document.Document):
     missing = None
     not_an_object = 'expected an object, got {got}'
 
+    # Keys added to version 1 after its first files (version-1
+    # extensions) that are left out when null: a file without one reads
+    # the same as before, and a reader gets null.
+    optional = ()
+
     @classmethod
     def parse(cls, value, where, source):
         return cls.from_dict(value, source, where)
+
+    def to_dict(self):
+        found = super().to_dict()
+        for name in self.optional:
+            if found.get(name) is None:
+                found.pop(name, None)
+        return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,6 +334,15 @@ class Instance(_Section):
     cell: int = _key(_whole())
     # Why nothing was measured.
     gap: str = _key(_text(nullable=True))
+    # numa_mb on the nodes with CPUs and on those without (the far tier),
+    # and the hot MB that must sit on the far nodes: the working set less
+    # what is resident near, at most what is resident far. Version-1
+    # extensions, left out where not known.
+    near_resident_mb: float = _key(_NUMBER)
+    far_resident_mb: float = _key(_NUMBER)
+    hot_on_far_mb: float = _key(_NUMBER)
+
+    optional = ('near_resident_mb', 'far_resident_mb', 'hot_on_far_mb')
 
     @property
     def measured(self):
@@ -312,6 +381,108 @@ class FarMemory(_Section):
 
 
 @dataclasses.dataclass(frozen=True)
+class MemoryTier(_Section):
+    """One memory tier of the kernel (``memory_tierN/nodelist``)."""
+
+    tier: int = _key(_whole(nullable=False))
+    nodes: tuple = _key(document.list_of(_whole(nullable=False)),
+                        default=tuple)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tiering(_Section):
+    """The kernel's tiering on the host, and its counters over the window.
+
+    The settings as read (null: the file is absent), the CPU-less nodes
+    holding memory they are judged for, the verdict of
+    :func:`~nova_pmem_filters.core.tiering.judge` (``state`` is what
+    ``pmem_kernel_tiering`` would carry) and the tiering counters of
+    vmstat per second, host-wide and per node where the kernel counts per
+    node. The keys of the settings and the verdict are those of the host
+    profile's ``kernel_tiering`` object.
+    """
+
+    version: int = document.key(
+        document.whole('a version (a whole number 1 or more)', least=1),
+        required=True, default=TIERING_VERSION)
+    kernel: str = _key(_text(nullable=True))
+    numa_balancing: int = _key(document.nullable(document.whole(
+        'a whole number from 0 to 3 or null',
+        most=core_tiering.NUMA_BALANCING_MAX)))
+    demotion_enabled: bool = _key(document.nullable(document.flag(
+        'true, false or null')))
+    promotion_rate_limit_mbps: int = _key(_whole())
+    # null on a kernel without memory tiers (before 6.1).
+    memory_tiers: tuple = _key(document.nullable(document.objects(
+        MemoryTier)))
+    far_nodes: tuple = _key(document.nullable(document.list_of(
+        _whole(nullable=False)), null=()), default=tuple)
+    promotes: bool = document.key(document.flag(), required=True,
+                                  default=False)
+    demotes: bool = document.key(document.flag(), required=True,
+                                 default=False)
+    state: str = document.key(_choice(core_tiering.STATES, nullable=False),
+                              required=True, default=core_tiering.OFF)
+    # Codes of tiering.Problem.
+    problems: tuple = _key(document.nullable(_texts, null=()),
+                           default=tuple)
+    # {vmstat counter: per second} over the window; null: not counted.
+    rates: dict = _key(_counter_rates)
+    # {node: {vmstat counter: per second}}, where the kernel counts per
+    # node (about Linux 6.9 on).
+    node_rates: dict = _key(_node_rates, default=dict)
+
+    @classmethod
+    def from_dict(cls, data, source, path=()):
+        found = super().from_dict(data, source, path)
+        expected = (core_tiering.ON if found.promotes and found.demotes
+                    else core_tiering.OFF)
+        if found.state != expected:
+            raise ObservationError(source, list(path) + ['state'], (
+                'is %s but promotes is %s and demotes is %s: expected %s'
+                % (json.dumps(found.state), json.dumps(found.promotes),
+                   json.dumps(found.demotes), expected)))
+        return found
+
+    @classmethod
+    def of(cls, state, cpu_nodes, far_nodes, rates=None, node_rates=None):
+        """The object of a :class:`tiering.State` judged for those nodes.
+
+        :returns: (:class:`Tiering`, :class:`tiering.Verdict`).
+        """
+        verdict = core_tiering.judge(state, cpu_nodes, far_nodes)
+        return cls(
+            kernel=state.kernel, numa_balancing=state.numa_balancing,
+            demotion_enabled=state.demotion_enabled,
+            promotion_rate_limit_mbps=state.promotion_rate_limit_mbps,
+            memory_tiers=None if state.tiers is None else tuple(
+                MemoryTier(tier=tier, nodes=tuple(nodes))
+                for tier, nodes in state.tiers),
+            far_nodes=tuple(sorted(far_nodes)), promotes=verdict.promotes,
+            demotes=verdict.demotes, state=verdict.state,
+            problems=tuple(p.code for p in verdict.problems), rates=rates,
+            node_rates=dict(node_rates or {})), verdict
+
+    def settings(self):
+        """The :class:`tiering.State` the object records."""
+        return core_tiering.State(
+            kernel=self.kernel, numa_balancing=self.numa_balancing,
+            demotion_enabled=self.demotion_enabled,
+            promotion_rate_limit_mbps=self.promotion_rate_limit_mbps,
+            tiers=None if self.memory_tiers is None else tuple(
+                (t.tier, tuple(t.nodes)) for t in self.memory_tiers))
+
+    def verdict(self, cpu_nodes):
+        """The settings judged again: the problems with their fixes."""
+        return core_tiering.judge(self.settings(), cpu_nodes,
+                                  self.far_nodes)
+
+    def lagging(self):
+        """:func:`tiering.lagging` of the host-wide rates; [] without."""
+        return core_tiering.lagging(self.rates or {})
+
+
+@dataclasses.dataclass(frozen=True)
 class Observation(_Section):
     """One document: one host, one window."""
 
@@ -327,7 +498,11 @@ class Observation(_Section):
     host: Host = _key(_object(Host, empty=Host), default=Host)
     far_memory: FarMemory = _key(_object(FarMemory, empty=FarMemory),
                                  default=FarMemory)
+    # The kernel's tiering (a version-1 extension); None where not read.
+    tiering: Tiering = _key(_object(Tiering))
     gaps: tuple = document.key(_texts, default_factory=tuple, missing=[])
+
+    optional = ('tiering',)
 
     def to_dict(self):
         return dict({'schema': SCHEMA}, **super().to_dict())
@@ -342,6 +517,11 @@ class Observation(_Section):
     def cpuless_nodes(self):
         """The ids of the NUMA nodes without CPUs (the far tier)."""
         return frozenset(n.id for n in self.nodes if not n.cpus)
+
+    @property
+    def cpu_nodes(self):
+        """The ids of the NUMA nodes with CPUs."""
+        return frozenset(n.id for n in self.nodes if n.cpus)
 
 
 def format_started(seconds):

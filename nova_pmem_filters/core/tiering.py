@@ -565,7 +565,7 @@ def lagging(per_second):
             and success < LAG_PROMOTED_SHARE * candidates:
         found.append(('promotion-lags', '%.0f pages/s promoted of %.0f '
                       'candidates/s: hot pages stay on the far node (see '
-                      'numa_balancing_promotion_rate_limit_MBps)'
+                      'numa_balancing_promote_rate_limit_MBps)'
                       % (success, candidates)))
     direct = per_second.get(DEMOTE_DIRECT)
     if direct:

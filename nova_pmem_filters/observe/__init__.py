@@ -12,14 +12,15 @@
 """The observer (``nova-pmem-observe``): each VM's working set on its host.
 
 - :mod:`~nova_pmem_filters.observe.procfs`: reference bits
-  (``clear_refs`` / ``smaps_rollup``), ``numa_maps`` and the NUMA nodes.
+  (``clear_refs`` / ``smaps_rollup``), ``numa_maps`` and the NUMA nodes
+  (their CPUs and memory).
 - :mod:`~nova_pmem_filters.observe.damon`: DAMON's sysfs interface, used
   only when no one else uses it, and ``damo`` outputs.
 - :mod:`~nova_pmem_filters.observe.counters`: ``/proc/vmstat`` tiering
   counters and ``ipmctl show -dimm -performance`` media traffic.
 - ``domains``, ``host``, ``cli`` and ``prometheus``: the instances, one
-  window of the host as an observation document, the command and its
-  metrics.
+  window of the host as an observation document (with the kernel's
+  tiering, read by ``core.tiering``), the command and its metrics.
 
 This package imports nothing from Nova: it runs on compute hosts, on its own.
 """

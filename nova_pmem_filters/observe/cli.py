@@ -203,10 +203,29 @@ def table_lines(doc):
              if v is not None]
     if shown:
         lines.append('far memory: ' + ', '.join(shown))
+    lines.extend(_tiering_lines(doc))
     for inst in doc.instances:
         if inst.gap:
             lines.append('gap: instance %s: %s' % (inst.uuid, inst.gap))
     lines.extend('gap: %s' % gap for gap in doc.gaps)
+    return lines
+
+
+def _tiering_lines(doc):
+    """The kernel's tiering, its hot instances on far nodes, its lags."""
+    kernel = doc.tiering
+    if kernel is None:
+        return []
+    lines = ['kernel tiering: %s (far nodes: %s%s)' % (
+        kernel.state, ', '.join(str(n) for n in kernel.far_nodes)
+        or 'none, nothing to tier',
+        '; ' + ', '.join(kernel.problems) if kernel.problems else '')]
+    lines.extend('kernel tiering: %s' % line
+                 for _code, line in kernel.lagging())
+    for inst in doc.instances:
+        if inst.hot_on_far_mb:
+            lines.append('instance %s: at least %s MB of its working set on '
+                         'far nodes' % (inst.uuid, _fmt(inst.hot_on_far_mb)))
     return lines
 
 

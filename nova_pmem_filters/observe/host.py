@@ -18,6 +18,13 @@ with the far-memory counters of the host: ipmctl's media counters on a
 Memory-Mode host, ``/proc/vmstat`` promotions and demotions on a host with
 CPU-less (kernel-tiered) memory nodes.
 
+It also records the kernel's tiering (``core.tiering``): its settings
+and verdict for the CPU-less nodes that hold memory (the far nodes), and
+the vmstat tiering counters per second over the window, host-wide and per
+node where the kernel counts per node; and per instance the memory
+resident on nodes with and without CPUs, and the hot MB that must sit on
+the far nodes.
+
 Everything that touches the host is a parameter (paths, the measuring
 modules, the clocks and ``sleep``), so a test runs a whole window on fake
 trees in no time. Every failure is a gap string and its number ``null``.
@@ -33,6 +40,7 @@ import time
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import observation
 from nova_pmem_filters.core import profile as core_profile
+from nova_pmem_filters.core import tiering
 from nova_pmem_filters.observe import counters
 from nova_pmem_filters.observe import damon
 from nova_pmem_filters.observe import domains
@@ -51,16 +59,31 @@ MB = 1024.0 * 1024.0
 
 # The host-touching modules; a test passes its own.
 Backends = collections.namedtuple('Backends', 'procfs damon counters')
-Paths = collections.namedtuple('Paths', 'proc sysfs libvirt vmstat')
+# ``root``: the directory whose proc/ and sys/ the kernel's tiering files
+# are read from (core.tiering's readers); None when proc and sysfs are not
+# those of one root.
+Paths = collections.namedtuple('Paths', 'proc sysfs libvirt vmstat root')
 
 
 def default_backends():
     return Backends(procfs=procfs, damon=damon, counters=counters)
 
 
-def default_paths(proc='/proc', sysfs='/sys', libvirt=domains.DEFAULT_DIR):
+def _root_of(proc, sysfs):
+    """The directory holding ``proc`` and ``sysfs`` as proc/ and sys/."""
+    proc = os.path.normpath(proc)
+    parent = os.path.dirname(proc)
+    if os.path.basename(proc) == 'proc' \
+            and os.path.normpath(sysfs) == os.path.join(parent, 'sys'):
+        return parent
+    return None
+
+
+def default_paths(proc='/proc', sysfs='/sys', libvirt=domains.DEFAULT_DIR,
+                  root=None):
     return Paths(proc=proc, sysfs=sysfs, libvirt=libvirt,
-                 vmstat=os.path.join(proc, 'vmstat'))
+                 vmstat=os.path.join(proc, 'vmstat'),
+                 root=root if root is not None else _root_of(proc, sysfs))
 
 
 def _one_line(exc):
@@ -173,6 +196,78 @@ class _FarMemory(object):
         return observation.FarMemory(**rates)
 
 
+class _KernelTiering(object):
+    """The kernel's tiering, and its vmstat counters around the window."""
+
+    def __init__(self, nodes, backends, paths, gaps):
+        self.nodes = nodes
+        self.root = paths.root
+        self.gaps = gaps
+        self.state = None
+        self.far = ()
+        self.before = None
+        if not nodes:
+            # Without the nodes there is nothing to judge (their gap says
+            # why).
+            return
+        if self.root is None:
+            gaps.append('kernel tiering: not read: %s and %s are not the '
+                        'proc and sys of one root' % (paths.proc,
+                                                      paths.sysfs))
+            return
+        try:
+            self.far = self._far_nodes(backends, paths)
+            self.state = tiering.read_state(self.root)
+        except (procfs.ReadError, tiering.TieringError) as exc:
+            gaps.append('kernel tiering: %s' % _one_line(exc))
+            self.state = None
+
+    def _far_nodes(self, backends, paths):
+        """The CPU-less nodes that hold memory."""
+        return tuple(node for node in sorted(self.nodes)
+                     if not self.nodes[node]
+                     and backends.procfs.node_memory_mb(
+                         node, sysfs=paths.sysfs) > 0)
+
+    @property
+    def counting(self):
+        return self.before is not None
+
+    def _read(self):
+        try:
+            return tiering.read_counters(self.root, sorted(self.nodes))
+        except tiering.TieringError as exc:
+            self.gaps.append('kernel tiering counters: %s' % _one_line(exc))
+            return None
+
+    def start(self):
+        if self.state is not None:
+            self.before = self._read()
+
+    def finish(self, seconds):
+        """The document's ``tiering``; None when the kernel's is unknown."""
+        if self.state is None:
+            return None
+        rates, node_rates = None, {}
+        after = self._read() if self.before is not None else None
+        if after is not None:
+            rates = _rounded(tiering.rates(self.before[0], after[0],
+                                           seconds))
+            node_rates = {node: _rounded(tiering.rates(
+                self.before[1][node], found, seconds))
+                for node, found in sorted(after[1].items())
+                if node in self.before[1]}
+        cpu_nodes = [n for n, cpus in sorted(self.nodes.items()) if cpus]
+        entry, _verdict = observation.Tiering.of(
+            self.state, cpu_nodes, self.far, rates=rates,
+            node_rates=node_rates)
+        return entry
+
+
+def _rounded(rates):
+    return {name: round(value, 3) for name, value in sorted(rates.items())}
+
+
 def _measure(method, pids, window_s, backends, paths, sleep):
     if method == DAMON:
         return backends.damon.measure(pids, window_s,
@@ -217,7 +312,29 @@ def _instance(inst, method, measurement, window_gap, nodes, backends,
     return dataclasses.replace(
         found, numa_mb={int(node): round(float(mb), 3)
                         for node, mb in sorted(numa.items())},
-        cell=_cell(numa, nodes))
+        cell=_cell(numa, nodes), **_resident(found, numa, nodes))
+
+
+def _resident(found, numa, nodes):
+    """Instance fields: its memory near and far, its hot MB on far nodes.
+
+    Nothing when a node of its pages is not one sysfs lists. The hot MB
+    on far nodes is the core's lower bound (the working set less what is
+    resident near), at most what is resident far: pages touched in the
+    window and freed since sit nowhere.
+    """
+    if any(int(node) not in nodes for node in numa):
+        return {}
+    near = sum((float(mb) for node, mb in numa.items()
+                if nodes[int(node)]), 0.0)
+    far = sum((float(mb) for node, mb in numa.items()
+               if not nodes[int(node)]), 0.0)
+    fields = {'near_resident_mb': round(near, 3),
+              'far_resident_mb': round(far, 3)}
+    hot = tiering.hot_on_far_mb(found.working_set_mb, near)
+    if hot is not None:
+        fields['hot_on_far_mb'] = round(min(hot, far), 3)
+    return fields
 
 
 def _host(instances, prof, nodes, gaps):
@@ -274,7 +391,9 @@ def observe(window_s, method=AUTO, prof=None, hostname=None, paths=None,
     if window_gap:
         gaps.append(window_gap)
     far = _FarMemory(prof, nodes, backends, paths, gaps)
+    kernel = _KernelTiering(nodes, backends, paths, gaps)
     far.start()
+    kernel.start()
     begin = monotonic()
     results = {}
     if used and insts:
@@ -284,11 +403,13 @@ def observe(window_s, method=AUTO, prof=None, hostname=None, paths=None,
         except Exception as exc:
             window_gap = '%s: %s' % (used, _one_line(exc))
             gaps.append(window_gap)
-    elif far.ipmctl or far.vmstat:
+    elif far.ipmctl or far.vmstat or kernel.counting:
         # The far-memory rates still need a window.
         sleep(window_s)
     seconds = monotonic() - begin
-    far_memory = far.finish(seconds if seconds > 0 else window_s)
+    seconds = seconds if seconds > 0 else window_s
+    far_memory = far.finish(seconds)
+    kernel_tiering = kernel.finish(seconds)
 
     instances = tuple(_instance(inst, used, results.get(inst.pid),
                                 window_gap, nodes, backends, paths, gaps)
@@ -303,6 +424,6 @@ def observe(window_s, method=AUTO, prof=None, hostname=None, paths=None,
                     for n in sorted(nodes)),
         instances=instances,
         host=_host(instances, prof_section, nodes, gaps),
-        far_memory=far_memory, gaps=tuple(gaps))
+        far_memory=far_memory, tiering=kernel_tiering, gaps=tuple(gaps))
     # What we write must be what every reader accepts.
     return observation.checked(doc, '(observation of %s)' % hostname)

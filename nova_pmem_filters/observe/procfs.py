@@ -40,6 +40,8 @@ _REFERENCED_RE = re.compile(r'^Referenced:\s+([0-9]+) kB$')
 _NODE_RE = re.compile(r'^N([0-9]+)=([0-9]+)$')
 _PAGESIZE_RE = re.compile(r'^kernelpagesize_kB=([0-9]+)$')
 _NODE_DIR_RE = re.compile(r'^node([0-9]+)$')
+# A node's meminfo: "Node 2 MemTotal:       67108864 kB".
+_MEMTOTAL_RE = r'^Node\s+%d\s+MemTotal:\s+([0-9]+)\s+kB\s*$'
 
 
 class ReadError(ValueError):
@@ -230,3 +232,28 @@ def node_cpus(sysfs='/sys'):
         raise ReadError('%s: no node<N> directory (a kernel without NUMA '
                         'support?)' % directory)
     return found
+
+
+def node_memory_mb(node, sysfs='/sys'):
+    """MemTotal of a NUMA node in MB, from its sysfs ``meminfo``.
+
+    A node without CPUs that holds memory is a far node (CXL memory or
+    PMem onlined as system RAM); one without memory is not.
+
+    :raises ReadError: when the file cannot be read or has no MemTotal line
+        for the node.
+    """
+    source = os.path.join(sysfs, 'devices', 'system', 'node',
+                          'node%d' % node, 'meminfo')
+    try:
+        with open(source) as f:
+            text = f.read()
+    except OSError as exc:
+        raise ReadError('%s: cannot read: %s' % (source, exc.strerror))
+    except UnicodeDecodeError:
+        raise ReadError('%s: not text' % source)
+    match = re.search(_MEMTOTAL_RE % node, text, re.M)
+    if not match:
+        raise ReadError('%s: no "Node %d MemTotal: <n> kB" line (truncated?)'
+                        % (source, node))
+    return int(match.group(1)) / KIB_PER_MIB

@@ -21,9 +21,18 @@ names them; a ``null`` of the document is no sample, never a zero.
 The far-memory numbers of the document are rates over its window, so they
 are gauges named ``..._per_second``; counting them as ``_total`` counters
 would need the raw counters, which the document does not keep.
+
+The kernel's tiering (the document's ``tiering``): its state as a gauge (1
+on, 0 off) labelled with the settings, the number of far nodes (so a rule
+can tell a CXL host from a DRAM one), the vmstat tiering counters per
+second host-wide and per node, and the ways it does not keep up
+(:func:`~nova_pmem_filters.core.tiering.lagging`, the core's rule, so
+an alert needs no threshold of its own).
 """
 
 import threading
+
+from nova_pmem_filters.core import tiering
 
 import prometheus_client
 from prometheus_client import core as prom_core
@@ -77,6 +86,8 @@ def _instances(doc):
     numa = _gauge('instance_numa_memory_bytes',
                   "Resident memory of the instance's process per NUMA "
                   'node.', INSTANCE_LABELS + ['node'])
+    placed = [(field, _gauge(name, help_text, INSTANCE_LABELS))
+              for field, name, help_text in _RESIDENT]
     for inst in doc.instances:
         labels = [inst.uuid, inst.name or '', inst.flavor or '']
         method = inst.method or ''
@@ -91,7 +102,23 @@ def _instances(doc):
         measured.add_metric(labels, 0 if inst.gap else 1)
         for node, mb in sorted(inst.numa_mb.items()):
             numa.add_metric(labels + [str(node)], mb * MB)
-    return [ws, hot, declared, ram, measured, numa]
+        for field, family in placed:
+            if getattr(inst, field) is not None:
+                family.add_metric(labels, getattr(inst, field) * MB)
+    return [ws, hot, declared, ram, measured, numa] + [
+        family for _field, family in placed]
+
+
+# (field of observation.Instance, metric, help)
+_RESIDENT = (
+    ('near_resident_mb', 'instance_near_resident_bytes',
+     "Resident memory of the instance's process on NUMA nodes with CPUs."),
+    ('far_resident_mb', 'instance_far_resident_bytes',
+     "Resident memory of the instance's process on NUMA nodes without "
+     'CPUs (the far tier).'),
+    ('hot_on_far_mb', 'instance_hot_on_far_bytes',
+     'Working set the nodes with CPUs cannot hold: at least this much of '
+     'it sits on the far nodes.'))
 
 
 def _host(doc):
@@ -143,12 +170,62 @@ def _far_memory(doc):
         yield family
 
 
+def _kernel_tiering(doc):
+    kernel = doc.tiering
+    state = _gauge('host_kernel_tiering',
+                   '1 when the kernel promotes to and demotes from the far '
+                   'nodes (pmem_kernel_tiering=on), else 0; labels: the '
+                   'settings read and why it does not tier.',
+                   ['kernel', 'numa_balancing', 'demotion_enabled',
+                    'problems'])
+    far = _gauge('host_far_nodes',
+                 'NUMA nodes without CPUs that hold memory (CXL memory or '
+                 'PMem as system RAM): the tier the kernel tiers to.')
+    rates = _gauge('tiering_events_per_second',
+                   'Tiering counters of /proc/vmstat per second over the '
+                   'window (pages; numa_hint_faults: faults).', ['counter'])
+    node_rates = _gauge('node_tiering_events_per_second',
+                        "Tiering counters of the node's vmstat per second "
+                        'over the window: promotions count on the node '
+                        'promoted to, demotions on the node demoted from.',
+                        ['node', 'counter'])
+    lagging = _gauge('tiering_lagging',
+                     '1 for each way the kernel\'s tiering did not keep up '
+                     'in the window: promotion-lags (far fewer pages '
+                     'promoted than candidates), direct-demotion '
+                     '(allocations demoting for themselves).', ['code'])
+    if kernel is not None:
+        state.add_metric([kernel.kernel or '', _label(kernel.numa_balancing),
+                          _label(kernel.demotion_enabled),
+                          ','.join(kernel.problems)],
+                         1 if kernel.state == tiering.ON else 0)
+        far.add_metric([], len(kernel.far_nodes))
+        for name, value in sorted((kernel.rates or {}).items()):
+            rates.add_metric([name], value)
+        for node, found in sorted(kernel.node_rates.items()):
+            for name, value in sorted((found or {}).items()):
+                node_rates.add_metric([str(node), name], value)
+        for code, _line in kernel.lagging():
+            lagging.add_metric([code], 1)
+    return [state, far, rates, node_rates, lagging]
+
+
+def _label(value):
+    """A setting as a label value: '' for null, true/false as in JSON."""
+    if value is None:
+        return ''
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    return str(value)
+
+
 def metrics(doc):
     """The metric families of one ``Observation``, in a fixed order."""
     yield from _window(doc)
     yield from _instances(doc)
     yield from _host(doc)
     yield from _far_memory(doc)
+    yield from _kernel_tiering(doc)
 
 
 class DocumentCollector(object):

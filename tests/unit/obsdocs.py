@@ -20,6 +20,7 @@ writes it as the observer does (``observation.dumps``).
 import os
 
 from nova_pmem_filters.core import observation
+from nova_pmem_filters.core import tiering as core_tiering
 
 
 def instance(uuid, flavor, ram_mb, hot_ratio, numa_mb=None, cell=0,
@@ -35,11 +36,28 @@ def instance(uuid, flavor, ram_mb, hot_ratio, numa_mb=None, cell=0,
         'cell': cell, 'gap': None}
 
 
+def tiering(numa_balancing=2, demotion_enabled=True, rate_limit=65536,
+            tiers=((4, (0,)), (22, (2,))), far_nodes=(2,), cpu_nodes=(0,),
+            rates=None, node_rates=None):
+    """A document's ``tiering`` section, judged by the core.
+
+    :param rates: {vmstat counter: per second}.
+    """
+    state = core_tiering.State(
+        kernel='6.9.0-1-amd64', numa_balancing=numa_balancing,
+        demotion_enabled=demotion_enabled,
+        promotion_rate_limit_mbps=rate_limit, tiers=tiers)
+    entry, _verdict = observation.Tiering.of(
+        state, cpu_nodes, far_nodes, rates=rates, node_rates=node_rates)
+    return entry.to_dict()
+
+
 def document(hostname, instances, started='2026-11-25T12:00:00Z',
-             near_memory_mb=None, cells=(), nodes=None):
+             near_memory_mb=None, cells=(), nodes=None, tiering=None):
     """One host's window; its working set is that of its instances.
 
     :param instances: dicts, as :func:`instance` makes them.
+    :param tiering: the ``tiering`` section (:func:`tiering`), or None.
     """
     working = sum(i['working_set_mb'] or 0 for i in instances)
     doc = {
@@ -55,6 +73,8 @@ def document(hostname, instances, started='2026-11-25T12:00:00Z',
                        'promote_pages_per_s': None,
                        'demote_pages_per_s': None},
         'gaps': []}
+    if tiering is not None:
+        doc['tiering'] = tiering
     return observation.parse(doc, hostname)
 
 

@@ -15,24 +15,45 @@ Flavors that declare less hot RAM than their instances use (the core's rule,
 :func:`nova_pmem_filters.core.observation.under_declared`), hosts whose
 measured working set exceeds their near memory, and NUMA-bound instances
 whose memory sits on another node or on a CPU-less (slow-tier) node.
+
+From the kernel's tiering the observer records (the document's
+``tiering``, judged by :mod:`nova_pmem_filters.core.tiering`): a host with
+far nodes whose kernel does not both promote and demote, tiering that does
+not keep up (:func:`~nova_pmem_filters.core.tiering.lagging`), and
+instances whose hot pages must sit on the far node
+(:func:`~nova_pmem_filters.core.tiering.hot_on_far_mb`).
 """
+
+import math
 
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import flavorfix
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import observation
+from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import tiering
+from nova_pmem_filters.doctor.checks import kernel_tiering
 from nova_pmem_filters.doctor import findings
 
 # A NUMA-bound instance whose memory is more than this share off its home
 # nodes (or on CPU-less nodes) is reported.
 MOSTLY = 0.5
+# vmstat counts base pages: 4 KiB on x86-64 (a huge page promoted counts
+# as its base pages).
+PAGE_KB = 4
+# What lagging() finds, as the doctor's codes.
+_LAGGING_CODES = {'promotion-lags': 'tiering-promotion-lags',
+                  'direct-demotion': 'tiering-direct-demotion'}
+RATE_LIMIT_SYSCTL = 'kernel.numa_balancing_promote_rate_limit_MBps'
+RATE_LIMIT_CONF = '/etc/sysctl.d/61-numa-promote-rate-limit.conf'
+_MIGRATE = 'openstack server migrate --live-migration'
 
 
 def check(snap, view):
     if snap.observations is None:
         return []
     return (_hot_ratios(snap, view) + _working_sets(snap.observations)
-            + _numa(snap))
+            + _numa(snap) + _tiering(snap))
 
 
 def _hot_ratios(snap, view):
@@ -198,3 +219,190 @@ def _numa(snap):
                 findings.WARNING, code, 'host %s' % host,
                 problem % findings.names(sorted(insts)), fix))
     return found
+
+
+# --- the kernel's tiering -------------------------------------------------
+
+def _latest(docs):
+    """{hostname: its latest document}: the state the host is in now."""
+    latest = {}
+    for doc in docs:
+        seen = latest.get(doc.hostname)
+        if seen is None or doc.started_time >= seen.started_time:
+            latest[doc.hostname] = doc
+    return latest
+
+
+def _tiering(snap):
+    docs = snap.observations
+    latest = _latest(docs)
+    found = []
+    for hostname in sorted(latest):
+        doc = latest[hostname]
+        kernel = doc.tiering
+        if kernel is not None and kernel.far_nodes \
+                and kernel.state == tiering.OFF:
+            found.append(_tiering_off(doc, kernel))
+    return found + _lagging(docs) + _hot_on_far(snap, latest)
+
+
+def _far(kernel):
+    nodes = kernel.far_nodes
+    return '%s %s' % ('node' if len(nodes) == 1 else 'nodes',
+                      ', '.join(str(n) for n in nodes))
+
+
+def turn_on(hostname, verdict):
+    """The lines of a fix that turns the kernel's tiering on, as printed.
+
+    The core's shell lines (now, and at every boot) run on the host as
+    root; what no setting changes is a comment.
+    """
+    lines = [line for p in verdict.problems for line in p.fix + p.persist]
+    text = []
+    if lines:
+        text.append('# on %s, as root: now, and at every boot' % hostname)
+        text.append(kernel_tiering.on_host(hostname, lines))
+    text.extend('# no setting turns it on: %s' % p.what
+                for p in verdict.problems if not p.fix)
+    text.append('# then describe the host again (nova-pmem-discover --cxl) '
+                'so its aggregate says %s=on' % profile.KERNEL_TIERING_KEY)
+    return '\n'.join(text)
+
+
+def _tiering_off(doc, kernel):
+    verdict = kernel.verdict(sorted(doc.cpu_nodes))
+    return findings.Finding(
+        findings.WARNING, 'observed-tiering-off', 'host %s' % doc.hostname,
+        'observed %s: the kernel (%s) %s for CXL %s: %s; so every guest\'s '
+        'whole RAM counts against the DRAM (pmem_kernel_tiering=off) and '
+        'the CXL memory buys no VM' % (
+            doc.started, 'Linux %s' % kernel.kernel if kernel.kernel
+            else 'release unknown', verdict.summary, _far(kernel),
+            '; '.join(p.what for p in verdict.problems)),
+        turn_on(doc.hostname, verdict))
+
+
+def _lagging(docs):
+    """tiering-promotion-lags, tiering-direct-demotion: per host."""
+    seen = {}
+    windows = {}
+    for doc in docs:
+        kernel = doc.tiering
+        if kernel is None or not kernel.rates:
+            continue
+        windows[doc.hostname] = windows.get(doc.hostname, 0) + 1
+        for code, line in kernel.lagging():
+            seen.setdefault((doc.hostname, _LAGGING_CODES[code]),
+                            []).append((doc, line))
+    found = []
+    for (hostname, code), lagged in sorted(seen.items()):
+        if code == 'tiering-promotion-lags':
+            doc, line = max(lagged, key=lambda s: _candidates(s[0]))
+            fix = _raise_rate_limit(doc)
+        else:
+            doc, line = max(lagged, key=lambda s: s[0].tiering.rates.get(
+                tiering.DEMOTE_DIRECT, 0.0))
+            fix = ('# the DRAM nodes of %s have no free memory: move '
+                   'instances off it (%s SERVER), and check its flavors\' '
+                   'pmem:hot_ratio (hot-ratio-under-declared)'
+                   % (hostname, _MIGRATE))
+        found.append(findings.Finding(
+            findings.WARNING, code, 'host %s' % hostname,
+            'in %d of %d windows (worst: %s): %s'
+            % (len(lagged), windows[hostname], doc.started, line), fix))
+    return found
+
+
+def _candidates(doc):
+    """Promotion candidates per second of the busiest DRAM node.
+
+    The kernel's rate limit holds each node promoted to; a kernel without
+    per-node counters gives the host's, a bound from above.
+    """
+    kernel = doc.tiering
+    per_node = [rates.get(tiering.PROMOTE_CANDIDATE)
+                for node, rates in kernel.node_rates.items()
+                if node in doc.cpu_nodes and rates]
+    per_node = [r for r in per_node if r is not None]
+    if per_node:
+        return max(per_node)
+    return kernel.rates.get(tiering.PROMOTE_CANDIDATE, 0.0)
+
+
+def _raise_rate_limit(doc):
+    """The fix of promotion-lags: the rate limit the candidates need."""
+    hostname = doc.hostname
+    limit = doc.tiering.promotion_rate_limit_mbps
+    candidates = _candidates(doc)
+    mbps = candidates * PAGE_KB / 1024.0
+    wanted = max(1, int(math.ceil(mbps)))
+    if limit is None or wanted <= limit:
+        return ('# the promotion rate limit (%s) does not hold them back '
+                '(candidates: %.0f pages/s = %.1f MB/s): the DRAM nodes of '
+                '%s have no free memory to promote into; move instances '
+                'off it (%s SERVER)' % (
+                    '%d MB/s' % limit if limit is not None
+                    else 'none on this kernel', candidates, mbps, hostname,
+                    _MIGRATE))
+    return '\n'.join([
+        '# %d MB/s: the promotion candidates of the busiest DRAM node in '
+        'the worst window, %.0f pages/s of %d KiB = %.1f MB/s, rounded up, '
+        'so the limit (now %d MB/s) no longer holds them back; promotion '
+        'costs copy bandwidth: raise it no further than the doctor asks'
+        % (wanted, candidates, PAGE_KB, mbps, limit),
+        '# on %s, as root: now, and at every boot' % hostname,
+        kernel_tiering.on_host(hostname, [
+            'sysctl -w %s=%d' % (RATE_LIMIT_SYSCTL, wanted),
+            "echo '%s = %d' > %s" % (RATE_LIMIT_SYSCTL, wanted,
+                                     RATE_LIMIT_CONF)])])
+
+
+def _hot_on_far(snap, latest):
+    """hot-pages-on-far-node: one finding per instance, latest window."""
+    servers = {s.id: s for s in snap.servers}
+    flavors = {f.name: f for f in snap.flavors}
+    found = []
+    for hostname in sorted(latest):
+        doc = latest[hostname]
+        for inst in doc.instances:
+            if not inst.hot_on_far_mb:
+                continue
+            found.append(_hot_instance(doc, inst, servers.get(inst.uuid),
+                                       flavors.get(inst.flavor)))
+    return found
+
+
+def _hot_instance(doc, inst, server, flavor):
+    specs = (server.extra_specs if server is not None
+             else getattr(flavor, 'extra_specs', None)) or {}
+    bound = tiering.binds_memory(specs)
+    kernel = doc.tiering
+    migrate = findings.command('openstack', 'server', 'migrate',
+                               '--live-migration', inst.uuid)
+    if bound:
+        why = ('Nova binds its memory (%s): the kernel moves none of its '
+               'pages' % bound)
+        fix = ('# move it to a host whose DRAM cell holds its RAM:\n%s'
+               % migrate)
+    elif kernel is not None and kernel.state == tiering.OFF:
+        why = 'the kernel does not tier (observed-tiering-off)'
+        fix = turn_on(doc.hostname, kernel.verdict(sorted(doc.cpu_nodes)))
+    elif kernel is not None and any(
+            code == 'promotion-lags' for code, _line in kernel.lagging()):
+        why = 'promotion lags (tiering-promotion-lags)'
+        fix = _raise_rate_limit(doc)
+    else:
+        why = 'the DRAM nodes hold no more of it'
+        fix = ('# move it to a host with free DRAM:\n%s' % migrate)
+    return findings.Finding(
+        findings.WARNING, 'hot-pages-on-far-node',
+        'instance %s' % inst.uuid,
+        '%s (%s, host %s, observed %s) touched %d MB in the window but '
+        'holds %d MB on the DRAM nodes: at least %d MB of its hot pages '
+        'sit on the far node (%d MB resident there), served at far-memory '
+        'latency; %s' % (
+            inst.name or inst.uuid, inst.flavor or 'flavor unknown',
+            doc.hostname, doc.started, round(inst.working_set_mb or 0),
+            round(inst.near_resident_mb or 0), round(inst.hot_on_far_mb),
+            round(inst.far_resident_mb or 0), why), fix)

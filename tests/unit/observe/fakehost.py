@@ -109,11 +109,19 @@ def add_process(proc, pid, referenced_kb, numa_pages, page_kb=4):
              page_kb))
 
 
-def add_nodes(sysfs, cpus):
-    """NUMA nodes of sysfs; ``cpus`` is {node: cpulist ('' for none)}."""
+def add_nodes(sysfs, cpus, memory_kb=16777216):
+    """NUMA nodes of sysfs; ``cpus`` is {node: cpulist ('' for none)}.
+
+    Each node's ``meminfo`` gives it ``memory_kb`` (MemTotal).
+    """
     for node, cpulist in cpus.items():
-        write(os.path.join(sysfs, 'devices', 'system', 'node',
-                           'node%d' % node, 'cpulist'), cpulist + '\n')
+        directory = os.path.join(sysfs, 'devices', 'system', 'node',
+                                 'node%d' % node)
+        write(os.path.join(directory, 'cpulist'), cpulist + '\n')
+        write(os.path.join(directory, 'meminfo'),
+              'Node %d MemTotal:       %d kB\n'
+              'Node %d MemFree:        %d kB\n'
+              % (node, memory_kb, node, memory_kb // 2))
 
 
 # Pages of 4 KiB in a GiB.

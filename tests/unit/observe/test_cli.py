@@ -84,6 +84,27 @@ class CliTestCase(testtools.TestCase):
                          lines[1].split())
         self.assertIn('host compute-01: working set 512.0 MB of near memory '
                       '- MB', lines[2])
+        # The fake host's kernel has none of the tiering files, and no
+        # far node.
+        self.assertIn('kernel tiering: off (far nodes: none, nothing to '
+                      'tier; '
+                      'numa-balancing-missing, demotion-missing)', lines)
+
+    def test_table_of_a_tiered_host(self):
+        fakehost.add_nodes(self.sysfs, {1: ''})
+        fakehost.write(os.path.join(self.root, 'proc', 'sys', 'kernel',
+                                    'numa_balancing'), '2\n')
+        fakehost.write(os.path.join(self.sysfs, 'kernel', 'mm', 'numa',
+                                    'demotion_enabled'), 'true\n')
+        # 512 MB touched, 256 MB near: 256 MB at least on node 1.
+        fakehost.add_process(self.proc, 7, referenced_kb=524288,
+                             numa_pages={0: 65536, 1: 196608})
+        status, out, err = self.main('--window', '1')
+        self.assertEqual(0, status, err)
+        lines = out.splitlines()
+        self.assertIn('kernel tiering: on (far nodes: 1)', lines)
+        self.assertIn('instance %s: at least 256.0 MB of its working set '
+                      'on far nodes' % fakehost.UUID_A, lines)
 
     def test_output_file_with_profile(self):
         profile = os.path.join(self.root, 'profile.json')

@@ -107,7 +107,8 @@ class HostTestCase(testtools.TestCase):
              'pid': 101, 'declared_hot_ratio': 0.2,
              'method': 'reference_bits', 'working_set_mb': 1024.0,
              'hot_ratio': 0.25, 'numa_mb': {'0': 3072.0, '2': 1024.0},
-             'cell': 0, 'gap': None}, a)
+             'cell': 0, 'gap': None, 'near_resident_mb': 3072.0,
+             'far_resident_mb': 1024.0, 'hot_on_far_mb': 0.0}, a)
         # B's flavor declares nothing (or an older Nova does not say).
         self.assertIsNone(b['declared_hot_ratio'])
         self.assertEqual(2048.0, b['working_set_mb'])
@@ -126,6 +127,15 @@ class HostTestCase(testtools.TestCase):
             {'media_read_mb_per_s': None, 'media_write_mb_per_s': None,
              'promote_pages_per_s': 100.0, 'demote_pages_per_s': 40.0},
             doc['far_memory'])
+        # The fake host's kernel has none of the tiering files: off, as
+        # the core judges it, with its counters per second.
+        kernel = doc['tiering']
+        self.assertEqual(('off', [2], ['numa-balancing-missing',
+                                       'demotion-missing']),
+                         (kernel['state'], kernel['far_nodes'],
+                          kernel['problems']))
+        self.assertEqual({'pgdemote_direct': 0.0, 'pgdemote_kswapd': 40.0,
+                          'pgpromote_success': 100.0}, kernel['rates'])
         self.assertEqual([], doc['gaps'])
 
     def test_memory_mode_window(self):

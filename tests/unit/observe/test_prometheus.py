@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import urllib.request
@@ -29,6 +30,8 @@ from nova_pmem_filters.observe import prometheus
 from tests.unit import paths
 
 MB = 1024 * 1024
+PROMTOOL_TESTS = os.path.join(os.path.dirname(__file__), 'data',
+                              'promtool')
 # Serve the document of argv[1] on an ephemeral port of 127.0.0.1; print
 # the port; stop when stdin closes.
 SERVE = """
@@ -71,6 +74,29 @@ def document():
                        'demote_pages_per_s': None},
         'gaps': ['host working set counts 1 of 2 instances'],
     }, 'test')
+
+
+def cxl_document():
+    """A cxl_kmem host whose kernel does not demote, promotion lagging."""
+    data = document().to_dict()
+    data['hostname'] = 'compute-cxl-01'
+    data['profile'] = None
+    data['instances'][0].update(near_resident_mb=1024.0,
+                                far_resident_mb=3072.0,
+                                hot_on_far_mb=2876.5)
+    data['tiering'] = {
+        'version': 1, 'kernel': '6.9.0-1-amd64', 'numa_balancing': 2,
+        'demotion_enabled': False, 'promotion_rate_limit_mbps': 1,
+        'memory_tiers': [{'tier': 4, 'nodes': [0]},
+                         {'tier': 22, 'nodes': [2]}],
+        'far_nodes': [2], 'promotes': True, 'demotes': False,
+        'state': 'off', 'problems': ['demotion-disabled'],
+        'rates': {'pgpromote_success': 100.0,
+                  'pgpromote_candidate': 10000.0,
+                  'pgdemote_direct': 0.0},
+        'node_rates': {'0': {'pgpromote_success': 100.0},
+                       '2': {'pgpromote_success': 0.0}}}
+    return observation.parse(data, 'test')
 
 
 def samples(text):
@@ -179,14 +205,75 @@ class PrometheusTestCase(testtools.TestCase):
         self.assertIn('u-2', text)
 
 
+class TieringTestCase(testtools.TestCase):
+    """The kernel's tiering and the guests' memory near and far."""
+
+    def render(self, doc):
+        reg = prometheus.registry(prometheus.DocumentCollector(doc))
+        return prometheus.render(reg)
+
+    def test_tiering_metrics(self):
+        text = self.render(cxl_document())
+        found = samples(text)
+        self.assertEqual(0.0, found[('nova_pmem_host_kernel_tiering', (
+            ('demotion_enabled', 'false'), ('kernel', '6.9.0-1-amd64'),
+            ('numa_balancing', '2'), ('problems', 'demotion-disabled')))])
+        self.assertEqual(1.0, found[('nova_pmem_host_far_nodes', ())])
+        self.assertEqual(10000.0, found[(
+            'nova_pmem_tiering_events_per_second',
+            (('counter', 'pgpromote_candidate'),))])
+        self.assertEqual(0.0, found[(
+            'nova_pmem_node_tiering_events_per_second',
+            (('counter', 'pgpromote_success'), ('node', '2')))])
+        # 100 promoted of 10000 candidates a second: the core's rule.
+        self.assertEqual(1.0, found[('nova_pmem_tiering_lagging',
+                                     (('code', 'promotion-lags'),))])
+        self.assertNotIn(('nova_pmem_tiering_lagging',
+                          (('code', 'direct-demotion'),)), found)
+        one = inst('u-1', 'instance-1', 'm1.redis')
+        self.assertEqual(3072.0 * MB, found[
+            ('nova_pmem_instance_far_resident_bytes', one)])
+        self.assertEqual(1024.0 * MB, found[
+            ('nova_pmem_instance_near_resident_bytes', one)])
+        self.assertEqual(2876.5 * MB, found[
+            ('nova_pmem_instance_hot_on_far_bytes', one)])
+        # The exposition lines, as a scrape shows them.
+        self.assertIn('nova_pmem_host_kernel_tiering{demotion_enabled="false"'
+                      ',kernel="6.9.0-1-amd64",numa_balancing="2",problems='
+                      '"demotion-disabled"} 0.0\n', text)
+        self.assertIn('nova_pmem_tiering_lagging{code="promotion-lags"} '
+                      '1.0\n', text)
+
+    def test_on_is_one(self):
+        data = cxl_document().to_dict()
+        data['tiering'].update(demotion_enabled=True, demotes=True,
+                               state='on', problems=[])
+        found = samples(self.render(observation.parse(data, 'test')))
+        self.assertEqual(1.0, found[('nova_pmem_host_kernel_tiering', (
+            ('demotion_enabled', 'true'), ('kernel', '6.9.0-1-amd64'),
+            ('numa_balancing', '2'), ('problems', '')))])
+
+    def test_an_older_document_has_no_tiering_sample(self):
+        # Before the tiering section (or where it could not be read):
+        # no sample, never a 0 that would read as "off".
+        found = samples(self.render(document()))
+        for name, _labels in found:
+            self.assertNotIn('tiering', name)
+            self.assertNotIn('far_nodes', name)
+            self.assertNotIn('resident', name)
+
+
 class ExamplesTestCase(testtools.TestCase):
     """etc/nova-pmem-filters/observe: valid files on metrics we export."""
 
     def setUp(self):
         super().setUp()
-        reg = prometheus.registry(prometheus.DocumentCollector(document()))
-        self.names = {f.name for f in parser.text_string_to_metric_families(
-            prometheus.render(reg))}
+        self.names = set()
+        for doc in (document(), cxl_document()):
+            reg = prometheus.registry(prometheus.DocumentCollector(doc))
+            self.names.update(
+                f.name for f in parser.text_string_to_metric_families(
+                    prometheus.render(reg)))
         # Metrics without a sample in document() are still declared.
         self.names.update(['nova_pmem_tiering_promotions_per_second',
                            'nova_pmem_tiering_demotions_per_second'])
@@ -224,3 +311,37 @@ class ExamplesTestCase(testtools.TestCase):
                 used = self.used(target['expr'])
                 self.assertTrue(used, target['expr'])
                 self.assertLessEqual(used, self.names, target['expr'])
+
+
+class PromtoolTestCase(testtools.TestCase):
+    """alerts.yaml checked and its tiering alerts run by promtool.
+
+    Where promtool is installed (Debian's ``prometheus`` package).
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.promtool = shutil.which('promtool')
+        if self.promtool is None:
+            self.skipTest('promtool is not installed')
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        shutil.copy(paths.of('etc', 'nova-pmem-filters', 'observe',
+                             'alerts.yaml'), self.tmp)
+
+    def promtool_ok(self, *argv):
+        proc = subprocess.run([self.promtool] + list(argv), cwd=self.tmp,
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=60)
+        output = proc.stdout.decode('utf-8', 'replace')
+        self.assertEqual(0, proc.returncode, output)
+        return output
+
+    def test_check_rules(self):
+        self.assertIn('SUCCESS', self.promtool_ok('check', 'rules',
+                                                  'alerts.yaml'))
+
+    def test_tiering_alerts_fire_as_written(self):
+        shutil.copy(os.path.join(PROMTOOL_TESTS, 'tiering-alerts-test.yaml'),
+                    self.tmp)
+        self.assertIn('SUCCESS', self.promtool_ok(
+            'test', 'rules', 'tiering-alerts-test.yaml'))

@@ -40,6 +40,10 @@ from tests.unit.observe import fakehost
 GOLDEN = os.path.join(os.path.dirname(__file__), 'data', 'observations')
 # Stands for the fake host's directory in the golden files.
 ROOT = '$ROOT'
+# Keys version 1 grew after the golden files were written (version-1
+# extensions): the document's and an instance's.
+GROWN = ('tiering',)
+GROWN_INSTANCE = ('near_resident_mb', 'far_resident_mb', 'hot_on_far_mb')
 
 
 class _Clock(object):
@@ -160,6 +164,17 @@ def text(doc, root):
     return written.replace(root, ROOT)
 
 
+def as_before(doc):
+    """The file without the keys version 1 grew since the golden files."""
+    data = doc.to_dict()
+    for key in GROWN:
+        data.pop(key, None)
+    for inst in data['instances']:
+        for key in GROWN_INSTANCE:
+            inst.pop(key, None)
+    return data
+
+
 class RoundTripTestCase(testtools.TestCase):
 
     def setUp(self):
@@ -212,9 +227,28 @@ class RoundTripTestCase(testtools.TestCase):
         self.assertEqual(0, docs['no-libvirt'].host.working_set_mb)
 
     def test_same_bytes_as_the_observer_wrote_before(self):
+        # The format may grow, never change: without the keys it grew, a
+        # window is the bytes the observer wrote before.
         names = sorted(n[:-len('.json')] for n in os.listdir(GOLDEN))
         self.assertEqual(sorted(self.windows), names)
         for name in names:
             with open(os.path.join(GOLDEN, name + '.json')) as f:
-                self.assertEqual(f.read(),
-                                 text(self.windows[name], self.root), name)
+                self.assertEqual(f.read(), text(
+                    as_before(self.windows[name]), self.root), name)
+
+    def test_the_grown_keys_are_the_optional_ones(self):
+        # Only keys a reader of an older file reads as null may grow.
+        self.assertEqual(GROWN, observation.Observation.optional)
+        self.assertEqual(GROWN_INSTANCE, observation.Instance.optional)
+        doc = self.windows['kernel-tiered-reference-bits']
+        self.assertIsNotNone(doc.tiering)
+        for key in GROWN_INSTANCE:
+            self.assertIsNotNone(getattr(doc.instances[0], key), key)
+        # A golden file (no grown key) reads with them null.
+        with open(os.path.join(GOLDEN, 'damon.json')) as f:
+            old = observation.parse(json.loads(f.read().replace(
+                ROOT, self.root)), 'damon.json')
+        self.assertIsNone(old.tiering)
+        for key in GROWN_INSTANCE:
+            self.assertIsNone(getattr(old.instances[0], key), key)
+        self.assertEqual(as_before(self.windows['damon']), old.to_dict())
