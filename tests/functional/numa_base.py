@@ -21,10 +21,12 @@ NUMATopologyFilter next to the pmem filters, as a NUMA-aware cloud does.
 import os
 import sys
 
+import fixtures
 from nova import context as nova_context
 from nova import objects
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base as libvirt_base
+from nova.virt.libvirt import config as vconfig
 
 from nova_pmem_filters.core import cache
 from nova_pmem_filters.core import profile
@@ -41,6 +43,38 @@ def two_cell_host(mb_per_cell=MB_PER_CELL, cpus_per_cell=CPUS_PER_CELL):
     return fakelibvirt.HostInfo(
         cpu_nodes=2, cpu_sockets=1, cpu_cores=cpus_per_cell, cpu_threads=1,
         kB_mem=2 * mb_per_cell * 1024)
+
+
+def cpu_less_host(far_mb, mb_per_cell=MB_PER_CELL,
+                  cpus_per_cell=CPUS_PER_CELL):
+    """A two-cell host with a third, CPU-less, NUMA cell of ``far_mb``.
+
+    As a ``cxl_kmem`` host reports itself: the CXL memory onlined as
+    system RAM is a NUMA node of its own, with memory and no CPUs (cell
+    2), after the DRAM of the two sockets (cells 0 and 1). Its memory
+    counts in the host's total.
+    """
+    host_info = two_cell_host(mb_per_cell, cpus_per_cell)
+    cells = host_info.numa_topology.cells
+    far = vconfig.LibvirtConfigCapsNUMACell()
+    far.id = len(cells)
+    far.memory = far_mb * 1024
+    far.mempages = fakelibvirt.create_mempages([(4, far.memory // 4)])
+    cells.append(far)
+    host_info.kB_mem += far.memory
+    return host_info
+
+
+def report_memory_in_mb(test):
+    """Give Nova the host's memory in MB, as real libvirt does.
+
+    Fake libvirt's ``getInfo()`` gives it in KiB, so that Placement's
+    MEMORY_MB inventory is 1024 times the host's memory unless this is
+    used: with it, Placement bounds the host's RAM as on a real host.
+    """
+    test.useFixture(fixtures.MonkeyPatch(
+        'nova.virt.libvirt.host.Host.get_memory_mb_total',
+        lambda host: host._get_hardware_info()[1] // 1024))
 
 
 class NumaTestBase(libvirt_base.ServersTestBase):
