@@ -556,13 +556,10 @@ def _kernel_tiering(doc, source):
     entry = given(doc.kernel_tiering)
     if entry is None:
         return None
-    expected = tiering.ON if entry.promotes and entry.demotes else tiering.OFF
-    if entry.state != expected:
-        raise ProfileError(source, ['kernel_tiering', 'state'], 'is %s but '
-                           'promotes is %s and demotes is %s: expected %s'
-                           % (json.dumps(entry.state),
-                              json.dumps(entry.promotes),
-                              json.dumps(entry.demotes), expected))
+    problem = tiering.state_problem(entry.state, entry.promotes,
+                                    entry.demotes)
+    if problem:
+        raise ProfileError(source, ['kernel_tiering', 'state'], problem)
     return entry
 
 

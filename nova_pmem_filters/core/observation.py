@@ -435,13 +435,10 @@ class Tiering(_Section):
     @classmethod
     def from_dict(cls, data, source, path=()):
         found = super().from_dict(data, source, path)
-        expected = (core_tiering.ON if found.promotes and found.demotes
-                    else core_tiering.OFF)
-        if found.state != expected:
-            raise ObservationError(source, list(path) + ['state'], (
-                'is %s but promotes is %s and demotes is %s: expected %s'
-                % (json.dumps(found.state), json.dumps(found.promotes),
-                   json.dumps(found.demotes), expected)))
+        problem = core_tiering.state_problem(found.state, found.promotes,
+                                             found.demotes)
+        if problem:
+            raise ObservationError(source, list(path) + ['state'], problem)
         return found
 
     @classmethod

@@ -340,7 +340,7 @@ class Verdict:
     @property
     def state(self):
         """``pmem_kernel_tiering``: on only when it promotes and demotes."""
-        return ON if self.promotes and self.demotes else OFF
+        return state_of(self.promotes, self.demotes)
 
     @property
     def summary(self):
@@ -362,6 +362,25 @@ class Verdict:
                 'DRAM%s' % (self.summary, '; '.join(
                     p.what for p in self.problems),
                     '; set: %s' % '; '.join(fixes) if fixes else ''))
+
+
+def state_of(promotes, demotes):
+    """``on`` only for a kernel that both promotes and demotes."""
+    return ON if promotes and demotes else OFF
+
+
+def state_problem(state, promotes, demotes):
+    """Why a recorded ``state`` contradicts its verdict, or None.
+
+    The documents that record a verdict (host profile, observation) refuse
+    a state that is not :func:`state_of` its ``promotes`` and ``demotes``.
+    """
+    expected = state_of(promotes, demotes)
+    if state == expected:
+        return None
+    return ('is "%s" but promotes is %s and demotes is %s: expected %s'
+            % (state, str(bool(promotes)).lower(),
+               str(bool(demotes)).lower(), expected))
 
 
 def _balancing_problems(state):

@@ -72,13 +72,7 @@ def vmstat(path='/proc/vmstat'):
     :raises ReadError: naming the file (and line) when it cannot be read, is
         empty, truncated (no final newline) or has a garbled line.
     """
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError as exc:
-        raise ReadError('%s: cannot read: %s' % (path, exc.strerror))
-    except UnicodeDecodeError:
-        raise ReadError('%s: not text' % path)
+    text = procfs.read_text(path)
     if not text.strip():
         raise ReadError('%s: empty' % path)
     lines = text.split('\n')

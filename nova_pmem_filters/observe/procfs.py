@@ -234,6 +234,21 @@ def node_cpus(sysfs='/sys'):
     return found
 
 
+def read_text(path):
+    """The text of a file of /proc or /sys.
+
+    :raises ReadError: naming the file when it cannot be read or is not
+        text.
+    """
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as exc:
+        raise ReadError('%s: cannot read: %s' % (path, exc.strerror))
+    except UnicodeDecodeError:
+        raise ReadError('%s: not text' % path)
+
+
 def node_memory_mb(node, sysfs='/sys'):
     """MemTotal of a NUMA node in MB, from its sysfs ``meminfo``.
 
@@ -245,13 +260,7 @@ def node_memory_mb(node, sysfs='/sys'):
     """
     source = os.path.join(sysfs, 'devices', 'system', 'node',
                           'node%d' % node, 'meminfo')
-    try:
-        with open(source) as f:
-            text = f.read()
-    except OSError as exc:
-        raise ReadError('%s: cannot read: %s' % (source, exc.strerror))
-    except UnicodeDecodeError:
-        raise ReadError('%s: not text' % source)
+    text = read_text(source)
     match = re.search(_MEMTOTAL_RE % node, text, re.M)
     if not match:
         raise ReadError('%s: no "Node %d MemTotal: <n> kB" line (truncated?)'

@@ -75,6 +75,26 @@ def status_xml(domain_xml, state='running', pid=4242):
             "%s</domstatus>\n" % (state, pid, pid + 1, domain_xml))
 
 
+class Clock(object):
+    """time.monotonic and sleep; sleeping moves the clock on.
+
+    ``on_sleep`` runs at each sleep: what changes on the host during the
+    observer's window.
+    """
+
+    def __init__(self, on_sleep=None):
+        self.now = 1000.0
+        self.on_sleep = on_sleep
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        if self.on_sleep:
+            self.on_sleep()
+
+
 def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, 'w') as f:

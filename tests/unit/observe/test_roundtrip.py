@@ -46,22 +46,6 @@ GROWN = ('tiering',)
 GROWN_INSTANCE = ('near_resident_mb', 'far_resident_mb', 'hot_on_far_mb')
 
 
-class _Clock(object):
-    """time.monotonic and sleep; sleeping moves the clock on."""
-
-    def __init__(self, on_sleep=None):
-        self.now = 1000.0
-        self.on_sleep = on_sleep
-
-    def monotonic(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-        if self.on_sleep:
-            self.on_sleep()
-
-
 def profile(mode, cells=False):
     """The host profile of a host of ``mode`` (a hardware mode)."""
     tiered = kinds.scheduler_kind(mode) in kinds.TIERED
@@ -87,7 +71,7 @@ class FakeHost(fakehost.TwoGuestHost):
             self.write_vmstat(1)
             if on_sleep:
                 on_sleep()
-        clock = _Clock(after)
+        clock = fakehost.Clock(after)
         kwargs.setdefault('backends', host.default_backends())
         return host.observe(60.0, paths=self.paths, hostname='compute-01',
                             clock=lambda: 1795608000.0,

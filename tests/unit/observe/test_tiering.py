@@ -45,22 +45,6 @@ UUID = 'c0ffee00-0000-4000-8000-000000000001'
 GIB_PAGES = fakehost.GIB_PAGES
 
 
-class _Clock(object):
-    """A 60 s window: sleeping moves the clock on and calls ``on_sleep``."""
-
-    def __init__(self, on_sleep=None):
-        self.now = 1000.0
-        self.on_sleep = on_sleep
-
-    def monotonic(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-        if self.on_sleep:
-            self.on_sleep()
-
-
 class TreeTestCase(testtools.TestCase):
     """A recorded tree copied to a temporary root, observed for 60 s."""
 
@@ -77,7 +61,7 @@ class TreeTestCase(testtools.TestCase):
             if os.path.isdir(after):
                 shutil.copytree(after, root, dirs_exist_ok=True)
 
-        clock = _Clock(end_of_window)
+        clock = fakehost.Clock(end_of_window)
         paths = host.default_paths(
             proc=os.path.join(root, 'proc'), sysfs=os.path.join(root, 'sys'),
             libvirt=os.path.join(root, 'run', 'libvirt', 'qemu'))
@@ -397,7 +381,7 @@ class ThisMachineTestCase(testtools.TestCase):
 
     def test_this_machine(self):
         libvirt = self.useFixture(fixtures.TempDir()).path
-        clock = _Clock()
+        clock = fakehost.Clock()
         # Reference bits with no instance: nothing is written, and DAMON
         # is not looked at.
         doc = host.observe(1.0, method=host.REFERENCE_BITS,
