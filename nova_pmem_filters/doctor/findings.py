@@ -42,7 +42,7 @@ CODES = (
     'invalid-pmem-mode', 'invalid-dram-cache', 'invalid-dram-cache-per-cell',
     'memory-mode-without-cache',
     'dram-cache-without-memory-mode', 'invalid-weight-multiplier',
-    'untidy-pmem-mode', 'invalid-kernel-tiering',
+    'untidy-pmem-mode', 'invalid-kernel-tiering', 'kernel-tiering-ignored',
     # aggregates and flavors
     'misspelt-key',
     # flavors

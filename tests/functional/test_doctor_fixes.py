@@ -68,10 +68,15 @@ RUN_BY = {
                              'test_several_groups_fix_works'),
     'placement-accounting-partial': ('test_partial_accounting_fix_works',),
     'hot-ratio-under-declared': ('test_hot_ratio_fix_works',),
+    'invalid-kernel-tiering': ('test_kernel_tiering_fixes_work',),
+    'kernel-tiering-ignored': ('test_kernel_tiering_fixes_work',),
 }
 
 # Forms of the codes above whose fix is not run, and why.
 NOT_RUN_FORMS = {
+    'invalid-kernel-tiering': 'no state close to the value and no '
+                              'discovered hosts: <on or off> is for the '
+                              'operator to choose',
     'misspelt-key': 'a value the filters would not read under the right '
                     'key either (and no mode close to it): the placeholder '
                     'of the key is for the operator to fill in',
@@ -151,8 +156,6 @@ NOT_RUN = {
                               'resizes of existing instances',
     # The kernel's tiering on cxl_kmem hosts: run on the host (ssh), and
     # checked with fake ssh and openstack in tests/unit/doctor/test_tiering.
-    'invalid-kernel-tiering': 'the value discovery found on the hosts, or '
-                              '<on or off> for the operator to choose',
     'kernel-tiering-off': 'sysctl and sysfs lines run on the compute host '
                           '(ssh), then discovery again',
     'kernel-tiering-half-on': 'sysctl or sysfs lines run on the compute '
@@ -483,6 +486,37 @@ class DoctorFixesTest(base.PmemTestBase):
         self.flavor('mm-only', 8, {'pmem:modes': kinds.MEMORY_MODE,
                                    'pmem:hot_ratio': '0.5'})
         self.assert_lands_on_mm(self.flavors['mm-only'])
+
+    def test_kernel_tiering_fixes_work(self):
+        baseline = self.doctor()
+        self.flavor('mm-only', 8, {'pmem:modes': kinds.MEMORY_MODE,
+                                   'pmem:hot_ratio': '0.5'})
+        # A value the scheduler cannot read: the host's profile is unknown
+        # and the flavor finds no host.
+        self.apply(shlex.join([
+            'openstack', 'aggregate', 'set', '--property',
+            '%s=Of' % profile.KERNEL_TIERING_KEY,
+            base.MEMORY_MODE_AGGREGATE.name]))
+        self._assert_no_valid_host(
+            self._boot(self.flavors['mm-only'], expected_state='ERROR'))
+        found = self.doctor()
+        finding = found[(checks.ERROR, 'invalid-kernel-tiering', self.MM)]
+        self.assertIn('=off ', finding.fix)
+        self.apply(finding.fix)
+        # Read now, and meaningless on a Memory-Mode host: said so.
+        found = self.doctor()
+        self.assertNotIn((checks.ERROR, 'invalid-kernel-tiering', self.MM),
+                         found)
+        self.assertIn((checks.WARNING, 'kernel-tiering-ignored', self.MM),
+                      found)
+        self.assert_lands_on_mm(self.flavors['mm-only'])
+        self.assert_fix_clears('kernel-tiering-ignored', self.MM)
+        self.assertEqual(sorted(baseline), sorted(self.doctor()))
+        self.assertNotIn(
+            profile.KERNEL_TIERING_KEY,
+            self.admin_api.api_get('os-aggregates/%s' % self.aggregates[
+                base.MEMORY_MODE_AGGREGATE.name]
+            ).body['aggregate']['metadata'])
 
     def test_misspelt_flavor_key_fix_works(self):
         # Unread, pmem_modes lets the flavor land on any host.

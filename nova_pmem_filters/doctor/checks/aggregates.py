@@ -267,6 +267,28 @@ def _weight_multiplier(agg):
     return []
 
 
+def _kernel_tiering_ignored(agg, view):
+    """kernel-tiering-ignored: the key on hosts the kernel does not tier.
+
+    Only a ``cxl_kmem`` host reads ``pmem_kernel_tiering``; on the others
+    it is ignored, as the cache size is on untiered kinds.
+    """
+    if not agg.hosts or not all(
+            view.profiles[h].known
+            and view.profiles[h].mode not in kinds.KERNEL_TIERED
+            for h in agg.hosts):
+        return []
+    return [findings.Finding(
+        findings.WARNING, 'kernel-tiering-ignored', _object(agg),
+        '%s is set but the kernel tiers none of its hosts (%s): only %s '
+        'hosts read it' % (
+            profile.KERNEL_TIERING_KEY, ', '.join(sorted(
+                '%s %s' % (h, view.profiles[h].mode) for h in agg.hosts)),
+            ', '.join(sorted(kinds.KERNEL_TIERED))),
+        findings.command('openstack', 'aggregate', 'unset', '--property',
+                         profile.KERNEL_TIERING_KEY, agg.name))]
+
+
 def _kernel_tiering(agg, view):
     """invalid-kernel-tiering: ``pmem_kernel_tiering`` neither on nor off.
 
@@ -281,7 +303,7 @@ def _kernel_tiering(agg, view):
         profile.MODE_KEY: kinds.CXL_KMEM, profile.DRAM_CACHE_KEY: '1',
         profile.KERNEL_TIERING_KEY: raw}])
     if parsed.known:
-        return []
+        return _kernel_tiering_ignored(agg, view)
     states = {getattr(view.discovered.get(h), 'kernel_tiering', None)
               for h in agg.hosts}
     value = (states.pop() if agg.hosts and len(states) == 1

@@ -427,6 +427,18 @@ class AggregateTieringTestCase(TieringTestCase):
         self.assertEqual(2, checks.exit_status(self.findings(
             cloud('demotion off', None))))
 
+    def test_the_key_off_cxl_kmem_is_ignored(self):
+        for mode in (kinds.MEMORY_MODE, kinds.CXL_FLAT):
+            found = self.assertFindings(
+                cloud(None, 'off', pmem_mode=mode),
+                (checks.WARNING, 'kernel-tiering-ignored', 'aggregate cxl'))
+            finding = found[('kernel-tiering-ignored', 'aggregate cxl')]
+            self.assertIn('kmem1 %s' % mode, finding.problem)
+            self.assertEqual('openstack aggregate unset --property '
+                             'pmem_kernel_tiering cxl', finding.fix)
+        # On cxl_kmem it is read: no warning.
+        self.assertFindings(cloud(None, 'off'))
+
     def test_the_aggregate_line_clears_the_error(self):
         snap = cloud('both off', None)
         self.assertFindings(
@@ -634,6 +646,9 @@ class ChargedRamTestCase(cases.DoctorTestCase):
                       "pmem_kernel_tiering=off) placed on it, 307200 MB, "
                       'exceeds its DRAM-cache bound of 262144 MB', problem)
         self.assertIn('s0 (id-s0, 102400 MB charged)', problem)
-        # The key means nothing on Memory-Mode hosts.
+        # The key means nothing on Memory-Mode hosts: the charge is hot
+        # RAM, and the doctor says the key is ignored.
         self.assertFindings(self.snap(kinds.MEMORY_MODE, 'off',
-                                      servers=servers))
+                                      servers=servers),
+                            (checks.WARNING, 'kernel-tiering-ignored',
+                             'aggregate cxl'))
