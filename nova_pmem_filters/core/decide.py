@@ -180,10 +180,11 @@ def cache_rule(prof, ratio, request, memory_mb, accounted=False,
     capacity = prof.cache_capacity_mb(ratio)
     new_hot_mb = tiering.instance_mb(prof, request, memory_mb, bound)
     fits = cache.fits_cache
-    charged = tiering.charged
+    charge = tiering.charger(prof)
 
     def check(used, cells=None, fit=None):
-        used = charged(prof, used)
+        if charge is not None and used is not None:
+            used = charge(used)
         if cells is not None and uses_cells(prof, cells, used,
                                             fit is not None):
             view = cell_view(prof, ratio, cells, used, request, memory_mb,
@@ -267,12 +268,15 @@ def headroom_rule(prof, ratio, request, memory_mb):
     if not reads_usage(prof) or not capacity:
         return lambda used, cells=None, fit=None: 0.0
     headroom = cache.cache_headroom_mb
-    charged = tiering.charged
+    charge = tiering.charger(prof)
+    # What the new instance charges: floating, and NUMA-bound (a fit).
+    new_mb = {bound: tiering.instance_mb(prof, request, memory_mb, bound)
+              for bound in (False, True)}
 
     def score(used, cells=None, fit=None):
-        used = charged(prof, used)
-        new_hot_mb = tiering.instance_mb(prof, request, memory_mb,
-                                         fit is not None)
+        if charge is not None and used is not None:
+            used = charge(used)
+        new_hot_mb = new_mb[fit is not None]
         if cells is not None and uses_cells(prof, cells, used,
                                             fit is not None):
             return cell_headroom_score(cell_view(

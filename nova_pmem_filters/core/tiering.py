@@ -514,11 +514,22 @@ def charged(prof, used):
     instances charge their whole RAM (per cell) and, where the kernel does
     not tier, every instance does.
     """
-    if used is None or not kernel_tiered(prof):
-        return used
+    charge = charger(prof)
+    return used if charge is None or used is None else charge(used)
+
+
+def charger(prof):
+    """:func:`charged` for the hosts of profile ``prof``, chosen once.
+
+    None where the charge is the hot RAM as counted, so that the rules
+    that judge thousands of hosts a request call nothing for them; else a
+    function of a HotRam.
+    """
+    if not kernel_tiered(prof):
+        return None
     if not promotes(prof):
-        return used.as_ram()
-    return used.bound_as_ram()
+        return lambda used: used.as_ram()
+    return lambda used: used.bound_as_ram()
 
 
 def binds_memory(extra_specs):
