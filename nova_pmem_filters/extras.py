@@ -15,17 +15,20 @@
 need; each tool's libraries come with an extra (``[planner]``,
 ``[doctor]``, ``[discover]``, ``[observe]``, or ``[all]``). The console
 scripts start here: without its extra a tool says, in one line, which
-extra to install, instead of a traceback. This module imports nothing but
-the standard library.
+extra to install, instead of a traceback, and exits 3 ("could not run",
+doc/source/cli.rst). This module imports nothing but the standard library
+(and :mod:`nova_pmem_filters.oneline`, which imports nothing else).
 """
 
 import importlib
 import sys
 
+from nova_pmem_filters import oneline
+
 # The top-level modules each extra brings (setup.cfg [extras]).
 EXTRAS = {
     'planner': frozenset(['cliff', 'jsonschema', 'joblib', 'matplotlib',
-                          'numpy', 'pandas', 'scipy', 'tqdm', 'yaml']),
+                          'numpy', 'pandas', 'scipy', 'yaml']),
     'doctor': frozenset(['cliff', 'keystoneauth1', 'openstack']),
     'discover': frozenset(['yaml']),
     'observe': frozenset(['prometheus_client']),
@@ -47,13 +50,15 @@ def needs(prog, extra, library):
             "(missing: %s)" % (prog, extra, extra, library))
 
 
-def run(prog, extra, module, status, argv=None):
-    """``module.main(argv)``, or one line naming ``extra`` and ``status``.
+def run(prog, extra, module, argv=None):
+    """``module.main(argv)``, or one line naming ``extra``.
 
-    Only a module of the extra missing is reported so; any other import
-    error is a bug and raises. A tool imports its heaviest libraries when
-    a command needs them, so they may be found missing while ``main``
-    runs, not only when ``module`` is imported.
+    Only a module of the extra missing is reported so, with the status of
+    a tool that could not run (:data:`oneline.EXIT_CANNOT_RUN`, the same
+    for every tool); any other import error is a bug and raises. A tool
+    imports its heaviest libraries when a command needs them, so they may
+    be found missing while ``main`` runs, not only when ``module`` is
+    imported.
     """
     try:
         cli = importlib.import_module(module)
@@ -63,28 +68,23 @@ def run(prog, extra, module, status, argv=None):
         if library is None:
             raise
         sys.stderr.write(needs(prog, extra, library) + '\n')
-        return status
+        return oneline.EXIT_CANNOT_RUN
 
 
 def planner():
-    # The planner's usage errors exit 2.
-    sys.exit(run('nova-pmem-planner', 'planner', 'planner.cli', 2))
+    sys.exit(run('nova-pmem-planner', 'planner', 'planner.cli'))
 
 
 def doctor():
-    # The doctor's "could not run" status (3, "unknown"; 2 is the cloud's
-    # errors).
-    sys.exit(run('nova-pmem-doctor', 'doctor', 'nova_pmem_filters.doctor.cli',
-                 3))
+    sys.exit(run('nova-pmem-doctor', 'doctor',
+                 'nova_pmem_filters.doctor.cli'))
 
 
 def discover():
-    # The status of a tool that cannot run (discover.errors.EXIT_TOOL).
     sys.exit(run('nova-pmem-discover', 'discover',
-                 'nova_pmem_filters.discover.cli', 1))
+                 'nova_pmem_filters.discover.cli'))
 
 
 def observe():
-    # A window that cannot be made (observe.cli.EXIT_FAILED).
     sys.exit(run('nova-pmem-observe', 'observe',
-                 'nova_pmem_filters.observe.cli', 1))
+                 'nova_pmem_filters.observe.cli'))

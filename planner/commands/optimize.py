@@ -61,7 +61,10 @@ class Optimize(base.ShortTableLister):
                                      % what)
         parser.add_argument(
             '--time-limit', metavar='SECONDS', default='60',
-            help='time for the solver (default: %(default)s)')
+            help='time for the search of a fleet, and as much for each '
+                 'configuration of the best single-configuration fleet; '
+                 'when it cuts a search short, stderr says so and '
+                 'time_limited is true (default: %(default)s)')
         parser.add_argument(
             '--gap', metavar='SHARE', default='0.001',
             help='stop once the answer is proven within this share of the '
@@ -80,9 +83,9 @@ class Optimize(base.ShortTableLister):
         if self.app.options.verbose_level > 1:
             self.app.stderr.write('[round %d] %d patterns, LP %.6g, bound '
                                   '%.6g\n' % (rounds, columns, value, bound))
-        self._line.update('column generation round %d: %d patterns, LP '
-                          '%.6g, bound %.6g' % (rounds, columns, value,
-                                                bound))
+        # Counted by rounds: off a terminal, a line per ten of them.
+        self._line.update('column generation: %d patterns, LP %.6g, bound '
+                          '%.6g' % (columns, value, bound), rounds)
 
     def _stage(self, what, incumbent, bound):
         text = what
@@ -127,13 +130,45 @@ class Optimize(base.ShortTableLister):
                     problem, scen=scen, time_limit=time_limit, gap=gap,
                     progress=self._single))
         for each in plans:
-            if each.status != 'optimal':
-                self.app.stderr.write(
-                    "optimize: fleet '%s' is not proven optimal: %s\n"
-                    % (each.name, _unproven(each, gap)))
+            if each is not None:
+                self._tell(problem, each, gap, time_limit)
         columns = optimize.columns(problem)
         return columns, [tuple(r.get(c) for c in columns)
                          for r in optimize.rows(problem, plans)]
+
+    def _tell(self, problem, plan, gap, time_limit):
+        """What the table alone does not say of a fleet: a line each."""
+        from planner import optimize
+
+        if plan.status != 'optimal':
+            self.app.stderr.write(
+                "optimize: fleet '%s' is not proven optimal: %s\n"
+                % (plan.name, _unproven(plan, gap)))
+        if plan.time_limited:
+            self.app.stderr.write(
+                "optimize: --time-limit %g s cut the search for fleet '%s' "
+                "short: the same inputs may give another fleet or gap on "
+                "another machine; give it more time\n"
+                % (time_limit, plan.name))
+        short = _unmet(problem, optimize.unmet(problem, plan))
+        if short:
+            self.app.stderr.write(
+                "optimize: fleet '%s' does not meet the demand: %s\n"
+                % (plan.name, short))
+
+
+def _unmet(problem, unmet):
+    """The demand not served, in words ('' when all of it is)."""
+    parts = []
+    for period in problem.periods:
+        words = ', '.join(
+            '%d of %d %s VMs (%d unmet)' % (period.vms.get(w, 0) - n,
+                                            period.vms.get(w, 0), w, n)
+            for w, n in unmet[period.name].items() if n)
+        if words:
+            parts.append(words if len(problem.periods) == 1
+                         else 'in period %s, %s' % (period.name, words))
+    return ('it serves ' + '; '.join(parts)) if parts else ''
 
 
 def _gap(incumbent, bound):
@@ -143,10 +178,8 @@ def _gap(incumbent, bound):
 
 
 def _unproven(plan, gap):
-    """Why a plan is not proven optimal, in words."""
+    """Why a plan is not proven optimal (within --gap), in words."""
     if plan.gap is None:
         return 'no finite gap is proven'
-    # The search stops once within --gap; rounding may leave a hair over.
-    within = plan.gap <= gap * (1 + 1e-6) + 1e-12
-    return 'its gap is %.4g, %s --gap %g (%.1f s)' % (
-        plan.gap, 'within' if within else 'not within', gap, plan.seconds)
+    return 'its gap is %.4g, not within --gap %g (%.1f s)' % (
+        plan.gap, gap, plan.seconds)

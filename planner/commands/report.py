@@ -53,13 +53,9 @@ class Report(lister.Lister):
 
     def _progress(self, step, total, label):
         # Progress goes to stderr: stdout is the listing of what was written.
-        # On a terminal one line is rewritten; elsewhere a line per step.
-        if self._line.enabled:
-            self._line.update(label, step, total)
-        elif (self.app.options.verbose_level > 0
-              and not self._no_progress):
-            self.app.stderr.write('[%d/%d] %s\n' % (step, total, label))
-            self.app.stderr.flush()
+        # On a terminal one line is rewritten; elsewhere a line per step
+        # (planner.progress).
+        self._line.update(label, step, total)
 
     def _simulate(self, scen, total):
         from planner import simulate
@@ -72,7 +68,7 @@ class Report(lister.Lister):
                 replaying.append(True)
                 self._progress(2, total, 'simulate: replaying the trace')
             if count % EVENTS_PER_UPDATE == 0:
-                # Only the terminal line shows the count of events.
+                # The same step: only the terminal line shows the count.
                 self._line.update('simulate: replaying the trace, %d '
                                   'events' % count, 2, total)
 
@@ -88,9 +84,9 @@ class Report(lister.Lister):
             raise errors.OutputError('cannot write the report to %s: %s'
                                      % (out, problem))
         base.show_warnings(tables.findings_by_config(scen),
-                           stream=self.app.stderr)
+                           stream=self.app.stderr,
+                           verbose_level=self.app.options.verbose_level)
         self._line = progress.for_command(self, parsed_args, 'report')
-        self._no_progress = parsed_args.no_progress
         # The simulation's steps come first and count in the total.
         offset = SIMULATION_STEPS if parsed_args.simulate else 0
         total = report.STEPS + offset

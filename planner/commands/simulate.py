@@ -17,9 +17,12 @@ from nova_pmem_filters import fileutil
 
 from planner.commands import base
 from planner import errors
+from planner import progress
 
-# A progress bar from this many events on, when stderr is a terminal.
+# The replay shows progress from this many events on (planner.progress).
 PROGRESS_FROM = 20000
+# Events replayed between two progress updates.
+EVENTS_PER_UPDATE = 1000
 
 
 def _pairs(option, values, convert):
@@ -66,9 +69,14 @@ class Simulate(base.ShortTableLister):
             help='VMs of a workload running in steady state, for the '
                  'synthetic trace and the optimiser (repeatable); default: '
                  'the scenario\'s demand')
-        parser.add_argument('--days', default='365', metavar='DAYS',
-                            help='length of the synthetic trace '
-                                 '(default: %(default)s)')
+        parser.add_argument(
+            '--days', default='365', metavar='DAYS',
+            help='length of the synthetic trace (default: %%(default)s); '
+                 'a trace of more than %d events on average (a boot and a '
+                 'delete per VM: VMs of the mix / --lifetime-days x --days) '
+                 'or of more than %d samples (--days / --sample-days) is '
+                 'refused before it is drawn'
+                 % (simulate.MAX_EVENTS, simulate.MAX_SAMPLES))
         parser.add_argument('--lifetime-days', default='30', metavar='DAYS',
                             help='mean VM lifetime of the synthetic trace '
                                  '(default: %(default)s)')
@@ -87,6 +95,7 @@ class Simulate(base.ShortTableLister):
             '--near-memory', action='store_true',
             help='flavors request their hot RAM from Placement as '
                  'CUSTOM_NEAR_MEMORY_MB')
+        progress.add_argument(parser)
         defaults = simulate.Scheduler()
         for option, field in (
                 ('--cache-overcommit-ratio', 'cache_overcommit_ratio'),
@@ -105,14 +114,6 @@ class Simulate(base.ShortTableLister):
         from planner import simulate
 
         return [c for c in column_names if c in simulate.SHORT_COLUMNS]
-
-    def _progress_bar(self, total):
-        if total < PROGRESS_FROM:
-            return None
-        import tqdm
-        return tqdm.tqdm(total=total, unit='event', file=self.app.stderr,
-                         disable=None, mininterval=0.5,
-                         desc='simulate')
 
     def take_action(self, parsed_args):
         from planner import simulate
@@ -143,32 +144,33 @@ class Simulate(base.ShortTableLister):
         sample = number('--sample-days', parsed_args.sample_days,
                         positive=True)
         if events is None:
-            # The trace is drawn first, to size the progress bar.
+            # The trace is drawn first, to count the events; a trace the
+            # simulation cannot finish is refused before anything is made.
             the_mix = mix if mix is not None else (
                 dict(scen.demand[0].vms) if scen.demand else None)
             if the_mix is not None:
+                simulate.check_synthetic(the_mix, days, lifetime, sample)
                 events = simulate.synthetic(the_mix, days=days,
                                             lifetime_days=lifetime,
                                             seed=parsed_args.seed)
-        bar = self._progress_bar(len(events) if events else 0)
-        done = [0]
+        line = progress.for_command(self, parsed_args, 'simulate')
+        total = len(events) if events else 0
+        if total < PROGRESS_FROM:
+            line.enabled = False
 
-        def progress(count):
-            if bar is not None and count - done[0] >= 1000:
-                bar.update(count - done[0])
-                done[0] = count
+        def replayed(count):
+            if count % EVENTS_PER_UPDATE == 0 or count == total:
+                line.update('events replayed', count, total)
 
-        try:
+        with line:
+            if nodes is None and parsed_args.fleet is None:
+                line.update('the optimiser\'s fleet for the mix')
             run = simulate.run(scen, nodes=nodes,
                                fleet_dir=parsed_args.fleet, events=events,
                                mix=mix, days=days, lifetime_days=lifetime,
                                seed=parsed_args.seed, scheduler=scheduler,
-                               sample_days=sample, progress=progress,
+                               sample_days=sample, progress=replayed,
                                host_vcpus=parsed_args.host_vcpus)
-        finally:
-            if bar is not None:
-                bar.update(len(events) - done[0])
-                bar.close()
         if parsed_args.write_trace:
             out = io.StringIO()
             simulate.write_csv(run.events, out)

@@ -59,8 +59,9 @@ One module per idea: ``problem`` (the candidates, the demand and the caps),
 ``master`` (the LP and the integer program over the patterns), ``pricing``
 (the patterns worth adding and the bounds that prove none is left),
 ``exact`` (the integer program with free nodes), ``solver`` (column
-generation, whole nodes, the caps' least values and the plan) and
-``tabulate`` (the plan as the rows of a table).
+generation, whole nodes, the caps' least values and the plan), ``clock``
+(what the time limit cut short) and ``tabulate`` (the plan as the rows of
+a table).
 """
 
 from planner.optimize import problem
@@ -85,3 +86,7 @@ SHORT_COLUMNS = tabulate.SHORT_COLUMNS
 columns = tabulate.columns
 short_columns = tabulate.short_columns
 rows = tabulate.rows
+unmet = tabulate.unmet
+OPTIMAL = solver.OPTIMAL
+BEST_FOUND = solver.BEST_FOUND
+within = solver.within

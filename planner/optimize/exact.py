@@ -39,6 +39,7 @@ import numpy as np
 from scipy import optimize as sp_optimize
 from scipy import sparse
 
+from planner.optimize import clock
 from planner.optimize import pricing
 from planner import patterns
 
@@ -266,8 +267,9 @@ def _milp(problem, master, cost, a_ub, b_ub, layout, blocks, cols, limits,
                              shape=(r, cols))
     matrix = (sparse.vstack([top, sparse.csr_matrix((r - n_rows, cols))])
               + more).tocsr()
-    return sp_optimize.milp(
-        full_cost, integrality=integrality,
+    return clock.milp(
+        'the integer program with free nodes', full_cost,
+        integrality=integrality,
         bounds=sp_optimize.Bounds(lower_bounds, upper_bounds),
         constraints=sp_optimize.LinearConstraint(matrix, lbs, ubs),
         options={'time_limit': max(time_limit, 0.5),

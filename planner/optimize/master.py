@@ -16,6 +16,7 @@ from scipy import optimize as sp_optimize
 from scipy import sparse
 
 from planner import errors
+from planner.optimize import clock
 
 
 class Master(object):
@@ -181,8 +182,9 @@ class Master(object):
         x0, s0, k0, nvar = layout
         integrality = np.zeros(nvar)
         integrality[:s0] = 1
-        res = sp_optimize.milp(
-            cost, integrality=integrality,
+        res = clock.milp(
+            'the integer program over the patterns', cost,
+            integrality=integrality,
             bounds=sp_optimize.Bounds(np.zeros(nvar),
                                       np.full(nvar, np.inf)),
             constraints=sp_optimize.LinearConstraint(a_ub, -np.inf, b_ub),

@@ -14,6 +14,7 @@
 import numpy as np
 
 from nova_pmem_filters.core import kinds
+from planner.optimize import clock
 from planner import patterns
 
 
@@ -127,9 +128,10 @@ def _exact(problem, master, ci, values, mu, per_call):
     Returns (added, upper bound on the best pattern's value).
     """
     cand = problem.candidates[ci]
-    value, counts, top = patterns.best_pattern(
-        cand.capacity, problem.demands, values, cand.limits,
-        gap=_PRICING_GAP, time_limit=per_call)
+    value, counts, top = clock.timed(
+        'pricing', per_call, patterns.best_pattern, cand.capacity,
+        problem.demands, values, cand.limits, gap=_PRICING_GAP,
+        time_limit=per_call)
     return value > mu + RC_TOL * max(mu, 1e-6), counts, top
 
 
@@ -202,7 +204,8 @@ def node_cut(problem, master, res, per_call):
         if upper <= most:
             break
         cand = problem.candidates[ci]
-        _value, _counts, top = patterns.best_pattern(
+        _value, _counts, top = clock.timed(
+            'the cut on nodes', per_call, patterns.best_pattern,
             cand.capacity, problem.demands, pi, cand.limits,
             gap=_PRICING_GAP, time_limit=per_call)
         most = max(most, min(top, upper))

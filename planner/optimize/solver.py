@@ -20,6 +20,7 @@ from scipy import optimize as sp_optimize
 from scipy import sparse
 
 from planner import errors
+from planner.optimize import clock
 from planner.optimize import exact
 from planner.optimize import master as master_mod
 from planner.optimize import pricing
@@ -28,6 +29,11 @@ from planner import patterns
 
 
 _MAX_ROUNDS = 200
+# The name of the fleet of solve(): optimal only when its status is.
+OPTIMAL = 'optimal'
+BEST_FOUND = 'best-found'
+# A gap this small is 0: the answer is proven optimal.
+_ZERO_GAP = 1e-6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +58,9 @@ class Plan:
     seconds: float
     rounds: int
     columns: int
+    # The time limit cut a stage of the search short (:mod:`clock`): the
+    # same inputs may give another answer on another machine.
+    time_limited: bool = False
 
 
 # Share of the time limit column generation may use; the integer program
@@ -106,8 +115,9 @@ def _cover(problem, master, vms, time_limit, gap):
     nw, nx = len(problem.workloads), len(master.columns)
     matrix = sparse.csr_matrix((vals, (rows, cols)), shape=(nw, nx))
     want = np.array([float(vms.get(name, 0)) for name in problem.workloads])
-    res = sp_optimize.milp(
-        np.array(unit), integrality=np.ones(nx),
+    res = clock.milp(
+        'the integer program covering the rest', np.array(unit),
+        integrality=np.ones(nx),
         bounds=sp_optimize.Bounds(np.zeros(nx), np.full(nx, np.inf)),
         constraints=sp_optimize.LinearConstraint(matrix, want, np.inf),
         options={'time_limit': max(time_limit, 0.5), 'mip_rel_gap': gap})
@@ -205,7 +215,10 @@ def _leftover(problem, master, configs, rest, incumbent, time_limit):
     caps): its free nodes run any pattern. Returns [(candidate index,
     counts, nodes)] if it beats ``incumbent`` (a TCO, or None), else None.
     """
-    if not configs or time_limit <= 0:
+    if not configs:
+        return None
+    if time_limit <= 0:
+        clock.cut('the leftover VMs on free nodes')
         return None
     period = problem.periods[0]
     sub = dataclasses.replace(
@@ -253,7 +266,11 @@ class _Solution(object):
 
 def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
           generate=True, stage=None):
-    """Optimise; returns the :class:`Plan` of the optimal fleet.
+    """Optimise; returns the :class:`Plan` of the best fleet found.
+
+    Its status (and its name, :data:`OPTIMAL` or :data:`BEST_FOUND`) says
+    whether it is proven within ``gap`` of the optimum; ``time_limited``
+    whether the time limit cut the search short.
 
     :param generate: generate patterns that mix workloads (column
         generation); False keeps one workload per node, without a bound.
@@ -265,6 +282,13 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
 
     :raises errors.Infeasible: naming what makes the demand impossible.
     """
+    with clock.watch() as cut:
+        plan = _solve(problem, scen, time_limit, gap, progress, generate,
+                      stage)
+    return dataclasses.replace(plan, time_limited=bool(cut))
+
+
+def _solve(problem, scen, time_limit, gap, progress, generate, stage):
     started = time.monotonic()
     deadline = started + time_limit
     if scen is not None and problem.objective == 'tco':
@@ -302,8 +326,8 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
         tell('cheapest fleet serving as much', None)
         best = _cheapest_serving(problem, master, best, deadline, gap)
     layout = master.layout()
-    return _plan('optimal', problem, master, best.vector(master), layout,
-                 bound, bool(np.isfinite(bound)), started, generated.rounds)
+    return _plan(problem, master, best.vector(master), layout, bound,
+                 bool(np.isfinite(bound)), started, generated.rounds, gap)
 
 
 def _seed(problem, master):
@@ -345,6 +369,8 @@ def _generate_columns(problem, master, deadline, cg_deadline, gap,
         incumbent = _rounded_incumbent(problem, master, res, layout,
                                        incumbent)
         out_of_time = time.monotonic() > cg_deadline
+        if out_of_time:
+            clock.cut('column generation')
         if not generate:
             break
         priced, added = _price_greedily(problem, master,
@@ -487,6 +513,8 @@ def _exact_stage(problem, master, best, bound, deadline, gap, hard, scen):
     proven = best is not None and best.fun - bound <= gap * max(
         abs(best.fun), 1e-9)
     remaining = deadline - time.monotonic()
+    if not proven and remaining <= 0:
+        clock.cut('the integer program with free nodes')
     if not proven and remaining > 0:
         focus = best.configs(master) if best is not None else ()
         out = exact.solve(
@@ -604,7 +632,7 @@ def _least(problem, scen, kind, deadline, gap):
         plan = solve(sub, scen=scen, time_limit=max(left / 3, 2.0), gap=gap)
     except errors.Infeasible:
         return None, False
-    if plan.status == 'optimal':
+    if plan.gap is not None and plan.gap <= _ZERO_GAP:
         return plan.objective, True
     return plan.lp_bound, False
 
@@ -613,8 +641,9 @@ def _num(value):
     return ('%d' % value) if float(value).is_integer() else '%.6g' % value
 
 
-def _plan(name, problem, master, vec, layout, lp_bound, converged, started,
-          rounds):
+def _plan(problem, master, vec, layout, lp_bound, converged, started,
+          rounds, asked):
+    """The plan of ``vec``; optimal when proven within ``asked`` (--gap)."""
     x0, s0, _k0, _nvar = layout
     nodes, vms, slots, capex, energy, runs = {}, {}, {}, {}, {}, {}
     last = len(problem.periods) - 1
@@ -645,12 +674,23 @@ def _plan(name, problem, master, vec, layout, lp_bound, converged, started,
     # The LP minimised the TCO, or minus what is served.
     bound = lp_bound if problem.objective == 'tco' else -lp_bound
     gap = proven_gap(value, bound) if converged else None
-    return Plan(name=name, nodes=nodes, vms=vms, patterns=slots, runs=runs,
+    status = 'optimal' if within(gap, asked) else 'feasible'
+    return Plan(name=OPTIMAL if status == 'optimal' else BEST_FOUND,
+                nodes=nodes, vms=vms, patterns=slots, runs=runs,
                 capex=capex, energy=energy, objective=value,
-                lp_bound=bound, gap=gap,
-                status='optimal' if gap is not None and gap <= 1e-6
-                else 'feasible', seconds=time.monotonic() - started,
-                rounds=rounds, columns=len(master.columns))
+                lp_bound=bound, gap=gap, status=status,
+                seconds=time.monotonic() - started, rounds=rounds,
+                columns=len(master.columns))
+
+
+def within(gap, asked):
+    """Whether a proven gap (None: none) is within the gap asked for.
+
+    The search stops once within ``asked``; rounding may leave a hair over.
+    A gap of at most :data:`_ZERO_GAP` is 0 whatever was asked.
+    """
+    return gap is not None and gap <= max(asked * (1 + 1e-6) + 1e-12,
+                                          _ZERO_GAP)
 
 
 def proven_gap(value, bound):
@@ -681,24 +721,37 @@ def best_single(problem, scen=None, time_limit=60.0, gap=1e-3,
                 progress=None):
     """The best fleet of one configuration only (None: none carries it).
 
+    It is ``time_limited`` when the time limit cut the search of any
+    configuration short (that one might have been better).
+
     :param progress: called as ``progress(index, count, configuration)``
         before each configuration is solved.
     """
     best = None
-    for index, cand in enumerate(problem.candidates, start=1):
-        if progress is not None:
-            progress(index, len(problem.candidates), cand.name)
-        sub = problem.restricted([cand.name])
-        try:
-            plan = solve(sub, scen=scen, time_limit=time_limit, gap=gap)
-        except errors.Infeasible:
-            continue
-        better = (best is None or
-                  (plan.objective < best.objective
-                   if problem.objective == 'tco'
-                   else plan.objective > best.objective))
-        if better:
-            best = dataclasses.replace(plan, name='single:%s' % cand.name)
+    with clock.watch() as cut:
+        for index, cand in enumerate(problem.candidates, start=1):
+            if progress is not None:
+                progress(index, len(problem.candidates), cand.name)
+            best = _better_single(problem, cand, best, scen, time_limit,
+                                  gap)
+    if best is not None:
+        best = dataclasses.replace(best, time_limited=bool(cut))
+    return best
+
+
+def _better_single(problem, cand, best, scen, time_limit, gap):
+    """The fleet of ``cand`` alone if better than ``best``, else best."""
+    sub = problem.restricted([cand.name])
+    try:
+        plan = solve(sub, scen=scen, time_limit=time_limit, gap=gap)
+    except errors.Infeasible:
+        return best
+    better = (best is None or
+              (plan.objective < best.objective
+               if problem.objective == 'tco'
+               else plan.objective > best.objective))
+    if better:
+        return dataclasses.replace(plan, name='single:%s' % cand.name)
     return best
 
 

@@ -17,22 +17,43 @@ from planner.optimize import solver
 LEADING_COLUMNS = ('fleet', 'period', 'config', 'nodes')
 TRAILING_COLUMNS = ('vcpu_util', 'memory_util', 'dram_cache_util',
                     'namespace_util', 'capex', 'energy', 'tco', 'objective',
-                    'lp_bound', 'gap', 'status')
+                    'lp_bound', 'gap', 'status', 'time_limited')
+# Then, per workload, the VMs of its demand the fleet does not serve.
+UNMET = 'unmet:'
 # The table without --long: these and the VMs of each workload.
 SHORT_COLUMNS = ('fleet', 'period', 'config', 'nodes', 'memory_util',
                  'dram_cache_util', 'tco', 'gap')
 
 
 def columns(problem):
-    """Columns of the optimiser's listing; one per workload in the middle."""
+    """Columns of the optimiser's listing; one per workload in the middle.
+
+    The VMs served of each workload come before the fixed columns at the
+    end, and the unmet VMs of each after them.
+    """
     return (list(LEADING_COLUMNS) + list(problem.workloads)
-            + list(TRAILING_COLUMNS))
+            + list(TRAILING_COLUMNS)
+            + [UNMET + w for w in problem.workloads])
 
 
 def short_columns(column_names):
     fixed = set(LEADING_COLUMNS) | set(TRAILING_COLUMNS)
     return [c for c in column_names
-            if c in SHORT_COLUMNS or c not in fixed]
+            if c in SHORT_COLUMNS
+            or (c not in fixed and not c.startswith(UNMET))]
+
+
+def unmet(problem, plan):
+    """{period: {workload: VMs of its demand not served}}, of a plan."""
+    result = {}
+    for period in problem.periods:
+        served = {w: sum(plan.vms.get((c.name, period.name), {}).get(w, 0)
+                         for c in problem.candidates)
+                  for w in problem.workloads}
+        result[period.name] = {
+            w: max(0, int(period.vms.get(w, 0)) - served[w])
+            for w in problem.workloads}
+    return result
 
 
 def _round(value, digits):
@@ -45,12 +66,14 @@ def rows(problem, plans):
     A configuration row has the nodes, the VMs of each workload they hold,
     the used share of each node resource and the cost split; the ``total``
     row of each plan and period adds them up and carries the objective, the
-    bound of the LP relaxation and the proven gap.
+    bound of the LP relaxation, the proven gap, the status, whether the
+    time limit cut the search short and the demand not served.
     """
     result = []
     for plan in plans:
         if plan is None:
             continue
+        left = unmet(problem, plan)
         for period in problem.periods:
             total = {w: 0 for w in problem.workloads}
             nodes = capex = energy = 0
@@ -86,6 +109,8 @@ def rows(problem, plans):
                         'tco': round(capex + energy, 2),
                         'objective': round(plan.objective, 2),
                         'lp_bound': round(plan.lp_bound, 2),
-                        'gap': _round(plan.gap, 5), 'status': plan.status})
+                        'gap': _round(plan.gap, 5), 'status': plan.status,
+                        'time_limited': plan.time_limited})
+            row.update((UNMET + w, n) for w, n in left[period.name].items())
             result.append(row)
     return result

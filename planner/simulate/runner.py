@@ -145,7 +145,10 @@ def run(scen, nodes=None, fleet_dir=None, events=None, mix=None, days=365.0,
     :param host_vcpus: vCPUs of every discovered host, overriding the
         profiles' (needed for profiles that do not report them).
     :param events: the trace; default a synthetic one of ``days`` for the
-        mix (default: the scenario's first demand period).
+        mix (default: the scenario's first demand period), refused before
+        anything is made when it would take more than
+        :data:`traces.MAX_EVENTS` events or :data:`engine.MAX_SAMPLES`
+        samples.
     """
     if mix is None:
         if not scen.demand:
@@ -160,6 +163,9 @@ def run(scen, nodes=None, fleet_dir=None, events=None, mix=None, days=365.0,
     check_no_numa(scen, [name for name, wanted in mix.items() if wanted])
     if events is not None:
         check_no_numa(scen, [e.flavor for e in events])
+    else:
+        # Before the optimiser's fleet and the trace: both take time.
+        traces.check_synthetic(mix, days, lifetime_days, sample_days)
     planned = None
     if fleet_dir is not None:
         host_kinds = kinds_of_profiles(scen, fleet_dir, vcpus=host_vcpus)

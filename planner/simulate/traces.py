@@ -20,6 +20,53 @@ import numpy as np
 from planner import errors
 from planner.simulate import engine
 
+# The most events a simulation replays (about a minute and a few hundred
+# MB): a longer trace is refused before it is drawn or read, not replayed
+# for hours or out of memory.
+MAX_EVENTS = 1000000
+
+
+def expected_events(mix, days, lifetime_days):
+    """Events of a synthetic trace, on average: a boot and a delete per VM.
+
+    Boots arrive at ``VMs / lifetime`` per day (Little's law); each has at
+    most one delete.
+    """
+    vms = sum(max(float(n), 0.0) for n in mix.values())
+    return 2.0 * vms * float(days) / float(lifetime_days)
+
+
+def check_synthetic(mix, days, lifetime_days, sample_days=None):
+    """Refuse a synthetic trace a simulation cannot finish; one line.
+
+    From the arguments alone, before anything is allocated: more than
+    :data:`MAX_EVENTS` events on average, or (with ``sample_days``) more
+    than :data:`engine.MAX_SAMPLES` samples.
+    """
+    if not days > 0 or not lifetime_days > 0:
+        raise errors.PlannerError('a synthetic trace needs days and '
+                                  'lifetime above 0')
+    events = expected_events(mix, days, lifetime_days)
+    if events > MAX_EVENTS:
+        raise errors.PlannerError(
+            '--days %s: a synthetic trace of about %.3g events (a boot and '
+            'a delete per VM: %s VMs of the mix living %s days on average), '
+            'more than the %d events a simulation replays; shorten --days, '
+            'lengthen --lifetime-days or lower --mix'
+            % (_num(days), events, _num(sum(mix.values())),
+               _num(lifetime_days), MAX_EVENTS))
+    if sample_days is not None and days / sample_days > engine.MAX_SAMPLES:
+        raise errors.PlannerError(
+            '--days %s at --sample-days %s: %s samples, more than the %d '
+            'samples a simulation takes; shorten --days or sample less '
+            'often' % (_num(days), _num(sample_days),
+                       _num(math.ceil(days / sample_days)),
+                       engine.MAX_SAMPLES))
+
+
+def _num(value):
+    return '%d' % value if float(value).is_integer() else '%g' % value
+
 
 def synthetic(mix, days=365.0, lifetime_days=30.0, seed=0, burst=None):
     """A seeded trace of boots and deletes.
@@ -30,10 +77,10 @@ def synthetic(mix, days=365.0, lifetime_days=30.0, seed=0, burst=None):
         ``lifetime_days``.
     :returns: events ordered by time (seconds), deletes before boots at the
         same time.
+    :raises errors.PlannerError: for more than :data:`MAX_EVENTS` events
+        on average (:func:`check_synthetic`), before drawing any.
     """
-    if days <= 0 or lifetime_days <= 0:
-        raise errors.PlannerError('a synthetic trace needs days and '
-                                  'lifetime above 0')
+    check_synthetic(mix, days, lifetime_days)
     rng = np.random.default_rng(seed)
     events = []
     serial = 0
@@ -67,7 +114,7 @@ def read_csv(path, flavors):
     ``time`` is in seconds; ``event`` boot or delete. An instance boots
     while it is not running and is deleted while it is (a boot Nova refused
     still counts as its boot). A line that cannot be read is named with its
-    number.
+    number, and so is the first beyond :data:`MAX_EVENTS` events.
     """
     try:
         with open(path, 'rb') as handle:
@@ -101,6 +148,10 @@ def _read_events(path, reader, flavors):
         line = reader.line_num
         if not row or not ''.join(row).strip():
             continue
+        if len(events) >= MAX_EVENTS:
+            raise errors.TraceError(
+                '%s: line %d: more than the %d events a simulation replays; '
+                'replay a shorter trace' % (path, line, MAX_EVENTS))
         if len(row) != len(CSV_FIELDS):
             raise errors.TraceError(
                 '%s: line %d: expected %d fields (%s), '

@@ -9,10 +9,10 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Progress on a terminal: one rewritten stderr line, never in the output.
+"""Progress on stderr: one rewritten line on a terminal, lines elsewhere.
 
-A fake terminal (a StringIO whose isatty() is true) stands for stderr; the
-tests count updates, never time.
+A fake terminal (a StringIO whose isatty() is true) stands for stderr, a
+StringIO for a pipe; the tests count updates and lines, never time.
 """
 
 import io
@@ -74,11 +74,45 @@ class ProgressTestCase(testtools.TestCase):
             stream.getvalue())
         self.assertNotIn('\n', stream.getvalue())
 
-    def test_nothing_off_a_terminal(self):
+    def test_a_line_per_stage_off_a_terminal(self):
         stream = io.StringIO()
         with progress.Progress(stream, 'search') as line:
-            line.update('judged', 1, 2)
-        self.assertEqual('', stream.getvalue())
+            line.update('enumerating')
+            line.update('sizing')
+        # Plain lines, nothing rewritten and nothing erased.
+        self.assertEqual('search: enumerating\nsearch: sizing\n',
+                         stream.getvalue())
+
+    def test_a_line_per_tenth_of_a_count_off_a_terminal(self):
+        stream = io.StringIO()
+        line = progress.Progress(stream, 'search')
+        for done in range(1, 1001):
+            line.update('judged', done, 1000)
+        # A second counted stage starts again from its first update.
+        for done in range(1, 4):
+            line.update('sized', done, 3)
+        self.assertEqual(
+            ['search: [1/1000] judged']
+            + ['search: [%d/1000] judged' % (100 * k) for k in range(1, 11)]
+            + ['search: [%d/3] sized' % k for k in (1, 2, 3)],
+            stream.getvalue().splitlines())
+
+    def test_one_line_per_rounds_off_a_terminal(self):
+        stream = io.StringIO()
+        line = progress.Progress(stream, 'optimize')
+        for done in range(1, 36):
+            line.update('column generation', done)
+            if done == 12:
+                line.update('a stage')
+        self.assertEqual(
+            ['optimize: [1] column generation',
+             'optimize: [10] column generation',
+             'optimize: a stage',
+             # After a stage, the rounds' next update is a line again.
+             'optimize: [13] column generation',
+             'optimize: [20] column generation',
+             'optimize: [30] column generation'],
+            stream.getvalue().splitlines())
 
     def test_disabled_on_a_terminal(self):
         stream = FakeTerminal()
@@ -86,10 +120,17 @@ class ProgressTestCase(testtools.TestCase):
             line.update('judged', 1, 2)
         self.assertEqual('', stream.getvalue())
 
-    def test_forced_on_any_stream(self):
+    def test_terminal_forced_on_any_stream(self):
         stream = io.StringIO()
-        progress.Progress(stream, 'x', enabled=True).update('y')
+        progress.Progress(stream, 'x', terminal=True).update('y')
         self.assertEqual('\rx: y', stream.getvalue())
+
+    def test_disabled_off_a_terminal(self):
+        stream = io.StringIO()
+        with progress.Progress(stream, 'search', enabled=False) as line:
+            line.update('judged', 1, 2)
+            line.update('sizing')
+        self.assertEqual('', stream.getvalue())
 
     def test_line_fits_the_terminal(self):
         stream = FakeTerminal()
@@ -132,8 +173,23 @@ class SearchProgressTestCase(testtools.TestCase):
     def test_not_a_terminal(self):
         status, out, err = clitools.run_cli(self, self.ARGS)
         self.assertEqual(0, status, err)
+        json.loads(out)
         self.assertNotIn('\r', err)
-        self.assertNotIn('populations judged', err)
+        lines = err.splitlines()
+        self.assertTrue(lines[0].startswith(
+            'search: enumerating populations'), lines)
+        judged = [ln for ln in lines if 'populations judged' in ln]
+        # A line per tenth at most, and the last says all are judged.
+        self.assertLessEqual(len(judged), progress.TENTHS + 1)
+        self.assertRegex(judged[-1], r'\[(\d+)/\1\]')
+
+    def test_not_a_terminal_quiet(self):
+        for option in ('--no-progress', '-q'):
+            argv = ([option] + self.ARGS if option == '-q'
+                    else self.ARGS + [option])
+            status, out, err = clitools.run_cli(self, argv)
+            self.assertEqual(0, status, err)
+            self.assertEqual('', err, option)
 
 
 class OptimizeProgressTestCase(testtools.TestCase):
@@ -144,12 +200,44 @@ class OptimizeProgressTestCase(testtools.TestCase):
         self.assertEqual(0, status, err)
         json.loads(out)
         texts = shown(err, 'optimize')
-        self.assertIn('column generation round 1: ', texts[0])
+        self.assertTrue(texts[0].startswith(
+            'optimize: [1] column generation: '), texts)
         self.assertTrue([t for t in texts if 'integer program' in t
                          and 'incumbent' in t and 'gap' in t], texts)
         self.assertTrue([t for t in texts if t.startswith(
             'optimize: [1/2] best single configuration: ')], texts)
         self.assertTrue(err.endswith('\r'))
+
+    def test_not_a_terminal(self):
+        status, out, err = clitools.run_cli(self, ['optimize', '-f', 'json'])
+        self.assertEqual(0, status, err)
+        self.assertNotIn('\r', err)
+        lines = err.splitlines()
+        self.assertTrue(lines[0].startswith(
+            'optimize: [1] column generation: '), lines)
+        self.assertTrue([ln for ln in lines if ln.startswith(
+            'optimize: integer program with free nodes, incumbent ')],
+            lines)
+        self.assertIn('optimize: [1/2] best single configuration: dram-384',
+                      lines)
+        self.assertIn('optimize: [2/2] best single configuration: '
+                      'mm-192-512', lines)
+        # Every line is progress: a stage, or a tenth or ten rounds.
+        self.assertEqual([], [ln for ln in lines
+                              if not ln.startswith('optimize: ')])
+        # The same answer as on a terminal.
+        status, on_terminal, _err = run_on_terminal(
+            self, ['optimize', '-f', 'json'])
+        self.assertEqual(0, status, _err)
+        self.assertEqual(json.loads(on_terminal), json.loads(out))
+
+    def test_not_a_terminal_quiet(self):
+        for option in ('--no-progress', '-q'):
+            argv = (['-q', 'optimize', '-f', 'json'] if option == '-q'
+                    else ['optimize', '-f', 'json', option])
+            status, out, err = clitools.run_cli(self, argv)
+            self.assertEqual(0, status, err)
+            self.assertEqual('', err, option)
 
     def test_very_verbose_logs_lines_instead(self):
         status, out, err = run_on_terminal(
@@ -178,6 +266,14 @@ class ReportProgressTestCase(testtools.TestCase):
         self.assertIn('[3/%d] tables' % total, err)
         self.assertIn('[%d/%d] write' % (total, total), err)
         self.assertNotIn('\r', err)
+        # Plain lines of the one policy: a line per step, labelled, and
+        # the count of events replayed only on a terminal.
+        lines = err.splitlines()
+        self.assertIn('report: [3/%d] tables: comparison, calibration, '
+                      'configs' % total, lines)
+        self.assertEqual(total, len([ln for ln in lines
+                                     if ln.startswith('report: [')]))
+        self.assertNotIn('replaying the trace, ', err)
 
     def test_terminal(self):
         total = report.STEPS + 2
@@ -198,8 +294,9 @@ class ReportProgressTestCase(testtools.TestCase):
                          .split('\n')[0])
 
     def test_no_progress(self):
-        status, out, err = clitools.run_cli(
-            self, ['report', '--no-progress', '--no-png', '--output-dir',
-                   self.out])
-        self.assertEqual(0, status, err)
-        self.assertNotIn('[1/', err)
+        for argv in (['report', '--no-progress'], ['-q', 'report']):
+            status, out, err = clitools.run_cli(
+                self, argv + ['--no-png', '--output-dir', self.out])
+            self.assertEqual(0, status, err)
+            self.assertNotIn('[1/', err)
+            self.assertNotIn('report: ', err)

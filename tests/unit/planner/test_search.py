@@ -224,6 +224,13 @@ class SearchTestCase(testtools.TestCase):
             (dict(modes=['dram,nope']), '--modes: unknown mode'),
             (dict(budget='x'), '--budget: expected a number'),
             (dict(budget=0), '--budget: must be greater than 0'),
+            # One bound, one short line, however the number is written.
+            (dict(budget='1e300'),
+             '--budget: must be at most 1e+15, got 1e+300'),
+            (dict(budget='1' + '0' * 300),
+             '--budget: must be at most 1e+15, got 1e+300'),
+            (dict(budget='inf'), '--budget: must be at most 1e+15, got inf'),
+            (dict(budget='nan'), "--budget: expected a number, got 'nan'"),
             (dict(band=-0.1), '--band: must be at least 0'),
             (dict(limit='ten'), '--limit: expected a whole number'),
             (dict(budget=100), 'no valid population'),
@@ -373,8 +380,28 @@ class SearchCommandTestCase(testtools.TestCase):
             status, out, err = self._main(*argv)
             self.assertEqual(2, status, argv)
             self.assertEqual('', out, argv)
-            self.assertEqual(1, len(err.splitlines()), err)
+            # Off a terminal, the stages run before it are lines too.
+            self.assertEqual(1, len([ln for ln in err.splitlines()
+                                     if not ln.startswith('search: ')]),
+                             err)
             self.assertIn(fragment, err)
+
+    def test_huge_budget_is_one_short_line(self):
+        # It was an 884-character line with two 300-digit numbers.
+        base = ['--platform', ICE_LAKE, '--cpu', GOLD_6330]
+        for budget in ('1e300', '1' + '0' * 300):
+            status, out, err = self._main(*base + ['--budget', budget])
+            self.assertEqual(2, status, err)
+            self.assertEqual('', out)
+            self.assertEqual(['--budget: must be at most 1e+15, got 1e+300'],
+                             err.splitlines())
+
+    def test_nothing_found_shows_short_numbers(self):
+        status, out, err = self._main('--platform', ICE_LAKE, '--cpu',
+                                      GOLD_6330, '--budget', '1e15')
+        self.assertEqual(2, status, err)
+        self.assertIn('costs 1e+15 +-10% (9e+14 to 1.1e+15); populations '
+                      'of these DIMMs cost 7672 to 207288 per node', err)
 
     def test_entry_point_in_a_subprocess(self):
         proc = subprocess.run(

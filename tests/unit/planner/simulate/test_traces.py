@@ -50,6 +50,46 @@ class TraceTestCase(testtools.TestCase):
                 counts.append(alive)
         self.assertLess(abs(np.mean(counts) - 80) / 80, 0.2)
 
+    def test_a_trace_too_long_is_refused_before_it_is_drawn(self):
+        # Drawing it would allocate arrays of the events' size: the
+        # refusal comes first.
+        self.useFixture(fixtures.MockPatch(
+            'numpy.random.default_rng',
+            side_effect=AssertionError('a trace was drawn')))
+        mix = {'redis': 600, 'mysql': 400}
+        for days, lifetime in ((1e9, 30), (100000, 30), (10, 1e-9)):
+            exc = self.assertRaises(errors.PlannerError, simulate.synthetic,
+                                    mix, days=days, lifetime_days=lifetime)
+            self.assertIn('more than the 1000000 events a simulation '
+                          'replays', str(exc))
+        # The bound is the expected count: a boot and a delete per VM.
+        self.assertEqual(2 * 1000 * 10 / 2.0, simulate.expected_events(
+            mix, days=10, lifetime_days=2))
+
+    def test_samples_are_bounded_before_the_trace_is_drawn(self):
+        self.useFixture(fixtures.MockPatch(
+            'numpy.random.default_rng',
+            side_effect=AssertionError('a trace was drawn')))
+        exc = self.assertRaises(
+            errors.PlannerError, simulate.check_synthetic, {'redis': 1},
+            days=1e6, lifetime_days=1e6, sample_days=1)
+        self.assertIn('more than the 100000 samples', str(exc))
+
+    def test_a_csv_trace_too_long_is_refused_as_it_is_read(self):
+        self.useFixture(fixtures.MockPatch(
+            'planner.simulate.traces.MAX_EVENTS', 3))
+        path = self._csv('''\
+            time,event,instance,flavor
+            0,boot,a,redis
+            1,boot,b,redis
+            2,delete,a,redis
+            3,delete,b,redis
+            ''')
+        exc = self.assertRaises(errors.TraceError, simulate.read_csv, path,
+                                simulate.flavors_of(base.BUILTIN))
+        self.assertIn('line 5: more than the 3 events a simulation replays',
+                      str(exc))
+
     def _csv(self, text):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'trace.csv')

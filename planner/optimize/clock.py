@@ -1,0 +1,75 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The time limit: what it cut short.
+
+Each stage of the optimiser works to a share of the time limit. A stage
+the clock stopped (a HiGHS call that reached its time limit, or a deadline
+passed before the stage could do its work) found what the machine's speed
+allowed: on a faster or less loaded machine the same inputs can give
+another fleet, or prove more. Where the clock stopped nothing, the answer
+depends on the inputs and the limits alone. A solve records what the clock
+cut (:func:`watch`), so that its plan can say which of the two it is.
+"""
+
+import contextlib
+import contextvars
+import time
+
+from scipy import optimize as sp_optimize
+
+# scipy.optimize.milp's status when HiGHS stops at a limit: the optimiser
+# sets no other limit than time.
+_LIMIT_REACHED = 1
+
+# The lists of the watches open, innermost last.
+_WATCHES = contextvars.ContextVar('planner_optimize_watches', default=())
+
+
+@contextlib.contextmanager
+def watch():
+    """A list of what the time limit cut short while in the block.
+
+    Watches nest: what is cut in an inner one is cut in the outer ones.
+    """
+    cut = []
+    token = _WATCHES.set(_WATCHES.get() + (cut,))
+    try:
+        yield cut
+    finally:
+        _WATCHES.reset(token)
+
+
+def cut(what):
+    """Record that the time limit cut ``what`` short."""
+    for record in _WATCHES.get():
+        record.append(what)
+
+
+def milp(what, *args, **kwargs):
+    """``scipy.optimize.milp``, recording when it stopped at its limit."""
+    res = sp_optimize.milp(*args, **kwargs)
+    if res.status == _LIMIT_REACHED:
+        cut(what)
+    return res
+
+
+def timed(what, seconds, call, *args, **kwargs):
+    """``call(*args, **kwargs)``, given ``seconds`` to run.
+
+    For a call that does not say whether it stopped at its limit: one that
+    ran that long is taken as stopped (it may have finished just then).
+    """
+    started = time.monotonic()
+    result = call(*args, **kwargs)
+    if seconds is not None and time.monotonic() - started >= seconds:
+        cut(what)
+    return result
