@@ -288,8 +288,11 @@ def rows(scen, workloads=None, placement_accounting=False):
     Each has the public columns (:data:`COLUMNS`) and what the script and
     the nova.conf snippet are made of: ``object`` (the aggregate or flavor
     name, or the nova.conf role), ``section``, ``option`` and ``items``
-    (the items a list option gains), ``flavor`` ((vCPUs, RAM MB, disk GB)
-    of a flavor's create row).
+    (the items a list option gains), ``nova_default`` (a line of Nova's
+    own default, which a merge leaves to the file), ``flavor`` ((vCPUs,
+    RAM MB, disk GB) of a flavor's create row). The ``value`` of a
+    nova.conf row is the whole value of its line: a list option's starts
+    with Nova's defaults, and a multi-valued option has a row per line.
     """
     policies = scen.policies
     chosen = [scen.workloads[name] for name in (workloads or scen.workloads)]
@@ -302,13 +305,14 @@ def rows(scen, workloads=None, placement_accounting=False):
         result.append(row)
 
     def conf(role, target, section, option, value, items=None,
-             line_value=None):
-        line_value = value if line_value is None else line_value
+             nova_default=False):
+        # ``value`` is the whole value of the nova.conf line: a list
+        # option's includes Nova's defaults; ``items`` are what we add.
         add('scheduler' if role == SCHEDULER_ROLE else 'compute', target,
             '[%s] %s' % (section, option), value,
-            '[%s] %s = %s' % (section, option, line_value), object=role,
+            '[%s] %s = %s' % (section, option, _fmt(value)), object=role,
             section=section, option=option, items=items,
-            line_value=line_value)
+            line_value=_fmt(value), nova_default=nova_default)
 
     for name, config in scen.configs.items():
         agg = aggregate_name(name)
@@ -337,8 +341,12 @@ def rows(scen, workloads=None, placement_accounting=False):
 
     sched = 'nova.conf of the schedulers'
     fs = novaopts.FILTER_SCHEDULER
-    # A multi-valued option: this line goes beside Nova's own (the
-    # nova.conf snippet writes both).
+    # A multi-valued option: a row per line, Nova's own first (without
+    # them Nova's default enabled_filters are not available). A merge
+    # keeps a file's own lines and adds ours (``nova_default``).
+    for value in _nova_default_list('available_filters'):
+        conf(SCHEDULER_ROLE, sched, fs, 'available_filters', value,
+             items=[value], nova_default=True)
     conf(SCHEDULER_ROLE, sched, fs, 'available_filters',
          classes.ALL_FILTERS, items=[classes.ALL_FILTERS])
     filters = list(classes.FILTERS)
@@ -346,12 +354,12 @@ def rows(scen, workloads=None, placement_accounting=False):
         # Not in Nova's default list; without it no scheduler checks the
         # cells and the compute's claim applies no allocation ratio.
         filters.insert(0, 'NUMATopologyFilter')
-    conf(SCHEDULER_ROLE, sched, fs, 'enabled_filters', ','.join(filters),
-         items=filters, line_value=_joined(
-             _nova_default_list('enabled_filters'), filters))
-    conf(SCHEDULER_ROLE, sched, fs, 'weight_classes', classes.ALL_WEIGHERS,
-         items=[classes.ALL_WEIGHERS], line_value=_joined(
-             _nova_default_list('weight_classes'), [classes.ALL_WEIGHERS]))
+    conf(SCHEDULER_ROLE, sched, fs, 'enabled_filters',
+         _joined(_nova_default_list('enabled_filters'), filters),
+         items=filters)
+    conf(SCHEDULER_ROLE, sched, fs, 'weight_classes',
+         _joined(_nova_default_list('weight_classes'),
+                 [classes.ALL_WEIGHERS]), items=[classes.ALL_WEIGHERS])
     conf(SCHEDULER_ROLE, sched, 'pmem', 'cache_overcommit_ratio',
          _fmt(float(policies.cache_overcommit)))
 
@@ -448,9 +456,7 @@ def nova_conf(plan_rows, role, comments=()):
                                     for c in comments))
     for row in _role_rows(plan_rows, role):
         if row['option'] == 'available_filters':
-            for value in _nova_default_list('available_filters') + \
-                    row['items']:
-                ini.add_value(row['section'], row['option'], value)
+            ini.add_value(row['section'], row['option'], row['line_value'])
         else:
             ini.set(row['section'], row['option'], row['line_value'])
     return ini.text().lstrip('\n')
@@ -483,6 +489,10 @@ def merge_nova_conf(text, plan_rows, role):
     """
     ini = inifile.IniFile(text)
     for row in _role_rows(plan_rows, role):
+        if row.get('nova_default'):
+            # Nova's own line goes in only where the file has none
+            # (``defaults`` below): a file's own list is kept as it is.
+            continue
         if row['option'] == 'available_filters':
             ini.add_value(row['section'], row['option'], row['items'][0],
                           defaults=_nova_default_list('available_filters'))

@@ -52,6 +52,7 @@ import pandas as pd
 
 
 from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core import scenario as document
 
 from planner import errors
 from planner import model
@@ -531,11 +532,18 @@ def _modes(requested, workload, pmem, cxl=()):
 def _number(value, option, integer=False, positive=False):
     try:
         number = int(value) if integer else float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if math.isnan(number):
         raise errors.PlannerError('%s: expected %s, got %r' % (
             option, 'a whole number' if integer else 'a number', value))
-    if not math.isfinite(number) or number < 0 or (positive
-                                                   and number == 0):
+    # The scenario's bound on every number, in its words: 1e300 was an
+    # 884-character message with two 300-digit numbers.
+    if number > document.NUMBER_LIMIT:
+        raise errors.PlannerError('%s: must be at most %s, got %s' % (
+            option, document.short_number(document.NUMBER_LIMIT),
+            document.short_number(number)))
+    if number < 0 or (positive and number == 0):
         raise errors.PlannerError('%s: must be %s, got %r' % (
             option, 'greater than 0' if positive else 'at least 0', value))
     return number
@@ -633,11 +641,12 @@ def run(scen, platform, cpu, workload=None, dimms=None, modes=None,
 
 def _nothing_found(platform, cpu, dimms, modes, budget, band, low, high,
                    policies):
+    short = document.short_number
     what = ('no valid population of platform %s with CPU %s (%s; %s) costs '
-            '%g +-%g%% (%.2f to %.2f)'
+            '%s +-%g%% (%s to %s)'
             % (platform.name, cpu.name, ', '.join(modes),
-               ', '.join(d.name for d in dimms) or 'no DIMMs', budget,
-               100.0 * band, low, high))
+               ', '.join(d.name for d in dimms) or 'no DIMMs', short(budget),
+               100.0 * band, short(round(low, 2)), short(round(high, 2))))
     inside = candidates(platform, cpu, dimms, modes, low, high)
     if inside:
         mode, per = inside[0]
@@ -650,5 +659,6 @@ def _nothing_found(platform, cpu, dimms, modes, budget, band, low, high,
                     first.message if first else 'out of band',
                     first.code if first else '-'))
     cheapest, dearest = cost_range(platform, cpu, dimms, modes)
-    return ('%s; populations of these DIMMs cost %.2f to %.2f per node: '
-            'change --budget or widen --band' % (what, cheapest, dearest))
+    return ('%s; populations of these DIMMs cost %s to %s per node: '
+            'change --budget or widen --band'
+            % (what, short(round(cheapest, 2)), short(round(dearest, 2))))

@@ -22,6 +22,7 @@ import math
 
 from planner import model
 from planner import population
+from planner.population import sources
 
 # Prices in the built-in catalog are US dollars; a scenario's own catalog
 # entries are expected in the same unit. Every cost column is in it.
@@ -64,10 +65,11 @@ COMPARISON_COLUMNS = (
 # cost_vs_baseline as a number, and the currency of the cost columns.
 COMPARE_COMMAND_COLUMNS = COMPARISON_COLUMNS + ('cost_vs_baseline_pct',
                                                 'currency')
-# What a reader decides by: the table of ``compare`` without --long.
+# What a reader decides by: the table of ``compare`` without --long (it
+# fits 120 columns; power, memory and costs are in --long).
 COMPARISON_SHORT_COLUMNS = (
     'config', 'workload', 'mode', 'vms_per_node', 'binding', 'cost_per_vm',
-    'vms_per_kw', 'relative_throughput', 'warnings')
+    'relative_throughput', 'warnings')
 
 
 def _round(value, digits):
@@ -211,6 +213,13 @@ def _fleet_rows(scen, kinds):
 CALIBRATION_COLUMNS = (
     'workload', 'config', 'published_gain', 'source', 'baseline_vms',
     'config_vms', 'hit_fraction', 'miss_factor', 't_hit', 'model_gain')
+# The calibration command's columns: the report's, then the source as a
+# short reference (:func:`planner.population.sources.short`).
+CALIBRATION_COMMAND_COLUMNS = CALIBRATION_COLUMNS + ('reference',)
+# The table of ``calibration`` without --long.
+CALIBRATION_SHORT_COLUMNS = (
+    'workload', 'config', 'published_gain', 'baseline_vms', 'config_vms',
+    't_hit', 'model_gain', 'reference')
 
 
 def calibration(scen):
@@ -222,6 +231,7 @@ def calibration_rows(scen):
     miss = model.miss_factor(scen.performance)
     rows = [{'workload': c.workload, 'config': c.config,
              'published_gain': c.published_gain, 'source': c.source,
+             'reference': sources.short(c.source),
              'baseline_vms': c.baseline_vms, 'config_vms': c.config_vms,
              'hit_fraction': round(c.hit_fraction, 3),
              'miss_factor': round(miss, 3), 't_hit': round(c.t_hit, 4),
@@ -238,6 +248,13 @@ def findings_by_config(scen):
 CONFIGS_COLUMNS = (
     'config', 'platform', 'cpu', 'mode', 'population', 'dram_gb', 'pmem_gb',
     'node_cost', 'node_watts', 'errors', 'warnings')
+# The configs command's columns: the report's, then the findings by code
+# ("warning mm-ratio, ..."), errors first.
+CONFIGS_COMMAND_COLUMNS = CONFIGS_COLUMNS + ('checks',)
+# The table of ``configs`` without --long: the messages are in --long.
+CONFIGS_SHORT_COLUMNS = (
+    'config', 'mode', 'population', 'dram_gb', 'pmem_gb', 'node_cost',
+    'checks')
 
 
 def configs(scen):
@@ -260,5 +277,8 @@ def configs_rows(scen):
                 node.findings)),
             'warnings': '; '.join(f.message for f in population.warnings(
                 node.findings)),
+            'checks': ', '.join('%s %s' % (f.severity, f.code) for f in
+                                population.errors(node.findings)
+                                + population.warnings(node.findings)),
         })
     return rows

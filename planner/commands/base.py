@@ -19,13 +19,16 @@ its methods (tests/unit/test_startup.py).
 """
 
 import math
+import re
 import sys
 import textwrap
 
 from cliff import lister
 
+from nova_pmem_filters.core import scenario as document
 from planner import errors
 from planner import model
+from planner.population import sources
 from planner import tables
 
 # Output formats that carry a missing value as null; the others (table,
@@ -62,11 +65,19 @@ def add_fleet_argument(parser, required, purpose):
 
 
 def number(option, text, positive=False):
-    """A number option's value, 0 or more (above 0 if ``positive``)."""
+    """A number option's value, 0 or more (above 0 if ``positive``).
+
+    At most the scenario's bound on every number (the same quantity, such
+    as a budget, has the same bound on the command line and in the file).
+    """
     try:
         value = float(text)
     except (TypeError, ValueError):
         value = -1.0
+    if value > document.NUMBER_LIMIT:
+        raise errors.PlannerError('%s %s: expected a number, at most %s' % (
+            option, document.short_number(value),
+            document.short_number(document.NUMBER_LIMIT)))
     if not value >= 0 or (positive and not value > 0):
         raise errors.PlannerError('%s %s: expected a number%s'
                                   % (option, text, ' above 0' if positive
@@ -96,12 +107,23 @@ def frame_rows(frame):
              for row in frame.itertuples(index=False, name=None)])
 
 
-def show_warnings(findings_by_config, stream=None):
-    """Print population warnings once per configuration on stderr."""
+def show_warnings(findings_by_config, stream=None, verbose_level=1,
+                  full=False):
+    """Print population warnings once per configuration on stderr.
+
+    One line each, its source a short reference (the ids of the docs'
+    table of sources, :func:`planner.population.sources.short`), or the
+    whole citation with ``full`` (``--long``); none at verbose level 0
+    (``-q``).
+    """
+    if verbose_level < 1:
+        return
     stream = stream or sys.stderr
     for name, findings in findings_by_config.items():
-        for finding in findings:
-            stream.write('%s: %s\n' % (name, finding))
+        for f in findings:
+            stream.write('%s: %s %s: %s [%s]\n' % (
+                name, f.severity, f.code, f.message,
+                f.source if full else sources.short(f.source)))
 
 
 def binding_help():
@@ -142,6 +164,74 @@ def _keeping_lines(formatter_class):
     return Formatter
 
 
+# The widest line of a default table (without --long): a terminal of 120
+# columns shows it unwrapped; cliff fits it to a narrower one.
+TABLE_WIDTH = 120
+# Where a cell's text may wrap: after a space, a comma, a "+", a ";" or
+# a "/".
+_BREAKS = re.compile(r'(?<=[ ,+;/])')
+
+
+def _wrap(text, width):
+    """``text`` in lines of at most ``width``, broken after a separator."""
+    lines, line = [], ''
+    for piece in _BREAKS.split(text):
+        if line and len((line + piece).rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ''
+        while len(piece.rstrip()) > width:
+            # No separator in reach: the piece is cut.
+            lines.append(piece[:width])
+            piece = piece[width:]
+        line += piece
+    return '\n'.join(lines + [line.rstrip()])
+
+
+def _text_width(value):
+    return max((len(ln) for ln in str(value).splitlines()), default=0)
+
+
+def fit_rows(column_names, rows, width):
+    """``rows`` with text cells wrapped so that the table fits ``width``.
+
+    The widest text columns are narrowed to one width, the largest that
+    fits (a column is never narrower than its header); numbers are never
+    wrapped. Rows that already fit are returned as they are.
+    """
+    rows = [tuple(row) for row in rows]
+    count = len(column_names)
+    room = width - 3 * count - 1
+    natural = [max([len(name)] + [_text_width(row[i]) for row in rows])
+               for i, name in enumerate(column_names)]
+    if sum(natural) <= room:
+        return rows
+    # A text column is narrowed down to its longest piece between
+    # separators, and cut only where that does not fit.
+    fixed = [max([len(name)] + [_text_width(row[i]) for row in rows
+                                if not isinstance(row[i], str)])
+             for i, name in enumerate(column_names)]
+    pieces = [max([f] + [len(p.rstrip()) for row in rows
+                         if isinstance(row[i], str)
+                         for p in _BREAKS.split(row[i])])
+              for i, f in enumerate(fixed)]
+    if sum(pieces) <= room:
+        fixed = pieces
+
+    def used(limit):
+        return sum(max(f, min(n, limit)) for f, n in zip(fixed, natural))
+
+    limit = max(natural)
+    while limit > 1 and used(limit) > room:
+        limit -= 1
+    limits = [max(f, min(n, limit)) for f, n in zip(fixed, natural)]
+    # What one width leaves over goes to the widest column.
+    widest = natural.index(max(natural))
+    limits[widest] += max(room - used(limit), 0)
+    return [tuple(_wrap(v, limits[i]) if isinstance(v, str)
+                  and _text_width(v) > limits[i] else v
+                  for i, v in enumerate(row)) for row in rows]
+
+
 class _BlankMissing(object):
     """A cliff formatter that shows a missing value as an empty cell.
 
@@ -149,9 +239,10 @@ class _BlankMissing(object):
     ("cost_per_vm USD").
     """
 
-    def __init__(self, formatter, table=False):
+    def __init__(self, formatter, table=False, width=None):
         self._formatter = formatter
         self._table = table
+        self._width = width
 
     def emit_list(self, column_names, data, stdout, parsed_args):
         rows = ([('' if v is None else v) for v in row] for row in data)
@@ -160,6 +251,8 @@ class _BlankMissing(object):
             column_names = ['%s %s' % (c, tables.CURRENCY)
                             if c in tables.MONEY_COLUMNS else c
                             for c in column_names]
+        if self._width:
+            rows = fit_rows(column_names, rows, self._width)
         return self._formatter.emit_list(column_names, rows, stdout,
                                          parsed_args)
 
@@ -181,8 +274,13 @@ class Lister(lister.Lister):
             return 0
         if parsed_args.formatter not in NULL_FORMATS:
             self.formatter = _BlankMissing(
-                self.formatter, table=parsed_args.formatter == 'table')
+                self.formatter, table=parsed_args.formatter == 'table',
+                width=self.table_width(parsed_args))
         return super().produce_output(parsed_args, column_names, data)
+
+    def table_width(self, parsed_args):
+        """The width to fit the table to, or None (cliff's own)."""
+        return None
 
 
 class ShortTableLister(Lister):
@@ -213,6 +311,19 @@ class ShortTableLister(Lister):
             help='show every column in the table (the machine formats, '
                  '-f json|yaml|csv|value, always have every column)')
         return parser
+
+    # The width a default table is fitted to (its text cells wrapped, see
+    # fit_rows), or None: a table whose cells must stay whole (a command
+    # to copy) is not fitted.
+    fit_width = None
+
+    def table_width(self, parsed_args):
+        # --long is the wide view; --max-width (or CLIFF_MAX_TERM_WIDTH)
+        # is cliff's.
+        if (parsed_args.formatter == 'table' and not parsed_args.long
+                and not getattr(parsed_args, 'max_width', 0)):
+            return self.fit_width
+        return None
 
     def produce_output(self, parsed_args, column_names, data):
         if (parsed_args.formatter == 'table' and not parsed_args.long

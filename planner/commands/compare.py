@@ -20,6 +20,8 @@ from planner import tables
 class Compare(base.ShortTableLister):
     """Compare the baseline configuration with its cost-matched candidates."""
 
+    fit_width = base.TABLE_WIDTH
+
     _epilog = (
         'node_cost, memory_cost and cost_per_vm are in %s (the currency '
         'column; a scenario\'s own prices are taken to be in it too). '
@@ -46,13 +48,20 @@ class Compare(base.ShortTableLister):
             from planner import fleet
 
             kinds = fleet.load(parsed_args.fleet)
-        base.show_warnings(tables.findings_by_config(scen))
+        base.show_warnings(tables.findings_by_config(scen),
+                           verbose_level=self.app.options.verbose_level,
+                           full=parsed_args.long)
         return tables.listing(tables.comparison_rows(scen, fleet_kinds=kinds),
                               tables.COMPARE_COMMAND_COLUMNS)
 
 
-class Calibration(base.Lister):
+class Calibration(base.ShortTableLister):
     """Show how the performance model is calibrated on published gains."""
+
+    fit_width = base.TABLE_WIDTH
+
+    def short_columns(self, column_names):
+        return tables.CALIBRATION_SHORT_COLUMNS
 
     def get_parser(self, prog_name):
         return base.add_scenario_argument(super().get_parser(prog_name))
@@ -60,7 +69,7 @@ class Calibration(base.Lister):
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
         columns, rows = tables.listing(tables.calibration_rows(scen),
-                                       tables.CALIBRATION_COLUMNS)
+                                       tables.CALIBRATION_COMMAND_COLUMNS)
         if not rows:
             # Not an error: the model then uses each workload's throughput
             # as the scenario gives it. Machine formats get an empty list.
@@ -72,8 +81,13 @@ class Calibration(base.Lister):
         return columns, rows
 
 
-class Configs(base.Lister):
+class Configs(base.ShortTableLister):
     """List the scenario's node configurations and their population checks."""
+
+    fit_width = base.TABLE_WIDTH
+
+    def short_columns(self, column_names):
+        return tables.CONFIGS_SHORT_COLUMNS
 
     def get_parser(self, prog_name):
         return base.add_scenario_argument(super().get_parser(prog_name))
@@ -81,4 +95,4 @@ class Configs(base.Lister):
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
         return tables.listing(tables.configs_rows(scen),
-                              tables.CONFIGS_COLUMNS)
+                              tables.CONFIGS_COMMAND_COLUMNS)

@@ -71,6 +71,8 @@ class NovaConfig(base.ShortTableLister):
     printed.
     """
 
+    fit_width = base.TABLE_WIDTH
+
     def short_columns(self, column_names):
         return [c for c in column_names if c != 'command']
 

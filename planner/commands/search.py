@@ -18,10 +18,18 @@ from planner import progress
 class Search(base.ShortTableLister):
     """Rank every valid DIMM population of a platform and CPU in a budget."""
 
+    fit_width = base.TABLE_WIDTH
+
     def short_columns(self, column_names):
         from planner import search
 
-        return search.SHORT_COLUMNS
+        # The measures of the objectives other than cost per VM, VMs per
+        # node and the one ranked by are in --long: the table fits 120
+        # columns.
+        objective = getattr(self, '_objective', search.DEFAULT_OBJECTIVE)
+        return [c for c in search.SHORT_COLUMNS
+                if c not in search.OBJECTIVES
+                or c in ('cost_per_vm', 'vms_per_node', objective)]
 
     def get_parser(self, prog_name):
         # numpy and pandas.
@@ -69,6 +77,7 @@ class Search(base.ShortTableLister):
         from planner import search
 
         scen = base.load_scenario(parsed_args)
+        self._objective = parsed_args.objective
         with progress.for_command(self, parsed_args, 'search') as line:
             result = search.run(
                 scen, parsed_args.platform, parsed_args.cpu,

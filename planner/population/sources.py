@@ -99,6 +99,34 @@ def assumption(text):
     return '%s: %s' % (ASSUMPTION, text)
 
 
+_CATALOG = re.compile(r'^(\w+) catalog \(([^:)]+)')
+
+
+def short(text):
+    """A short reference to a citation, for a line of output.
+
+    The ids of the documents of :data:`SOURCES` it cites, ``assumption``
+    where it holds one, in the order they appear: the docs' table of
+    sources gives each id's title and URL. A catalog entry's citation is
+    ``<kind> catalog: <name>`` (the entry gives its source); a URL the
+    table does not know is kept whole, and text that is none of these is
+    returned as it is, so that the reference is never ambiguous.
+    """
+    text = text or ''
+    catalog = _CATALOG.match(text)
+    if catalog:
+        return '%s catalog: %s' % catalog.groups()
+    by_url = {source.url: source_id for source_id, source in SOURCES.items()}
+    found = []
+    for match in re.finditer(r'%s|(?:^|; |\()(%s)\b' % (
+            _URL.pattern, ASSUMPTION), text):
+        ref = (ASSUMPTION if match.group(1)
+               else by_url.get(match.group(0), match.group(0)))
+        if ref not in found:
+            found.append(ref)
+    return ', '.join(found) or text
+
+
 def urls(text):
     """The URLs a citation names."""
     return _URL.findall(text or '')

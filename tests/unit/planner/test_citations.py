@@ -12,10 +12,13 @@
 """Every source the planner prints is one a user can open, or an assumption.
 
 The commands run on the built-in scenarios, in the table and JSON formats;
-a citation is the ``[...]`` that ends a finding line on stderr, or the
-``source`` of a calibration row. Each must start with ``assumption`` or name
-URLs that are all in :mod:`planner.population.sources` or in the scenario's
-own catalog (the catalog entry's source).
+a citation is the ``[...]`` that ends a finding line on stderr with
+``--long``, or the ``source`` of a calibration row. Each must start with
+``assumption`` or name URLs that are all in
+:mod:`planner.population.sources` or in the scenario's own catalog (the
+catalog entry's source). Without ``--long`` a finding line ends with a
+short reference instead, each of whose parts the table of sources (or the
+catalog) resolves.
 """
 
 import json
@@ -102,17 +105,36 @@ class SourcesTableTestCase(testtools.TestCase):
                                                   finding.source))
 
 
+def reference_problem(reference, catalog_text=''):
+    """Why a short reference does not resolve, or None."""
+    for part in reference.split(', '):
+        if part in sources.SOURCES or part == sources.ASSUMPTION:
+            continue
+        kind, _, name = part.partition(' catalog: ')
+        if name and re.search(r'(?m)^\s*%s:' % re.escape(name),
+                              catalog_text):
+            continue
+        if sources.urls(part) and not citation_problem(part, catalog_text):
+            continue
+        return '%r: neither a source id, an assumption nor a catalog entry' % (
+            part)
+    return None
+
+
 class OutputCitationsTestCase(testtools.TestCase):
 
     scenarios = [
-        ('%s %s %s' % (name, command, fmt),
-         {'scen': name, 'command': command, 'fmt': fmt})
+        ('%s %s %s%s' % (name, command, fmt, ' long' if long else ''),
+         {'scen': name, 'command': command, 'fmt': fmt, 'long': long})
         for name in SCENARIOS
         for command in ('compare', 'configs', 'calibration', 'search')
-        for fmt in ('table', 'json')]
+        for fmt in ('table', 'json')
+        for long in (False, True)]
 
     def test_citations(self):
         argv = [self.command, '--scenario', self.scen, '-f', self.fmt]
+        if self.long:
+            argv.append('--long')
         if self.command == 'search':
             argv += list(SEARCH[self.scen])
         status, out, err = clitools.run_cli(self, argv)
@@ -120,6 +142,11 @@ class OutputCitationsTestCase(testtools.TestCase):
         self.assertNotIn('field notes', (out + err).lower())
         cited = [m.group(1) for m in map(_CITATION.search, err.splitlines())
                  if m]
+        if not self.long:
+            texts = _package_texts(self.scen)
+            for reference in cited:
+                self.assertIsNone(reference_problem(reference, texts))
+            cited = []
         if self.fmt == 'json':
             cited += [row['source'] for row in json.loads(out)
                       if row.get('source')]

@@ -64,6 +64,26 @@ COMPUTE_OPTS = [
 ]
 
 
+def table_rows(table):
+    """The rows of a cliff table, each cell a list of its lines.
+
+    A row's first cell is never empty: a line whose first cell is empty
+    continues the row above (a wrapped cell).
+    """
+    rows = []
+    for line in table.splitlines()[3:]:
+        if not line.startswith('|'):
+            continue
+        cells = [c.strip() for c in line.strip('|').split('|')]
+        if cells[0]:
+            rows.append([[c] for c in cells])
+        else:
+            for lines, cell in zip(rows[-1], cells):
+                if cell:
+                    lines.append(cell)
+    return rows
+
+
 class NovaConfigTestCase(testtools.TestCase):
 
     def setUp(self):
@@ -126,6 +146,41 @@ class NovaConfigTestCase(testtools.TestCase):
             '[filter_scheduler] enabled_filters = %s'
             % ','.join(NOVA_ENABLED + list(classes.FILTERS)),
             enabled['command'])
+
+    def test_every_nova_conf_value_is_the_value_to_set(self):
+        # The table's value of a list option is the whole list to set,
+        # Nova's own classes included, as its nova.conf line has it; a
+        # multi-valued option has a row per line.
+        for argv in ((), ('--placement-accounting',),
+                     ('--scenario', 'cxl-cost-matched')):
+            for row in self.rows(*argv):
+                if row['scope'] in ('scheduler', 'compute'):
+                    self.assertEqual('%s = %s' % (row['key'], row['value']),
+                                     row['command'])
+        got = {}
+        for row in self.rows():
+            got.setdefault(row['key'], []).append(row['value'])
+        self.assertEqual([','.join(NOVA_ENABLED + list(classes.FILTERS))],
+                         got['[filter_scheduler] enabled_filters'])
+        self.assertEqual(['nova.scheduler.filters.all_filters',
+                          classes.ALL_FILTERS],
+                         got['[filter_scheduler] available_filters'])
+        self.assertEqual(['nova.scheduler.weights.all_weighers,'
+                          + classes.ALL_WEIGHERS],
+                         got['[filter_scheduler] weight_classes'])
+
+    def test_table_shows_the_whole_list(self):
+        # A long value wraps after its commas: its lines joined are the
+        # value to set.
+        table = self.ok('nova-config')
+        got = {}
+        for scope, target, key, value in table_rows(table):
+            got.setdefault(' '.join(key), []).append(''.join(value))
+        self.assertEqual([','.join(NOVA_ENABLED + list(classes.FILTERS))],
+                         got['[filter_scheduler] enabled_filters'])
+        self.assertEqual(['nova.scheduler.filters.all_filters',
+                          classes.ALL_FILTERS],
+                         got['[filter_scheduler] available_filters'])
 
     def test_script_has_the_rows(self):
         out = self.ok('nova-config', 'script', '--placement-accounting')
