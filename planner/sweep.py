@@ -79,7 +79,7 @@ def evaluate(text, name, point, time_limit=60.0):
     try:
         problem = optimize.build(scen)
         plan = optimize.solve(problem, scen=scen, time_limit=time_limit)
-    except optimize.Infeasible as exc:
+    except errors.Infeasible as exc:
         row.update({'status': 'infeasible: %s' % exc})
         return {c: row.get(c) for c in COLUMNS}
     last = problem.periods[-1].name
@@ -151,8 +151,17 @@ def figure(rows, title):
                        figsize=(10, 4.5))
 
 
-def _draw(rows, title, axis):
-    from nova_pmem_filters.core import extra_specs
+# Line style and marker of each demand scale, in the order of the scales:
+# TCO per VM barely moves with the demand, so the lines of one hot ratio
+# (one hue) lie on each other. The first scale is a wide line in the light
+# shade; the others are drawn over it, thin, dark, dashed or dotted and
+# with other markers, so that each shows.
+SCALE_STYLES = (('-', 'o'), ('--', 'x'), (':', '+'), ('-.', '1'),
+                ((0, (5, 1, 1, 1)), '2'), ((0, (1, 3)), '3'))
+
+
+def _series(rows):
+    """{(hot ratio, demand scale): [(power price, TCO per VM)]}, sorted."""
     series = {}
     for row in rows:
         if row['tco_per_vm'] is None:
@@ -160,15 +169,35 @@ def _draw(rows, title, axis):
         key = (row['hot_ratio'], row['demand_scale'])
         series.setdefault(key, []).append(
             (row['power_price_per_kwh'], row['tco_per_vm']))
-    for (hot, scale), points in sorted(
-            series.items(), key=lambda item: (str(item[0][0]), item[0][1])):
-        points.sort()
-        axis.plot([p for p, _c in points], [c for _p, c in points],
-                  marker='o', label='hot ratio %s, demand x%g'
-                  % ('scenario' if hot is None
-                     else extra_specs.format_hot_ratio(hot), scale))
-    axis.set_xlabel('power price per kWh')
-    axis.set_ylabel('TCO per VM')
-    axis.set_title(title)
+    return {key: sorted(points) for key, points in sorted(
+        series.items(), key=lambda item: (str(item[0][0]), item[0][1]))}
+
+
+def _draw(rows, title, axis):
+    from nova_pmem_filters.core import extra_specs
     from planner.simulate import charts
+    from planner import tables
+
+    from matplotlib import colormaps
+
+    cmap = colormaps['tab20']
+    series = _series(rows)
+    hots = sorted({hot for hot, _s in series}, key=str)
+    scales = sorted({scale for _h, scale in series})
+    for (hot, scale), points in series.items():
+        first = scales.index(scale) == 0
+        linestyle, marker = SCALE_STYLES[scales.index(scale)
+                                         % len(SCALE_STYLES)]
+        # tab20 pairs a dark shade (even) with a light one (odd).
+        axis.plot([p for p, _c in points], [c for _p, c in points],
+                  color=cmap((2 * hots.index(hot) + first) % 20),
+                  linestyle=linestyle, marker=marker,
+                  linewidth=5 if first else 1.5,
+                  markersize=12 if first else 8,
+                  markeredgewidth=1.5, label='hot ratio %s, demand x%g'
+                  % ('of the scenario' if hot is None
+                     else extra_specs.format_hot_ratio(hot), scale))
+    axis.set_xlabel('power price (%s per kWh)' % tables.CURRENCY)
+    axis.set_ylabel('TCO per VM (%s)' % tables.CURRENCY)
+    axis.set_title(title)
     axis.legend(fontsize='small', **charts.LEGEND_OUTSIDE)

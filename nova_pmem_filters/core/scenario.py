@@ -42,6 +42,8 @@ requires) are imported when a document is read or written.
 
 import dataclasses
 import functools
+import math
+import re
 
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
@@ -64,6 +66,34 @@ BANDWIDTH_BOUND = 'bandwidth'
 # DIMM types.
 PMEM = 'pmem'
 CXL = 'cxl'
+# The largest number a scenario (and a planner option for the same
+# quantity, such as --budget) may give: more than any price, count or size
+# of a plan in any currency, and below 2**53, so that a float still holds
+# every whole number up to it. 1e20 and its 21 digits are the one number
+# and meet the one bound.
+NUMBER_LIMIT = 1e15
+
+
+def short_number(value):
+    """A number as a message shows it, in a dozen characters or fewer.
+
+    ``10**20`` and ``1e20`` both read ``1e+20``; whole numbers below a
+    trillion and floats whose shortest form is short are shown as they
+    are (``11704``, ``0.25``), anything else in ``%g``.
+    """
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int) and abs(value) < 10 ** 12:
+        return str(value)
+    try:
+        value = float(value)
+    except OverflowError:
+        # A whole number with more than 308 digits.
+        value = math.inf if value > 0 else -math.inf
+    if value.is_integer() and abs(value) < 1e12:
+        return str(int(value))
+    text = repr(value)
+    return text if len(text) <= 12 else '%g' % value
 
 
 class ScenarioError(ValueError):
@@ -87,9 +117,13 @@ class ScenarioError(ValueError):
 
 # The JSON Schemas.
 
-_POSITIVE = {'type': 'number', 'exclusiveMinimum': 0}
-_NON_NEGATIVE = {'type': 'number', 'minimum': 0}
-_POSITIVE_INT = {'type': 'integer', 'minimum': 1}
+# Every number is bounded above by NUMBER_LIMIT at least (a test walks
+# the schema): an unbounded one let 1e300 through to the arithmetic.
+_POSITIVE = {'type': 'number', 'exclusiveMinimum': 0,
+             'maximum': NUMBER_LIMIT}
+_NON_NEGATIVE = {'type': 'number', 'minimum': 0, 'maximum': NUMBER_LIMIT}
+_POSITIVE_INT = {'type': 'integer', 'minimum': 1, 'maximum': NUMBER_LIMIT}
+_COUNT = {'type': 'integer', 'minimum': 0, 'maximum': NUMBER_LIMIT}
 _TEXT = {'type': 'string'}
 _NAME = {'type': 'string', 'pattern': r'^[A-Za-z0-9][A-Za-z0-9._-]*$'}
 _GENERATIONS = {'type': 'array', 'items': {'enum': ['100', '200']},
@@ -114,7 +148,7 @@ CPU_SCHEMA = _obj({
     'pmem_max_module_gb': _NON_NEGATIVE, 'source': _TEXT,
     # CXL: lanes per socket that can carry CXL.mem (0: none), and whether
     # the part offers hardware-managed tiering (Xeon 6 flat memory mode).
-    'cxl_lanes': {'type': 'integer', 'minimum': 0},
+    'cxl_lanes': _COUNT,
     'cxl_lanes_source': _TEXT,
     'flat_memory_mode': {'type': 'boolean'},
     'flat_memory_mode_source': _TEXT,
@@ -150,7 +184,7 @@ PLATFORM_SCHEMA = _obj({
     # DIMM type the slots take (default ddr4) and CXL lanes wired to
     # device bays per socket (default 0).
     'memory_type': {'enum': ['ddr4', 'ddr5']},
-    'cxl_lanes': {'type': 'integer', 'minimum': 0},
+    'cxl_lanes': _COUNT,
     'cxl_lanes_source': _TEXT,
 }, required=['sockets', 'controllers_per_socket', 'channels_per_socket',
              'slots_per_channel', 'base_cost', 'base_watts'])
@@ -162,7 +196,7 @@ CATALOG_SCHEMA = _obj({
 })
 
 _POPULATION = {'type': 'object', 'propertyNames': _NAME,
-               'additionalProperties': {'type': 'integer', 'minimum': 0}}
+               'additionalProperties': _COUNT}
 
 CONFIG_SCHEMA = _obj({
     'description': _TEXT,
@@ -200,7 +234,7 @@ WORKLOAD_SCHEMA = _obj({
     # Flavor extra specs are strings in Nova; numbers are accepted here and
     # turned into the string the flavor would carry. 'observed': the value
     # the observations recommend for the flavor (see planner.observed).
-    'hot_ratio': {'type': ['number', 'string']},
+    'hot_ratio': {'type': ['number', 'string'], 'maximum': NUMBER_LIMIT},
     'hot_ratio_source': _TEXT,
     'priority': _TEXT,
     'modes': {'type': 'array', 'items': _TEXT, 'minItems': 1},
@@ -235,7 +269,8 @@ PERFORMANCE_SCHEMA = _obj({
 
 ECONOMICS_SCHEMA = _obj({
     'power_price_per_kwh': _NON_NEGATIVE, 'power_price_source': _TEXT,
-    'pue': {'type': 'number', 'minimum': 1}, 'pue_source': _TEXT,
+    'pue': {'type': 'number', 'minimum': 1, 'maximum': NUMBER_LIMIT},
+    'pue_source': _TEXT,
     'years': _POSITIVE, 'years_source': _TEXT,
     # Optional caps on the whole fleet.
     'budget': _NON_NEGATIVE, 'power_kw': _NON_NEGATIVE,
@@ -243,7 +278,7 @@ ECONOMICS_SCHEMA = _obj({
 })
 
 _VM_COUNTS = {'type': 'object', 'propertyNames': _NAME,
-              'additionalProperties': {'type': 'integer', 'minimum': 0}}
+              'additionalProperties': _COUNT}
 
 PERIOD_SCHEMA = _obj({
     'name': _NAME, 'years': _POSITIVE, 'vms': _VM_COUNTS,
@@ -673,8 +708,9 @@ def to_mapping(value):
 def dumps(document):
     """The YAML text of a :class:`Document` (or of a :class:`Catalog`)."""
     import yaml
-    return yaml.safe_dump(to_mapping(document), sort_keys=False,
-                          default_flow_style=False, allow_unicode=True)
+    return yaml.dump(to_mapping(document), Dumper=_yaml_class('SafeDumper'),
+                     sort_keys=False, default_flow_style=False,
+                     allow_unicode=True)
 
 
 def spec_text(value):
@@ -706,10 +742,54 @@ def _hot_ratio_text(value):
 
 # Reading: YAML and the schema, with messages that name the key.
 
+# A number with an exponent as YAML 1.2 (and JSON) writes it: PyYAML
+# follows YAML 1.1, whose floats need a dot and a signed exponent, and read
+# 1e20 as the text '1e20'. Quoted text stays text.
+_EXPONENT = re.compile(r'^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)'
+                       r'[eE][-+]?[0-9]+$')
+
+
+@functools.lru_cache(maxsize=None)
+def _yaml_class(name):
+    """PyYAML's SafeLoader or SafeDumper, with YAML 1.2's exponents.
+
+    The dumper quotes the text that the loader would read as a number.
+    """
+    import yaml
+
+    cls = type(name, (getattr(yaml, name),), {})
+    cls.add_implicit_resolver('tag:yaml.org,2002:float', _EXPONENT,
+                              list('-+0123456789.'))
+    if name == 'SafeLoader':
+        cls.add_constructor('tag:yaml.org,2002:int', _construct_int)
+    return cls
+
+
+def _construct_int(loader, node):
+    try:
+        return loader.construct_yaml_int(node)
+    except ValueError:
+        # More digits than Python turns into an int (4300): beyond every
+        # bound, which the schema then names with the key.
+        return math.inf
+
+
+def _check_no_nan(data, source, path=()):
+    # .nan passes every bound of the schema (it compares false with all).
+    if isinstance(data, float) and math.isnan(data):
+        raise ScenarioError(source, list(path), 'expected a number, got nan')
+    if isinstance(data, dict):
+        for key, value in data.items():
+            _check_no_nan(value, source, path + (key,))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            _check_no_nan(value, source, path + (index,))
+
+
 def _read_yaml(text, source):
     import yaml
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_yaml_class('SafeLoader'))
     except yaml.YAMLError as exc:
         mark = getattr(exc, 'problem_mark', None)
         problem = getattr(exc, 'problem', None)
@@ -727,6 +807,7 @@ def _read_yaml(text, source):
     if not isinstance(data, dict):
         raise ScenarioError(source, [], 'expected a mapping of keys to '
                             'values, got %s' % type(data).__name__)
+    _check_no_nan(data, source)
     return data
 
 
@@ -757,9 +838,14 @@ def _allowed(schema):
         str(schema.get('type')))
     if kind is None:
         return None
-    words = [kind] + ['%s %s' % (sign, schema[key]) for key, sign in (
-        ('minimum', '>='), ('exclusiveMinimum', '>'), ('maximum', '<='),
-        ('exclusiveMaximum', '<')) if key in schema]
+    bounds = (('minimum', '>='), ('exclusiveMinimum', '>'),
+              ('maximum', '<='), ('exclusiveMaximum', '<'))
+    # The bound on every number goes without saying: a value above it is
+    # told "must be at most 1e+15".
+    words = [kind] + ['%s %s' % (sign, short_number(schema[key]))
+                      for key, sign in bounds if key in schema
+                      and not (key == 'maximum'
+                               and schema[key] == NUMBER_LIMIT)]
     return ' '.join(words[:2]) + ''.join(' and %s' % w for w in words[2:])
 
 
@@ -777,6 +863,13 @@ _BOUND_WORDS = {'minimum': 'at least', 'exclusiveMinimum': 'greater than',
                 'maximum': 'at most', 'exclusiveMaximum': 'less than'}
 
 
+def _shown(value):
+    """A value in a message: numbers short, anything else as repr."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return short_number(value)
+    return repr(value)
+
+
 def _rule(err):
     if err.validator == 'additionalProperties':
         extra = sorted(set(err.instance) - set(err.schema.get(
@@ -785,10 +878,12 @@ def _rule(err):
         return 'unknown key %s (allowed: %s)' % (
             ', '.join(repr(k) for k in extra), allowed)
     if err.validator == 'type':
-        return 'expected %s, got %r' % (err.validator_value, err.instance)
+        return 'expected %s, got %s' % (err.validator_value,
+                                        _shown(err.instance))
     if err.validator in _BOUND_WORDS:
-        return 'must be %s %s, got %r' % (_BOUND_WORDS[err.validator],
-                                          err.validator_value, err.instance)
+        return 'must be %s %s, got %s' % (
+            _BOUND_WORDS[err.validator],
+            short_number(err.validator_value), _shown(err.instance))
     if err.validator == 'enum':
         # true and false stand for YAML's reading of on and off
         # (kernel_tiering): the words are what a file is told to write.

@@ -79,6 +79,11 @@ _DAX_RE = re.compile(r'^dax([0-9]+)\.([0-9]+)$')
 _REGION_RE = re.compile(r'^region([0-9]+)$')
 _CPULIST_RE = re.compile(r'^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$')
 _MEMTOTAL_RE = r'^Node\s+%d\s+MemTotal:\s+([0-9]+)\s+kB\s*$'
+_PROC_MEMTOTAL_RE = re.compile(r'^MemTotal:\s+([0-9]+)\s+kB', re.M)
+# /proc/meminfo's MemTotal and the NUMA nodes' disagree beyond this share
+# of the larger: on Linux both count the pages the kernel manages, in all
+# and per node; a virtual machine or a container can show other figures.
+SOURCES_TOLERANCE = 0.01
 SYSTEM_RAM = 'system-ram'
 DEVDAX = 'devdax'
 
@@ -673,8 +678,35 @@ def apply(prof, runner):
         listing, dax_devices, nodes,
         {'cxl': cxl_out.source, 'daxctl': dax_out.source,
          'nodes': _node_source(node_files)})
+    notes += sources_notes(runner.meminfo(), nodes,
+                           _node_source(node_files), section.kind)
     return add_kernel_tiering(_with_section(prof, section, notes, cxl_out),
                               runner, nodes)
+
+
+def sources_notes(meminfo, nodes, nodes_source, kind):
+    """A note when /proc/meminfo and the NUMA nodes count other memory.
+
+    ``dram_gb`` of a host without CXL in use is /proc/meminfo's MemTotal,
+    the ``cxl`` section is the nodes': the profile would show two sizes
+    of one host's memory with nothing to say why.
+
+    :returns: a list of none or one note.
+    """
+    match = _PROC_MEMTOTAL_RE.search(meminfo or '')
+    if not match or not nodes:
+        return []
+    total_kb = int(match.group(1))
+    nodes_kb = sum(n['memory_kb'] for n in nodes)
+    if abs(total_kb - nodes_kb) <= SOURCES_TOLERANCE * max(
+            total_kb, nodes_kb):
+        return []
+    return ['MemTotal of /proc/meminfo is %.2f GiB but the NUMA nodes (%s) '
+            'hold %.2f GiB: the two sources disagree (as a virtual machine '
+            'or container can show them); cxl.near_memory_gb and '
+            'cxl.numa_nodes are the NUMA nodes\'%s'
+            % (total_kb / KIB_PER_GIB, nodes_source, nodes_kb / KIB_PER_GIB,
+               ', and so is dram_gb' if kind is not None else '')]
 
 
 def _with_section(prof, section, notes, cxl_out):

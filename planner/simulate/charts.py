@@ -11,6 +11,8 @@
 #    under the License.
 """Charts of a replay's timeline, as PNG."""
 
+from nova_pmem_filters.core import kinds
+
 # Legends sit right of their axes, their top at the axes' top: inside, they
 # hid the lines they name.
 LEGEND_OUTSIDE = {'loc': 'upper left', 'bbox_to_anchor': (1.01, 1.0),
@@ -63,19 +65,55 @@ def chart_png(timeline, title):
     return png(timeline_figure(timeline, title))
 
 
+# The words of each mode in a legend ("memory used, Memory Mode nodes").
+MODE_WORDS = {
+    kinds.DRAM: 'DRAM', kinds.MEMORY_MODE: 'Memory Mode',
+    kinds.APP_DIRECT: 'App Direct', kinds.CXL_FLAT: 'CXL flat',
+    kinds.CXL_KMEM: 'CXL kmem', kinds.CXL_DEVDAX: 'CXL devdax',
+}
+ALL_NODES = 'all nodes'
+REFUSED = 'boots refused so far'
+# The shares of the lower plot: legend words and line style, by timeline
+# column (a mode's columns by their prefix). Lines that meet (the mean and
+# the fullest node's cache pressure of a single node) differ in style.
+_SHARES = {
+    'memory_util:': ('memory used, %s nodes', '-'),
+    'vcpu_util:': ('vCPUs used, %s nodes', '--'),
+    'cache_pressure_mean': ('DRAM cache pressure, mean node', '-.'),
+    'cache_pressure_max': ('DRAM cache pressure, fullest node', ':'),
+    'fragmentation': ('free memory no flavor fits (fragmentation)',
+                      (0, (1, 1, 4, 1))),
+}
+
+
+def _share_line(column):
+    """(legend words, line style) of a share column, or None."""
+    prefix, _colon, mode = column.partition(':')
+    if mode and prefix + ':' in _SHARES:
+        words, style = _SHARES[prefix + ':']
+        return words % MODE_WORDS.get(mode, mode.replace('_', ' ')), style
+    return _SHARES.get(column)
+
+
 def _draw_timeline(timeline, title, top, bottom):
     for column in [c for c in timeline if c.startswith('vms:')]:
-        top.plot(timeline['day'], timeline[column],
+        top.plot(timeline['day'], timeline[column], linestyle='-',
                  label=column.split(':', 1)[1])
-    top.plot(timeline['day'], timeline['vms'], label='all', color='k')
-    top.set_ylabel('VMs running')
+    # Dashed over the kinds' solid lines: a fleet of one kind has the
+    # same numbers, and both lines show.
+    top.plot(timeline['day'], timeline['vms'], label=ALL_NODES, color='k',
+             linestyle='--')
+    if 'rejected' in timeline:
+        top.plot(timeline['day'], timeline['rejected'], label=REFUSED,
+                 color='tab:red', linestyle=':', linewidth=2)
+    top.set_ylabel('VMs')
     top.set_title(title)
     top.legend(fontsize='small', **LEGEND_OUTSIDE)
     for column in timeline:
-        if column.startswith(('memory_util:', 'vcpu_util:')) or \
-                column in ('cache_pressure_mean', 'cache_pressure_max',
-                           'fragmentation'):
-            bottom.plot(timeline['day'], timeline[column], label=column)
+        line = _share_line(column)
+        if line is not None:
+            bottom.plot(timeline['day'], timeline[column], label=line[0],
+                        linestyle=line[1])
     bottom.set_ylabel('share')
     bottom.set_xlabel('day')
     bottom.set_ylim(0, 1.05)

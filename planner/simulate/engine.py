@@ -416,10 +416,10 @@ def replay(fleet, flavors, events, sample_days=1.0, progress=None):
     rejected = {r: {} for r in REASONS}
     samples = []
     next_sample = 0.0
-    boots = deletes = 0
+    boots = deletes = refused = 0
     for count, event in enumerate(events, 1):
         while event.time >= next_sample:
-            samples.append(_sample(fleet, flavors, next_sample))
+            samples.append(_sample(fleet, flavors, next_sample, refused))
             next_sample += step
         flavor = flavors[event.flavor]
         if event.kind == BOOT:
@@ -431,6 +431,7 @@ def replay(fleet, flavors, events, sample_days=1.0, progress=None):
             running.add(event.instance)
             host, reason = fleet.choose(flavor)
             if host is None:
+                refused += 1
                 rejected[reason][flavor.name] = (
                     rejected[reason].get(flavor.name, 0) + 1)
                 decisions.append((event.instance, flavor.name, None, reason))
@@ -452,7 +453,8 @@ def replay(fleet, flavors, events, sample_days=1.0, progress=None):
         if progress is not None:
             progress(count)
     end = events[-1].time if events else 0.0
-    samples.append(_sample(fleet, flavors, max(end, next_sample - step)))
+    samples.append(_sample(fleet, flavors, max(end, next_sample - step),
+                           refused))
     return Result(fleet=fleet, decisions=decisions,
                   timeline=pd.DataFrame(samples), rejected=rejected,
                   boots=boots, deletes=deletes)
@@ -480,7 +482,7 @@ def _share(used, total):
     return float(used) / total if total else None
 
 
-def _sample(fleet, flavors, when):
+def _sample(fleet, flavors, when, refused):
     row = {'day': when / SECONDS_PER_DAY,
            'vms': int(fleet.instances.sum())}
     for i, kind in enumerate(fleet.kinds):
@@ -508,4 +510,6 @@ def _sample(fleet, flavors, when):
     total_free = free.sum()
     row['fragmentation'] = (float(free[~usable].sum() / total_free)
                             if total_free else 0.0)
+    # Boots Nova refused so far (all reasons).
+    row['rejected'] = refused
     return row

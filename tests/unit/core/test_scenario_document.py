@@ -19,6 +19,7 @@ original.
 
 import dataclasses
 import glob
+import math
 import os
 
 import testtools
@@ -248,6 +249,46 @@ class ReaderTestCase(testtools.TestCase):
         self.assertBad(text, 'workloads.w.vcpus',
                        'must be at least 1, got 0 (allowed: a whole number '
                        '>= 1)')
+
+    def test_every_number_is_bounded(self):
+        # An unbounded number let 1e300 through to the arithmetic, and 1e20
+        # was bounded differently from its 21 digits.
+        def numbers(schema, path):
+            if isinstance(schema, dict):
+                types = schema.get('type')
+                # ('type' is also a DIMM's key, whose schema is a dict.)
+                types = (types if isinstance(types, list) else
+                         [types] if isinstance(types, str) else [])
+                if {'number', 'integer'} & set(types):
+                    yield path, schema
+                for key, value in schema.items():
+                    yield from numbers(value, path + (key,))
+            elif isinstance(schema, list):
+                for index, value in enumerate(schema):
+                    yield from numbers(value, path + (index,))
+
+        found = list(numbers(document.SCENARIO_SCHEMA, ()))
+        self.assertGreater(len(found), 20)
+        for path, schema in found:
+            self.assertLessEqual(schema.get('maximum', math.inf),
+                                 document.NUMBER_LIMIT, path)
+
+    def test_short_numbers(self):
+        for value, text in ((10 ** 20, '1e+20'), (1e20, '1e+20'),
+                            (0.25, '0.25'), (11704, '11704'),
+                            (7672.0, '7672'), (float('inf'), 'inf'),
+                            (1.1 * 1e300, '1.1e+300'),
+                            (900000000000000.1, '9e+14'), (-3, '-3')):
+            self.assertEqual(text, document.short_number(value), value)
+
+    def test_text_that_reads_as_a_number_is_quoted(self):
+        # 1e5 is a number to the reader (YAML 1.2): a description that is
+        # the text 1e5 is written quoted and reads back as text.
+        doc = _small(description='1e5')
+        text = document.dumps(doc)
+        self.assertIn("description: '1e5'", text)
+        self.assertEqual('1e5', document.parse(text, 'f.yaml',
+                                               base_catalog()).description)
 
     def test_names_are_checked_against_the_catalogs(self):
         text = document.dumps(_small())

@@ -19,6 +19,7 @@ import textwrap
 import testtools
 
 from planner import sweep
+from planner import tables
 from tests.unit.planner.report import base as report_base
 
 
@@ -67,3 +68,53 @@ class ChartTestCase(testtools.TestCase):
         self.assertEqual(6, len(report_base.legends(fig)[0].get_texts()))
         report_base.assert_legends_outside(self, fig)
         report_base.assert_png(self, sweep.chart_png(rows, 'TCO per VM'))
+
+    def _figure(self):
+        # TCO per VM does not move with the demand: demand x1 and x2 give
+        # the same line, as a sweep of the built-in scenario does.
+        rows = [{'hot_ratio': hot, 'demand_scale': scale,
+                 'power_price_per_kwh': price,
+                 'tco_per_vm': 700.0 + 1000 * price + 400 * hot}
+                for hot in (0.2, 0.5) for scale in (1, 2)
+                for price in (0.05, 0.1, 0.2)]
+        return sweep.figure(rows, 'Sweep')
+
+    def test_coinciding_lines_both_show(self):
+        lines = self._figure().axes[0].get_lines()
+        self.assertEqual(4, len(lines))
+        by_data = {}
+        for line in lines:
+            by_data.setdefault(tuple(line.get_ydata()), []).append(line)
+        self.assertEqual(2, len(by_data))
+        for same in by_data.values():
+            self.assertEqual(2, len(same))
+            x1, x2 = same
+            # Told apart by line style and marker, not by colour alone
+            # (the later one is drawn over the earlier).
+            self.assertNotEqual(x1.get_linestyle(), x2.get_linestyle())
+            self.assertNotEqual(x1.get_marker(), x2.get_marker())
+
+    def test_money_axes_name_the_currency(self):
+        axis = self._figure().axes[0]
+        self.assertIn(tables.CURRENCY, axis.get_ylabel())
+        self.assertIn('TCO per VM', axis.get_ylabel())
+        self.assertIn(tables.CURRENCY, axis.get_xlabel())
+
+
+class InfeasiblePointTestCase(testtools.TestCase):
+
+    def test_an_infeasible_point_is_a_row(self):
+        # It stopped the sweep: "module 'planner.optimize' has no
+        # attribute 'Infeasible'".
+        text = textwrap.dedent('''
+            name: tiny
+            configs:
+              dram: {platform: purley-2s, cpu: xeon-gold-6148, mode: dram,
+                     per_socket: {ddr4-16: 12}}
+            workloads:
+              big: {vcpus: 4, ram_gb: 1000}
+            demand: {big: 10}
+        ''')
+        row = sweep.evaluate(text, 'tiny.yaml', sweep.Point())
+        self.assertTrue(row['status'].startswith('infeasible: '), row)
+        self.assertIsNone(row['tco_per_vm'])

@@ -323,6 +323,50 @@ class BadScenarioTestCase(ScenarioFileTestCase):
         self.assertBad(data, 'workloads.w.ram_gb',
                        "expected number, got '32 GB'")
 
+    def _ram_gb_file(self, text):
+        data = _base()
+        data['workloads']['w']['ram_gb'] = 'RAM'
+        return self.write(yaml.safe_dump(data, sort_keys=False).replace(
+            'ram_gb: RAM', 'ram_gb: %s' % text))
+
+    def test_number_bound_is_one_for_every_spelling(self):
+        # YAML 1.1 reads 1e20 as text: the file was refused as "expected
+        # number" while the same number in digits was taken. Every
+        # spelling is a number and meets the same bound, in a short line.
+        messages = set()
+        for text in ('1e20', '1E+20', '1.0e+20', '100000000000000000000',
+                     '100_000_000_000_000_000_000'):
+            messages.add(self.assertBad(
+                None, 'workloads.w.ram_gb',
+                'must be at most 1e+15, got 1e+20',
+                path=self._ram_gb_file(text)))
+        self.assertEqual(1, len(messages), messages)
+        rule = messages.pop().split(': ', 2)[2]
+        self.assertLess(len(rule), 80, rule)
+
+    def test_number_bound_refuses_infinity_and_nan(self):
+        self.assertBad(None, 'workloads.w.ram_gb',
+                       'must be at most 1e+15, got inf',
+                       path=self._ram_gb_file('.inf'))
+        self.assertBad(None, 'workloads.w.ram_gb',
+                       'expected a number, got nan',
+                       path=self._ram_gb_file('.nan'))
+
+    def test_number_with_exponent_is_a_number(self):
+        loaded = scenario.load(self._ram_gb_file('3.2e1'))
+        self.assertEqual(32.0, loaded.workloads['w'].ram_gb)
+        loaded = scenario.load(self._ram_gb_file('32e0'))
+        self.assertEqual(32.0, loaded.workloads['w'].ram_gb)
+
+    def test_number_bound_on_counts_and_prices(self):
+        data = _base()
+        data['demand'] = {'w': 10 ** 16}
+        self.assertBad(data, 'demand.w', 'must be at most 1e+15, got 1e+16')
+        data = _base()
+        data['economics'] = {'budget': 1e300}
+        self.assertBad(data, 'economics.budget',
+                       'must be at most 1e+15, got 1e+300')
+
     def test_wrong_type_dimm_count(self):
         data = _base()
         data['configs']['dram']['per_socket']['ddr4-16'] = 1.5
@@ -395,14 +439,28 @@ class BadScenarioTestCase(ScenarioFileTestCase):
         # Read by the shared extra-spec parser, exactly as the scheduler
         # would read the flavor.
         for value, spec in ((0, '0'), (1.5, '1.5'), (-0.25, '-0.25'),
-                            ('hot', 'hot'), ('1e-1', '1e-1'),
-                            (' 0.5', ' 0.5')):
+                            ('hot', 'hot'), (' 0.5', ' 0.5')):
             data = _base()
             data['workloads']['w']['hot_ratio'] = value
             self.assertBad(data, 'workloads.w.hot_ratio',
                            'flavor extra spec pmem:hot_ratio=%r is invalid: '
                            'expected a decimal number greater than 0 and '
                            'at most 1' % spec)
+
+    def test_hot_ratio_with_exponent(self):
+        # Unquoted, 1e-1 is a number (YAML 1.2), written as the flavor
+        # carries it; quoted, it is the flavor's text, which the shared
+        # grammar (no exponents) refuses.
+        text = yaml.safe_dump(_base(), sort_keys=False)
+        plain = self.write(text.replace('hot_ratio: 0.25',
+                                        'hot_ratio: 1e-1'))
+        self.assertEqual(
+            '0.1', scenario.load(plain).workloads['w'].extra_specs[
+                extra_specs.HOT_RATIO_KEY])
+        quoted = self.write(text.replace('hot_ratio: 0.25',
+                                         "hot_ratio: '1e-1'"))
+        self.assertBad(None, 'workloads.w.hot_ratio',
+                       "pmem:hot_ratio='1e-1' is invalid", path=quoted)
 
     def test_invalid_priority(self):
         data = _base()
