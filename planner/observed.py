@@ -17,6 +17,8 @@ module turns them into the ``hot-ratios`` listing and into the hot ratio of
 a scenario workload that says ``hot_ratio: observed``.
 """
 
+import collections
+
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import flavorfix
 from nova_pmem_filters.core import observation
@@ -32,15 +34,68 @@ SHORT_COLUMNS = ('flavor', 'instances', 'windows', 'p50', 'p95', 'max',
 _DIGITS = 4
 
 
+def read(directory):
+    """The observation documents of ``directory`` (core.observation.load).
+
+    :raises planner.errors.PlannerError: naming the file and the key.
+    """
+    try:
+        return observation.load(directory)
+    except observation.ObservationError as exc:
+        raise errors.PlannerError(str(exc)) from exc
+
+
 def load(directory):
     """{flavor: FlavorRatios} of the observations in ``directory``.
 
     :raises planner.errors.PlannerError: naming the file and the key.
     """
-    try:
-        return observation.by_flavor(observation.load(directory))
-    except observation.ObservationError as exc:
-        raise errors.PlannerError(str(exc)) from exc
+    return observation.by_flavor(read(directory))
+
+
+def _count(number, noun):
+    return '%d %s%s' % (number, noun, '' if number == 1 else 's')
+
+
+def nothing_to_recommend(docs, directory):
+    """Two lines: what ``docs`` hold, and why no flavor has a ratio.
+
+    For documents of which :func:`observation.by_flavor` finds no flavor:
+    they list no instance, or none was measured (the most frequent gap
+    says why), or those measured have no flavor.
+    """
+    hosts = {doc.hostname for doc in docs}
+    ratio = {}
+    gaps = collections.Counter()
+    for doc in docs:
+        for inst in doc.instances:
+            measured = inst.hot_ratio is not None
+            ratio[inst.uuid] = ratio.get(inst.uuid, False) or measured
+            if not measured:
+                gaps[inst.gap or 'none given'] += 1
+    read_ = 'read %s from %s: ' % (_count(len(docs), 'document'),
+                                   _count(len(hosts), 'host'))
+    if not ratio:
+        return ('%s: %sno instance' % (directory, read_),
+                'nothing to recommend: the documents list no running '
+                'instance')
+    flavorless = sum(ratio.values())
+    unmeasured = len(ratio) - flavorless
+    why = []
+    if flavorless:
+        why.append('%d measured without one' % flavorless)
+    if unmeasured:
+        (gap, times), = gaps.most_common(1)
+        why.append('%d not measured; %s: %s' % (
+            unmeasured, 'gap' if len(gaps) == 1 else
+            'most frequent gap (%d of %d)' % (times, sum(gaps.values())),
+            gap))
+    what = '%s: %s%s, none measured%s' % (
+        directory, read_, _count(len(ratio), 'instance'),
+        ' with a flavor' if flavorless else '')
+    return (what, 'nothing to recommend: %s (%s)' % (
+        'no measured instance has a flavor' if flavorless else
+        'no instance has a measured working set', '; '.join(why)))
 
 
 def describe(found, directory):

@@ -11,6 +11,7 @@
 #    under the License.
 """hot-ratios command."""
 
+from nova_pmem_filters.core import observation
 from planner.commands import base
 from planner import observed
 
@@ -48,7 +49,15 @@ class HotRatios(base.ShortTableLister):
     def take_action(self, parsed_args):
         from planner import scenario
 
-        ratios = observed.load(parsed_args.observations)
+        docs = observed.read(parsed_args.observations)
+        ratios = observation.by_flavor(docs)
+        if not ratios:
+            # Not an error (as calibration with no points): the documents
+            # are good and hold nothing to recommend from. Machine formats
+            # get an empty list.
+            for line in observed.nothing_to_recommend(
+                    docs, parsed_args.observations):
+                self.app.stderr.write(line + '\n')
         scen = (scenario.load(parsed_args.scenario,
                               observations=parsed_args.observations)
                 if parsed_args.scenario else None)

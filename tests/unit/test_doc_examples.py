@@ -53,16 +53,13 @@ NOT_RUN = {
     ('doc/source/planner.rst',
      'nova-pmem-planner compare --scenario numa.yaml -c config -c workload '
      '-c vms_per_node -c binding'):
-        'a scenario the page shows in part',
+        'run by test_doc_scenarios, with the page\'s numa.yaml',
     ('doc/source/planner.rst', 'nova-pmem-planner compare --scenario '
      'bad.yaml'):
         'a scenario the page describes',
     ('doc/source/planner.rst', 'nova-pmem-planner fleet --scenario '
      'bad.yaml --fleet hosts/'):
         'a scenario the page describes',
-    ('doc/source/planner.rst', 'nova-pmem-planner hot-ratios --observations '
-     '/var/lib/pmem-observations --scenario telco-cost-matched'):
-        'the operator\'s own observations',
     ('doc/source/install.rst', 'nova-pmem-planner compare'):
         'shows the message of an install without the planner extra',
 }

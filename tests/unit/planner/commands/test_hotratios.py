@@ -137,6 +137,45 @@ class HotRatiosTestCase(testtools.TestCase):
             for word in words:
                 self.assertIn(word, err)
 
+    def test_nothing_measured_says_what_was_read_and_why(self):
+        gap = dict(obsdocs.instance('g', 'm1.db', 8 * GB, 0.9),
+                   method=None, working_set_mb=None, hot_ratio=None,
+                   gap='pid 1000: exited during the window')
+        # The observer writes the flavor Nova's metadata gives, or null.
+        anonymous = dict(obsdocs.instance('n', 'm1.db', 8 * GB, 0.3),
+                         flavor=None)
+        for name, docs, words in (
+                ('gaps', [obsdocs.document('h1', [gap]),
+                          obsdocs.document('h1', [gap],
+                                           started='2026-11-25T13:00:00Z'),
+                          obsdocs.document('h2', [])],
+                 ['read 3 documents from 2 hosts: 1 instance, '
+                  'none measured',
+                  'nothing to recommend: no instance has a measured '
+                  'working set (1 not measured; gap: pid 1000: exited '
+                  'during the window)']),
+                ('flavorless', [obsdocs.document('h1', [anonymous, gap])],
+                 ['read 1 document from 1 host: 2 instances, none '
+                  'measured with a flavor',
+                  'nothing to recommend: no measured instance has a '
+                  'flavor (1 measured without one; 1 not measured; gap: '
+                  'pid 1000: exited during the window)']),
+                ('empty', [obsdocs.document('h1', [])],
+                 ['read 1 document from 1 host: no instance',
+                  'nothing to recommend: the documents list no running '
+                  'instance'])):
+            directory = obsdocs.write(os.path.join(self.dir, name), docs)
+            for fmt, expected in (('table', ''), ('json', '[]\n'),
+                                  ('value', '')):
+                status, out, err = self.run_cli(
+                    'hot-ratios', '--observations', directory, '-f', fmt)
+                # As calibration with no points: not an error, and the
+                # machine formats give an empty list.
+                self.assertEqual(0, status, err)
+                self.assertEqual(expected, out)
+                self.assertEqual(['%s: %s' % (directory, words[0]),
+                                  words[1]], err.splitlines())
+
     def test_observed_workload(self):
         path = self.scenario_file(
             'db: {vcpus: 2, ram_gb: 8, flavor: m1.db, hot_ratio: observed,\n'
