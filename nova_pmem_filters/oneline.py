@@ -16,17 +16,34 @@ commands run by a compute host's automation); the one-line usage errors,
 the version and the plain-text help are shared with the cliff tools
 (``nova-pmem-planner``, ``nova-pmem-doctor``) too. Imports nothing but the
 standard library (:func:`list_commands`, called by a cliff tool, imports
-cliff's pager).
+cliff's pager). The output options of the argparse commands (``-f
+json|yaml|table|csv|value``, ``-c``) are those of the cliff tools
+(:func:`add_format_options`, :func:`picked`, :func:`csv_text`).
 """
 
 import argparse
+import csv
 import difflib
 import importlib.metadata
 import inspect
+import io
 import re
 import traceback
 
 DISTRIBUTION = 'nova-pmem-filters'
+
+# The exit statuses of the four tools (doc/source/cli.rst, "Exit status").
+# 1 and 2 are also the doctor's findings (warnings, errors), as a Nagios
+# plugin's; its usage errors are therefore "could not run".
+EXIT_OK = 0
+# What the user gave is wrong: an option, an argument, a file named on the
+# command line.
+EXIT_USAGE = 2
+# The tool could not do its work: its extra is not installed, a host tool,
+# the cloud or the host failed, or an unexpected error (a bug).
+EXIT_CANNOT_RUN = 3
+# Ended by Ctrl-C (SIGINT), as a shell reports it.
+EXIT_INTERRUPTED = 130
 
 
 def run(prog, stderr, debug, call, expected, unexpected_status):
@@ -45,7 +62,7 @@ def run(prog, stderr, debug, call, expected, unexpected_status):
         return exc.code if isinstance(exc.code, int) else 0
     except KeyboardInterrupt:
         stderr.write('%s: interrupted\n' % prog)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as exc:
         for cls, status in expected:
             if isinstance(exc, cls):
@@ -113,6 +130,80 @@ def unknown_name(what, word, known, help_command):
     hint = ('; did you mean %s?' % ' or '.join("'%s'" % c for c in close)
             if close else '')
     return usage_error('unknown %s %r%s' % (what, word, hint), help_command)
+
+
+def unknown_column(word, known, help_command):
+    """One line for a ``-c`` that names none of the ``known`` columns."""
+    close = difflib.get_close_matches(word, list(known), n=3)
+    hint = ('; did you mean %s?' % ' or '.join("'%s'" % c for c in close)
+            if close else '')
+    return usage_error('unknown column %r%s (columns: %s)'
+                       % (word, hint, ', '.join(known)), help_command)
+
+
+# The formats of cliff's listings, for the argparse commands.
+FORMATS = ('json', 'table', 'yaml', 'csv', 'value')
+# The formats -c picks columns of: a whole document prints as json or yaml.
+COLUMN_FORMATS = ('table', 'csv', 'value')
+
+
+def add_format_options(parser, default, listing, documents, group=None):
+    """Add ``-f FORMAT`` and ``-c COLUMN`` as cliff's listings have them.
+
+    :param listing: what -f table, csv and value print, and -c picks the
+        columns of (a help text).
+    :param documents: what -f json and yaml print (a help text).
+    :param group: where -f goes (a mutually exclusive group of other
+        views), if not ``parser``; its default is then None.
+    """
+    (group or parser).add_argument(
+        '-f', '--format', dest='view', choices=FORMATS,
+        default=None if group else default,
+        help='the output format (default %s): json or yaml %s; table, '
+        'csv or value %s (csv: a header line and one line a row, as '
+        "cliff's; value: the values without the header)"
+        % (default, documents, listing))
+    parser.add_argument(
+        '-c', '--column', dest='columns', action='append', default=[],
+        metavar='COLUMN',
+        help='with -f table, csv or value: print this column (repeat '
+        'to print several, in that order); unknown names are an error')
+    return parser
+
+
+def picked(columns, wanted, view, help_command):
+    """The indexes of the ``wanted`` (-c) columns; raises ValueError.
+
+    All of them without -c. A -c with -f json or yaml, or that names none
+    of ``columns``, is a usage error (ValueError with one line).
+    """
+    if not wanted:
+        return list(range(len(columns)))
+    if view not in COLUMN_FORMATS:
+        raise ValueError(usage_error(
+            '-c picks the columns of -f table, csv or value; -f %s prints '
+            'the whole document' % view, help_command))
+    for word in wanted:
+        if word not in columns:
+            raise ValueError(unknown_column(word, columns, help_command))
+    return [list(columns).index(word) for word in wanted]
+
+
+def csv_text(columns, rows):
+    """cliff's ``-f csv``: the header and a row a line, text quoted."""
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_NONNUMERIC,
+                        lineterminator='\n')
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(['' if v is None else v for v in row])
+    return out.getvalue()
+
+
+def value_text(rows):
+    """cliff's ``-f value``: a row a line, its values space-separated."""
+    return ''.join(' '.join('' if v is None else str(v) for v in row)
+                   + '\n' for row in rows)
 
 
 # reStructuredText in docstrings and help strings, as plain text: a role's

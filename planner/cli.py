@@ -34,7 +34,9 @@ from planner import errors
 NAME = 'nova-pmem-planner'
 # The entry points of the commands (setup.cfg).
 NAMESPACE = 'nova_pmem_planner.cli'
-# Errors in what the user gave us: one line on stderr, exit status 2.
+# Errors in what the user gave us: one line on stderr, exit status 2. Any
+# other error of a command (a library of the extra missing, a bug) exits 3,
+# "could not run" (doc/source/cli.rst).
 USAGE_ERRORS = (errors.PlannerError,)
 
 
@@ -42,12 +44,31 @@ class UsageError(errors.PlannerError):
     """A command line the planner cannot parse; the message is one line."""
 
 
-class MissingExtra(errors.PlannerError):
+class MissingExtra(Exception):
     """A library of the planner extra is not installed; one line.
 
     The line of :func:`nova_pmem_filters.extras.run`, for a library a
-    command imports as it runs.
+    command imports as it runs: the planner could not run (exit 3).
     """
+
+
+def known_columns(call, prog):
+    """``call`` (a cliff ``produce_output``), refusing an unknown ``-c``.
+
+    cliff drops a ``-c`` it does not know when another one is known, and
+    raises a ValueError (exit 1) when none is: one usage error here.
+    """
+
+    @functools.wraps(call)
+    def wrapper(parsed_args, column_names, data):
+        for name in getattr(parsed_args, 'columns', None) or ():
+            if name not in column_names:
+                raise UsageError('%s: error: %s' % (
+                    prog, oneline.unknown_column(
+                        name, column_names, '%s help %s' % (
+                            NAME, prog.partition(' ')[2]))))
+        return call(parsed_args, column_names, data)
+    return wrapper
 
 
 def naming_the_extra(call):
@@ -139,6 +160,7 @@ class PlannerApp(app.App):
             deferred_help=True)
         self.command_manager.add_command('help', HelpCommand)
         self._last_error = None
+        self._no_command = False
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
         parser = super().build_option_parser(
@@ -164,12 +186,29 @@ class PlannerApp(app.App):
                 UsageError)
         cmd.get_parser = parser_of_one_line_errors
         cmd.run = naming_the_extra(cmd.run)
+        if hasattr(cmd, 'produce_output'):
+            cmd.produce_output = known_columns(cmd.produce_output,
+                                               '%s %s' % (self.NAME, name))
 
     def unknown_command(self, word):
         """One line for a command name we do not have, with close ones."""
         return '%s: error: %s' % (self.NAME, oneline.unknown_name(
             'command', word, [name for name, _ep in self.command_manager],
             '%s --help' % self.NAME))
+
+    def interact(self):
+        """No command: the usage and the commands, not cliff's shell.
+
+        cliff opens an interactive ``(Cmd)`` prompt (or reads commands
+        from a standard input that is not a terminal); a command is
+        required (exit status 2).
+        """
+        self._no_command = True
+        oneline.list_commands(self, self.parser, self.options)
+
+    def run(self, argv):
+        result = super().run(argv)
+        return oneline.EXIT_USAGE if self._no_command else result
 
     def clean_up(self, cmd, result, err):
         self._last_error = err
@@ -182,17 +221,20 @@ class PlannerApp(app.App):
                 oneline.usage_error('unrecognized arguments: %s'
                                     % ' '.join(argv),
                                     '%s --help' % self.NAME))))
-            return 2
+            return oneline.EXIT_USAGE
         try:
             self.command_manager.find_command(argv)
         except ValueError:
             # One line, with the close matches, on stderr (cliff writes
             # its suggestions on stdout, where a script reads data).
             self.stderr.write(self.unknown_command(argv[0]) + '\n')
-            return 2
+            return oneline.EXIT_USAGE
         result = super().run_subcommand(argv)
         if isinstance(self._last_error, USAGE_ERRORS):
-            return 2
+            return oneline.EXIT_USAGE
+        if self._last_error is not None:
+            # cliff printed its one line and returns 1.
+            return oneline.EXIT_CANNOT_RUN
         return result
 
 

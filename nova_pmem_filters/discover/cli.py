@@ -15,9 +15,10 @@ argparse rather than cliff: the command has no subcommands, and a cliff
 application started with no arguments opens an interactive shell, which a
 compute host's automation must never get.
 
-Exit status: 0 success; 1 a tool is missing, fails, hangs or prints what we
-cannot read (or the host cannot give what was asked, e.g. --libvirt on a
-Memory-Mode host); 2 bad options, --from directory, --plan or output path.
+Exit status (the convention of every tool, doc/source/cli.rst): 0
+success; 2 bad options, --from directory, --plan or output path; 3 could
+not run: a tool is missing, fails, hangs or prints what we cannot read (or
+the host cannot give what was asked, e.g. --libvirt on a Memory-Mode host).
 Every failure is one line on stderr.
 """
 
@@ -35,18 +36,31 @@ from nova_pmem_filters.discover import runner
 from nova_pmem_filters import oneline
 
 PROG = 'nova-pmem-discover'
-FORMATS = ('json', 'table', 'yaml')
+HELP = '%s --help' % PROG
+# Standard output, for --provider-config.
+STDOUT = '-'
 
 
 class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
-        raise errors.UsageError(oneline.usage_error(message,
-                                                    '%s --help' % PROG))
+        raise errors.UsageError(oneline.usage_error(message, HELP))
 
 
 # One tool run: up to an hour.
 _timeout = oneline.seconds(3600)
+
+
+def _ratio(raw):
+    """An argparse type: an allocation ratio, a number above 0."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError('not a number: %r' % raw)
+    if not 0 < value < float('inf'):
+        raise argparse.ArgumentTypeError(
+            'must be a number above 0, got %r' % raw)
+    return value
 
 
 def build_parser():
@@ -57,11 +71,14 @@ def build_parser():
                     'memory profile, aggregate metadata, provider config '
                     'and [libvirt] pmem_namespaces.')
     view = parser.add_mutually_exclusive_group()
-    # -f as the other commands and openstack's take it; --json and --table
-    # are the older spellings of -f json and -f table.
-    view.add_argument('-f', '--format', dest='view', choices=FORMATS,
-                      help='print the profile as json (default), table or '
-                      'yaml')
+    # -f and -c as the other commands and openstack's take them; --json and
+    # --table are the older spellings of -f json and -f table.
+    oneline.add_format_options(
+        parser, 'json', 'the summary of the profile (the Field and Value '
+        'rows of the first table of -f table; with -c, only those rows): '
+        'csv as one header line of the fields and one line of their '
+        'values, value as one value a line; -c names a field (hostname, '
+        'mode, dram_cache_gb, ...)', 'the whole profile', group=view)
     view.add_argument('--json', dest='view', action='store_const',
                       const='json', help='the same as -f json')
     view.add_argument('--table', dest='view', action='store_const',
@@ -94,17 +111,20 @@ def build_parser():
                         'from mode and DRAM cache size)')
     parser.add_argument('--provider-config', metavar='PATH',
                         help='write a Nova provider config (YAML) to PATH, '
-                        'atomically, after validating it')
-    parser.add_argument('--ram-allocation-ratio', type=float, default=1.0,
+                        'atomically, after validating it; - prints it on '
+                        'standard output instead of the profile')
+    parser.add_argument('--ram-allocation-ratio', type=_ratio, default=1.0,
                         metavar='RATIO',
                         help="the host's [DEFAULT] ram_allocation_ratio: the "
                         'allocation ratio of the near-memory inventory of '
                         'dram and app_direct hosts (default 1.0)')
-    parser.add_argument('--cache-overcommit-ratio', type=float, default=1.0,
+    parser.add_argument('--cache-overcommit-ratio', type=_ratio,
+                        default=1.0,
                         metavar='RATIO',
                         help="the schedulers' [pmem] cache_overcommit_ratio:"
                         ' the allocation ratio of the near-memory inventory '
-                        'of memory_mode hosts (default 1.0)')
+                        'of memory_mode hosts (default 1.0); both ratios '
+                        'are numbers above 0')
     parser.add_argument('--from', dest='from_dir', metavar='DIR',
                         help='read saved tool outputs from DIR instead of '
                         'running the tools')
@@ -117,7 +137,7 @@ def build_parser():
                         version='%(prog)s ' + oneline.version())
     parser.add_argument('--debug', action='store_true',
                         help='show a traceback on unexpected errors')
-    parser.set_defaults(view='json')
+    parser.set_defaults(view=None)
     return parser
 
 
@@ -138,7 +158,8 @@ def discover(source, hostname=None, with_cxl=False, numa=False):
     return derive.add_numa(prof) if numa else prof
 
 
-def _run(args, stdout):
+def _check(args):
+    """Usage errors of the options together; the view to print."""
     if args.plan and args.view != 'libvirt':
         raise errors.UsageError('--plan needs --libvirt')
     if args.aggregate_name and args.view != 'aggregate':
@@ -146,8 +167,26 @@ def _run(args, stdout):
     if args.numa and args.view == 'libvirt':
         raise errors.UsageError('--numa needs -f json|table|yaml or '
                                 '--aggregate')
+    view = args.view or 'json'
+    if args.columns and view not in oneline.COLUMN_FORMATS:
+        raise errors.UsageError(oneline.usage_error(
+            '-c needs -f table, csv or value, not %s (which prints the '
+            'whole %s)' % (('-f ' + view, 'profile')
+                           if view in oneline.FORMATS
+                           else ('--' + view, 'output')), HELP))
+    if args.provider_config == STDOUT and args.view is not None:
+        # Standard output holds the provider config only.
+        raise errors.UsageError(oneline.usage_error(
+            '--provider-config - prints the provider config on standard '
+            'output: it takes no -f, --json, --table, --aggregate or '
+            '--libvirt', HELP))
     if args.plan:
         outputs.parse_plan(args.plan)
+    return view
+
+
+def _run(args, stdout):
+    view = _check(args)
     if args.from_dir:
         source = runner.DirRunner(args.from_dir)
     else:
@@ -159,22 +198,44 @@ def _run(args, stdout):
         text = outputs.render_provider_config(outputs.provider_config(
             _host(prof), ram_allocation_ratio=args.ram_allocation_ratio,
             cache_overcommit_ratio=args.cache_overcommit_ratio))
+        if args.provider_config == STDOUT:
+            stdout.write(text)
+            return 0
         outputs.write_atomic(args.provider_config, text)
+    stdout.write(_view(prof, view, args))
+    return 0
 
-    if args.view == 'table':
-        lines = outputs.table_lines(prof)
-    elif args.view == 'aggregate':
+
+def _view(prof, view, args):
+    """The text of the profile in ``view`` (-f, --aggregate, --libvirt)."""
+    if view in oneline.COLUMN_FORMATS:
+        fields = outputs.summary(prof)
+        try:
+            keep = oneline.picked([k for k, _v in fields], args.columns,
+                                  view, HELP)
+        except ValueError as exc:
+            raise errors.UsageError(str(exc))
+        fields = [fields[i] for i in keep]
+        if view == 'csv':
+            return oneline.csv_text([k for k, _v in fields],
+                                    [[v for _k, v in fields]])
+        if view == 'value':
+            return oneline.value_text([[v] for _k, v in fields])
+        if args.columns:
+            lines = outputs.summary_table(fields)
+        else:
+            lines = outputs.table_lines(prof)
+    elif view == 'aggregate':
         lines = outputs.aggregate_lines(_host(prof), args.aggregate_name)
-    elif args.view == 'libvirt':
+    elif view == 'libvirt':
         lines = outputs.libvirt_lines(prof, args.plan)
-    elif args.view == 'yaml':
+    elif view == 'yaml':
         text = yaml.safe_dump(hostfile.to_dict(prof),
                               default_flow_style=False, sort_keys=False)
         lines = [text.rstrip('\n')]
     else:
         lines = [hostfile.dumps(prof)]
-    stdout.write('\n'.join(lines) + '\n')
-    return 0
+    return '\n'.join(lines) + '\n'
 
 
 def _host(prof):

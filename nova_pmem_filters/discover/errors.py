@@ -15,15 +15,17 @@ Every error carries a one-line message; the command prints it on stderr and
 exits with the class's ``exit_code``.
 """
 
+# The tools' one convention (nova_pmem_filters.oneline, doc/source/cli.rst).
 # What the user gave us is wrong: options, --from directory, --plan, output
 # path.
 EXIT_USAGE = 2
-# A tool is missing, fails, hangs or prints what we cannot read.
-EXIT_TOOL = 1
+# Could not run: a tool is missing, fails, hangs or prints what we cannot
+# read.
+EXIT_TOOL = 3
 
 
 class DiscoveryError(Exception):
-    """A tool failed or printed something we cannot read (exit 1)."""
+    """A tool failed or printed something we cannot read (exit 3)."""
 
     exit_code = EXIT_TOOL
 
@@ -39,7 +41,7 @@ class UsageError(DiscoveryError):
 
 
 class ToolNotFound(DiscoveryError):
-    """A tool is not installed (exit 1, unless the caller can do without)."""
+    """A tool is not installed (exit 3, unless the caller can do without)."""
 
     def __init__(self, message, tool):
         super().__init__(message)

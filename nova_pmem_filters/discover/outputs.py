@@ -359,14 +359,27 @@ def _tiering_lines(prof):
     return ['', 'kernel tiering'] + _table(('Field', 'Value'), rows)
 
 
+def summary(prof):
+    """The (field, value) rows of the first table of -f table.
+
+    What ``-f csv`` and ``-f value`` print, and ``-c`` picks from.
+    """
+    numa = prof.numa_nodes is not hostfile.ABSENT
+    fields = _SUMMARY + (('dram_cache_gb_per_cell',) if numa else ())
+    if prof.vcpus is not hostfile.ABSENT:
+        fields += ('vcpus',)
+    return [(k, getattr(prof, k)) for k in fields]
+
+
+def summary_table(fields):
+    """The (field, value) rows as the Field and Value table."""
+    return _table(('Field', 'Value'), fields)
+
+
 def table_lines(prof):
     """The profile (a :class:`hostfile.Document`) as tables."""
     numa = prof.numa_nodes is not hostfile.ABSENT
-    summary = _SUMMARY + (('dram_cache_gb_per_cell',) if numa else ())
-    if prof.vcpus is not hostfile.ABSENT:
-        summary += ('vcpus',)
-    lines = _table(('Field', 'Value'),
-                   [(k, getattr(prof, k)) for k in summary])
+    lines = summary_table(summary(prof))
     ns_columns = ('name', 'dev', 'mode', 'region', 'numa_node', 'size_gb',
                   'chardev', 'blockdev')
     if numa:

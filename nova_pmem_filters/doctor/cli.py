@@ -38,8 +38,9 @@ from nova_pmem_filters import oneline
 COLUMNS = ('severity', 'code', 'object', 'problem', 'fix')
 DEFAULT_COMMAND = 'check'
 # The exit status of an audit that could not run: "unknown" in the Nagios
-# plugin convention, apart from 2, the cloud's errors.
-UNKNOWN = 3
+# plugin convention, apart from 2, the cloud's errors; every tool's "could
+# not run" (doc/source/cli.rst).
+UNKNOWN = oneline.EXIT_CANNOT_RUN
 # Libraries that log what the doctor reports as its one line (keystoneauth's
 # "Failed to discover available identity versions" before a connection
 # error): quiet unless -v or --debug asks for more.

@@ -18,11 +18,13 @@ table or ``-f json``. With ``--interval`` it runs as a service: a window
 every interval, a failed window logged and skipped, SIGTERM and SIGINT end
 it cleanly between or inside a window (a window cut short is dropped).
 
-Exit status: 0 success; 1 a window could not be made or written; 2 bad
-options, profile or output path. Every failure is one line on stderr.
+Exit status (the convention of every tool, doc/source/cli.rst): 0
+success; 2 bad options, profile or output path; 3 could not run: a window
+could not be made or written. Every failure is one line on stderr.
 """
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -39,8 +41,11 @@ from nova_pmem_filters.observe import prometheus
 from nova_pmem_filters import oneline
 
 PROG = 'nova-pmem-observe'
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+HELP = '%s --help' % PROG
+EXIT_FAILED = oneline.EXIT_CANNOT_RUN
+EXIT_USAGE = oneline.EXIT_USAGE
+# The columns of the table of instances (-f table, csv, value; -c).
+COLUMNS = ('uuid', 'name', 'flavor', 'method', 'ws_mb', 'hot', 'cell')
 LOG = logging.getLogger(__name__)
 # The observer's modules log under this name; the command shows it on stderr.
 LOG_ROOT = 'nova_pmem_filters.observe'
@@ -63,7 +68,7 @@ class UsageError(ObserveError):
 class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
-        raise UsageError(oneline.usage_error(message, '%s --help' % PROG))
+        raise UsageError(oneline.usage_error(message, HELP))
 
 
 # A window or an interval: up to a day.
@@ -116,9 +121,11 @@ def build_parser():
     parser.add_argument('--sysfs', default='/sys', help=argparse.SUPPRESS)
     parser.add_argument('--hostname', help='host name to report (default: '
                         "the profile's, else this host's)")
-    parser.add_argument('-f', '--format', choices=('table', 'json'),
-                        default='table', help='what to print (default '
-                        'table); a service prints nothing')
+    oneline.add_format_options(
+        parser, 'table', 'the table of instances (%s; -c names them), -f '
+        'table followed by the host, far-memory, tiering and gap lines; a '
+        'service prints nothing' % ', '.join(COLUMNS),
+        'the observation document')
     parser.add_argument('--version', action='version',
                         version='%(prog)s ' + oneline.version())
     parser.add_argument('--debug', action='store_true',
@@ -127,6 +134,13 @@ def build_parser():
 
 
 def _check(args):
+    if args.columns and args.view not in oneline.COLUMN_FORMATS:
+        raise UsageError(oneline.usage_error(
+            '-c needs -f table, csv or value, not -f %s (which prints the '
+            'whole observation document)' % args.view, HELP))
+    for word in args.columns:
+        if word not in COLUMNS:
+            raise UsageError(oneline.unknown_column(word, COLUMNS, HELP))
     if args.interval is not None and args.interval < args.window:
         raise UsageError('--interval (%g) must be at least --window (%g)'
                          % (args.interval, args.window))
@@ -179,14 +193,30 @@ def _fmt(value, digits=1):
     return '-' if value is None else '%.*f' % (digits, value)
 
 
-def table_lines(doc):
-    """A short table of the instances, the host and the gaps."""
-    rows = [('uuid', 'name', 'flavor', 'method', 'ws_mb', 'hot', 'cell')]
-    for inst in doc.instances:
-        rows.append((inst.uuid, inst.name or '-', inst.flavor or '-',
-                     inst.method or '-', _fmt(inst.working_set_mb),
-                     _fmt(inst.hot_ratio, 3),
-                     '-' if inst.cell is None else str(inst.cell)))
+def instance_rows(doc):
+    """The rows of the table of instances: values, None where unknown."""
+    return [(inst.uuid, inst.name, inst.flavor, inst.method,
+             inst.working_set_mb, inst.hot_ratio, inst.cell)
+            for inst in doc.instances]
+
+
+def _cell_text(column, value):
+    if column == 'ws_mb':
+        return _fmt(value)
+    if column == 'hot':
+        return _fmt(value, 3)
+    return '-' if value in (None, '') else str(value)
+
+
+def table_lines(doc, columns=COLUMNS):
+    """A short table of the instances, the host and the gaps.
+
+    :param columns: the columns of the instances shown (-c).
+    """
+    keep = [COLUMNS.index(c) for c in columns]
+    rows = [tuple(columns)]
+    for row in instance_rows(doc):
+        rows.append(tuple(_cell_text(COLUMNS[i], row[i]) for i in keep))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ['  '.join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
              for r in rows]
@@ -281,15 +311,30 @@ def _run(args, stdout, stop=None, **kwargs):
             return _service(args, prof, collector, reg, stop, **kwargs)
         doc = _observe(args, prof, **kwargs)
         _write(args, doc, collector, reg)
-        if args.format == 'json':
-            stdout.write(observation.dumps(doc))
-        else:
-            stdout.write('\n'.join(table_lines(doc)) + '\n')
+        stdout.write(_view(doc, args))
         return 0
     finally:
         if server is not None:
             server.shutdown()
             server.server_close()
+
+
+def _view(doc, args):
+    """The text of one window in the format of -f, with the -c columns."""
+    columns = args.columns or COLUMNS
+    keep = [COLUMNS.index(c) for c in columns]
+    rows = [[row[i] for i in keep] for row in instance_rows(doc)]
+    if args.view == 'json':
+        return observation.dumps(doc)
+    if args.view == 'yaml':
+        import yaml
+        return yaml.safe_dump(json.loads(observation.dumps(doc)),
+                              default_flow_style=False, sort_keys=False)
+    if args.view == 'csv':
+        return oneline.csv_text(columns, rows)
+    if args.view == 'value':
+        return oneline.value_text(rows)
+    return '\n'.join(table_lines(doc, columns)) + '\n'
 
 
 def _install_signals(stop):

@@ -105,7 +105,7 @@ class CxlCase(testtools.TestCase):
 
     def error(self, directory, *extra):
         status, out, err = run(['--from', directory, '--cxl'] + list(extra))
-        self.assertEqual(1, status, err)
+        self.assertEqual(3, status, err)
         self.assertEqual('', out)
         self.assertEqual(1, len(err.splitlines()), err)
         self.assertNotIn('unexpected', err)
@@ -182,7 +182,7 @@ class TestKinds(CxlCase):
     def test_cpu_less_nodes_without_cxl_flag_are_refused(self):
         # Their memory is no DRAM: a dram profile would count it as such.
         status, out, err = run(['--from', os.path.join(DATA, 'cxl_kmem')])
-        self.assertEqual(1, status, err)
+        self.assertEqual(3, status, err)
         self.assertEqual('', out)
         self.assertEqual(
             'nova-pmem-discover: error: NUMA nodes 2, 3 hold 504.00 GiB of '
@@ -450,7 +450,7 @@ class TestLiveTools(testtools.TestCase):
             os.chmod(path, 0o755)
         self.useFixture(fixtures.EnvironmentVariable('PATH', self.bin))
         status, out, err = run(['--cxl'])
-        self.assertEqual(1, status, err)
+        self.assertEqual(3, status, err)
         self.assertEqual('nova-pmem-discover: error: daxctl: command not '
                          'found (install the daxctl package)\n', err)
 
@@ -488,14 +488,14 @@ class TestLiveTools(testtools.TestCase):
         self.assertEqual('on', got['kernel_tiering']['state'])
         # Without --cxl ipmctl stays required.
         status, out, err = run([])
-        self.assertEqual(1, status)
+        self.assertEqual(3, status)
         self.assertIn('ipmctl: command not found', err)
 
     def test_ipmctl_missing_with_pmem_regions(self):
         ad = os.path.join(PMEM_DATA, 'ad_2s_pmem100_512')
         self.tools([('ndctl', '%s %s/ndctl-list.json' % (CAT, ad))])
         status, out, err = run(['--cxl'])
-        self.assertEqual(1, status, err)
+        self.assertEqual(3, status, err)
         self.assertIn('but ipmctl is not installed: install the ipmctl '
                       'package', err)
 
@@ -532,5 +532,5 @@ class TestLiveTools(testtools.TestCase):
             if not listing['memdevs']:
                 self.assertIsNone(prof['cxl']['kind'])
         else:
-            self.assertEqual(1, proc.returncode, proc.stderr)
+            self.assertEqual(3, proc.returncode, proc.stderr)
             self.assertEqual(1, len(proc.stderr.splitlines()), proc.stderr)

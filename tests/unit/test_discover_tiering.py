@@ -120,7 +120,7 @@ class TieringCase(testtools.TestCase):
         with open(path, 'w') as f:
             f.write(text)
 
-    def error(self, directory, status=1):
+    def error(self, directory, status=3):
         code, out, err = run(['--from', directory, '--cxl'])
         self.assertEqual(status, code, err)
         self.assertEqual('', out)

@@ -196,7 +196,7 @@ class MissingExtraTest(testtools.TestCase):
     def test_at_start(self):
         status, out, err, _mods = run_tool('planner', ['--version'],
                                            blocked=['cliff'])
-        self.assertEqual((2, '', self._line('cliff')), (status, out, err))
+        self.assertEqual((3, '', self._line('cliff')), (status, out, err))
 
     def test_when_the_command_runs(self):
         for library, argv in (('jsonschema', ['compare']),
@@ -205,7 +205,7 @@ class MissingExtraTest(testtools.TestCase):
                               ('pandas', ['fleet', '--fleet', '.'])):
             status, out, err, _mods = run_tool('planner', argv,
                                                blocked=[library])
-            self.assertEqual((2, '', self._line(library)),
+            self.assertEqual((3, '', self._line(library)),
                              (status, out, err), argv)
 
     def test_other_import_errors_raise(self):
