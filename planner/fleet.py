@@ -140,7 +140,9 @@ def load(directory):
 
 # Columns the table of ``fleet`` shows only with --long: the rest (kind,
 # mode, count and each workload's density, binding and fleet total) decide.
-DETAIL_COLUMNS = ('hosts', 'visible_memory_gb', 'dram_cache_gb', 'vcpus')
+# Under --long: the kind's name already says its mode.
+DETAIL_COLUMNS = ('hosts', 'mode', 'visible_memory_gb', 'dram_cache_gb',
+                  'vcpus')
 
 
 def short_columns(column_names):

@@ -27,8 +27,11 @@ from planner import errors
 COLUMNS = ('flavor', 'instances', 'windows', 'p50', 'p95', 'max',
            'declared', 'workload', 'recommended', 'under_declared',
            'command')
-SHORT_COLUMNS = ('flavor', 'instances', 'windows', 'p50', 'p95', 'max',
-                 'declared', 'recommended', 'command')
+# The default table: what the recommendation is made of (p95) and the
+# command to run, whole, within 120 columns; the rest of the distribution
+# under --long.
+SHORT_COLUMNS = ('flavor', 'instances', 'p95', 'declared', 'recommended',
+                 'command')
 
 # Digits of the distribution's figures in the listing.
 _DIGITS = 4
