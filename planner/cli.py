@@ -53,15 +53,18 @@ class MissingExtra(Exception):
 
 
 def known_columns(call, prog):
-    """``call`` (a cliff ``produce_output``), refusing an unknown ``-c``.
+    """``call`` (a cliff ``produce_output``), refusing an unknown column.
 
     cliff drops a ``-c`` it does not know when another one is known, and
-    raises a ValueError (exit 1) when none is: one usage error here.
+    raises a ValueError (exit 1) when none is; it sorts by the
+    ``--sort-column`` names it knows and ignores the others: one usage
+    error here.
     """
 
     @functools.wraps(call)
     def wrapper(parsed_args, column_names, data):
-        for name in getattr(parsed_args, 'columns', None) or ():
+        for name in ((getattr(parsed_args, 'columns', None) or [])
+                     + (getattr(parsed_args, 'sort_columns', None) or [])):
             if name not in column_names:
                 raise UsageError('%s: error: %s' % (
                     prog, oneline.unknown_column(

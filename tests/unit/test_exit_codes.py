@@ -91,6 +91,16 @@ class PlannerTest(ExitCase):
         self.assertTrue(err.startswith('nova-pmem-planner configs: error: '),
                         err)
 
+    def test_an_unknown_sort_column_is_a_usage_error(self):
+        # cliff sorts by the columns it knows and ignores the others.
+        status, out, err = self.planner('configs', '--sort-column',
+                                        'node_cots')
+        self.assertOneLine(USAGE, status, out, err, "'node_cots'",
+                           "did you mean 'node_cost'")
+        status, out, err = self.planner('configs', '--sort-column',
+                                        'node_cost')
+        self.assertEqual((0, ''), (status, err))
+
     def test_a_missing_extra_could_not_run(self):
         self.assertMissingExtra('planner', ['--version'], 'cliff')
         # A library a command imports as it runs.
