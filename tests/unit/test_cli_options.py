@@ -176,16 +176,8 @@ class ObserveFormatsTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        root = self.useFixture(fixtures.TempDir()).path
-        self.libvirt = os.path.join(root, 'qemu')
-        self.proc = os.path.join(root, 'proc')
-        self.sysfs = os.path.join(root, 'sys')
-        os.makedirs(self.libvirt)
-        fakehost.add_nodes(self.sysfs, {0: '0-7'})
-        fakehost.add_domain(self.libvirt, 'instance-1', fakehost.UUID_A,
-                            pid=7, flavor='m1.small', memory_mb=2048)
-        fakehost.add_process(self.proc, 7, referenced_kb=524288,
-                             numa_pages={0: 262144})
+        self.libvirt, self.proc, self.sysfs = fakehost.one_guest_host(
+            self.useFixture(fixtures.TempDir()).path)
 
     def observe(self, *argv):
         out = io.StringIO()

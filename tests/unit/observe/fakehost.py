@@ -75,6 +75,25 @@ def status_xml(domain_xml, state='running', pid=4242):
             "%s</domstatus>\n" % (state, pid, pid + 1, domain_xml))
 
 
+def one_guest_host(root):
+    """A host of one NUMA node with one running guest, under ``root``.
+
+    instance-1 (``UUID_A``, flavor m1.small, 2048 MB), pid 7, 512 MB of it
+    referenced.
+
+    :returns: (libvirt directory, proc, sysfs).
+    """
+    libvirt = os.path.join(root, 'qemu')
+    proc = os.path.join(root, 'proc')
+    sysfs = os.path.join(root, 'sys')
+    os.makedirs(libvirt)
+    add_nodes(sysfs, {0: '0-7'})
+    add_domain(libvirt, 'instance-1', UUID_A, pid=7, flavor='m1.small',
+               memory_mb=2048)
+    add_process(proc, 7, referenced_kb=524288, numa_pages={0: 262144})
+    return libvirt, proc, sysfs
+
+
 class Clock(object):
     """time.monotonic and sleep; sleeping moves the clock on.
 

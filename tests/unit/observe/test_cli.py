@@ -30,15 +30,8 @@ class CliTestCase(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.root = self.useFixture(fixtures.TempDir()).path
-        self.libvirt = os.path.join(self.root, 'qemu')
-        self.proc = os.path.join(self.root, 'proc')
-        self.sysfs = os.path.join(self.root, 'sys')
-        os.makedirs(self.libvirt)
-        fakehost.add_nodes(self.sysfs, {0: '0-7'})
-        fakehost.add_domain(self.libvirt, 'instance-1', fakehost.UUID_A,
-                            pid=7, flavor='m1.small', memory_mb=2048)
-        fakehost.add_process(self.proc, 7, referenced_kb=524288,
-                             numa_pages={0: 262144})
+        self.libvirt, self.proc, self.sysfs = fakehost.one_guest_host(
+            self.root)
         self.slept = []
 
     def main(self, *argv, **kwargs):
