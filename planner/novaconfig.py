@@ -502,3 +502,117 @@ def merge_nova_conf(text, plan_rows, role):
         else:
             ini.set(row['section'], row['option'], row['line_value'])
     return ini.text()
+
+
+# The distribution the images and venvs of the deployment tools install.
+PACKAGE = 'nova-pmem-filters'
+
+# kolla-ansible: the directory of service config overrides (its
+# ``node_custom_config``). Its ``merge_configs`` reads, in order, the
+# role's nova.conf template, ``global.conf``, ``nova.conf``,
+# ``nova/<service>.conf``, ``nova/<host>/nova.conf`` and (for the services
+# of the nova-cell role: nova-compute) ``nova/<host>/<service>.conf``; a
+# key a later file sets replaces every line of it the earlier files had,
+# and a file's own repeated lines (``available_filters``) are all kept
+# (ansible/roles/nova*/tasks/config.yml, action_plugins/merge_configs.py).
+KOLLA_CONFIG_DIR = '/etc/kolla/config'
+
+
+def kolla_paths(role, hosts=()):
+    """Where the settings of ``role`` go, relative to the config dir.
+
+    The schedulers' in the file of the nova-scheduler service alone; a
+    compute's in the file of nova-compute on each of ``hosts``: kolla-
+    ansible has no file per group of hosts, and an aggregate's hosts are
+    the operator's to name.
+    """
+    if role == SCHEDULER_ROLE:
+        return ['nova/nova-scheduler.conf']
+    return ['nova/%s/nova-compute.conf' % host for host in hosts]
+
+
+def kolla_file(plan_rows, role, existing=None, comments=()):
+    """The text of a kolla-ansible override file of ``role``.
+
+    New (``existing`` None), the standalone snippet of
+    :func:`nova_conf`: its list options start from Nova's defaults, as
+    they must, since its lines replace those of the files merged before
+    it. An existing file gets the settings merged in
+    (:func:`merge_nova_conf`), every line of its own kept.
+    """
+    if existing is None:
+        return nova_conf(plan_rows, role, comments)
+    return merge_nova_conf(existing, plan_rows, role)
+
+
+# OpenStack-Ansible's os_nova role: the variables that set the compute
+# options of the plan (defaults/main.yml; templates/nova.conf.j2 writes
+# them into [DEFAULT]). Host variables win over the role's defaults and
+# over nova_virt_types, which sets its facts only where the host has none.
+OSA_COMPUTE_VARIABLES = {
+    'reserved_host_memory_mb': 'nova_reserved_host_memory_mb',
+    'ram_allocation_ratio': 'nova_ram_allocation_ratio',
+    'cpu_allocation_ratio': 'nova_cpu_allocation_ratio',
+}
+
+# os_nova's nova_scheduler_default_filters (defaults/main.yml): the filters
+# it enables before nova_scheduler_extra_filters; ours that are among them
+# are not added again (Nova would run a filter named twice twice).
+OSA_DEFAULT_FILTERS = (
+    'ComputeFilter', 'AggregateNumInstancesFilter', 'AggregateIoOpsFilter',
+    'ComputeCapabilitiesFilter', 'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter', 'ServerGroupAffinityFilter',
+    'NUMATopologyFilter',
+)
+
+
+def _yaml_scalar(text):
+    """``text`` as YAML would type it, when that reads back the same."""
+    value = yaml.safe_load(text)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and _fmt(value) == text:
+        return value
+    return text
+
+
+def osa_variables(plan_rows, role, package=PACKAGE):
+    """The os_nova variables of ``role``, as a dict for YAML.
+
+    The schedulers' for ``user_variables.yml``: the package for every nova
+    venv (``nova_user_pip_packages``), our filters after os_nova's
+    (``nova_scheduler_extra_filters``), and the rest through
+    ``nova_nova_conf_overrides``, which config_template writes over the
+    role's template: a list as one comma-separated line (weight_classes,
+    Nova's weighers first), a mapping whose values are all empty as one
+    line per key (available_filters, a multi-valued option: Nova's own
+    line first, since the override replaces the template's). A compute's:
+    :data:`OSA_COMPUTE_VARIABLES`, for the host_vars of its hosts.
+    """
+    rows_ = _role_rows(plan_rows, role)
+    if role != SCHEDULER_ROLE:
+        return {OSA_COMPUTE_VARIABLES[r['option']]:
+                _yaml_scalar(r['line_value']) for r in rows_}
+    overrides = {}
+    extra = []
+    for row in rows_:
+        section = overrides.setdefault(row['section'], {})
+        if row['option'] == 'available_filters':
+            section.setdefault(row['option'], {})[row['line_value']] = None
+        elif row['option'] == 'enabled_filters':
+            extra = [f for f in row['items'] if f not in OSA_DEFAULT_FILTERS]
+        elif row['items'] is not None:
+            section[row['option']] = row['line_value'].split(',')
+        else:
+            section[row['option']] = _yaml_scalar(row['line_value'])
+    overrides = {s: o for s, o in overrides.items() if o}
+    return {'nova_user_pip_packages': [package],
+            'nova_scheduler_extra_filters': extra,
+            'nova_nova_conf_overrides': overrides}
+
+
+def osa_yaml(plan_rows, role, package=PACKAGE, comments=()):
+    """:func:`osa_variables` as a YAML file, after ``comments``."""
+    body = yaml.safe_dump(osa_variables(plan_rows, role, package),
+                          default_flow_style=False, sort_keys=False,
+                          width=float('inf'))
+    return ''.join('# %s\n' % c if c else '#\n' for c in comments) + body

@@ -9,7 +9,12 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""nova-config, nova-config script and nova-config nova-conf commands."""
+"""nova-config and the commands that print its rows in other forms.
+
+nova-config script, nova-config nova-conf and nova-config provider-config
+for Nova itself; nova-config kolla and nova-config osa for the deployment
+tools that write nova.conf for it (kolla-ansible, OpenStack-Ansible).
+"""
 
 import os
 import stat
@@ -61,6 +66,12 @@ def _write(path, text, mode=None):
     except OSError as exc:
         raise errors.OutputError('cannot write %s: %s'
                                  % (path, exc.strerror or exc))
+
+
+def _check_role(role, known):
+    if role not in known:
+        raise errors.PlannerError('--role %s: not a role of this plan '
+                                  '(roles: %s)' % (role, ', '.join(known)))
 
 
 class NovaConfig(base.ShortTableLister):
@@ -178,10 +189,7 @@ class NovaConfigNovaConf(_Generated):
 
         scen, plan = _plan_rows(parsed_args)
         role = parsed_args.role or novaconfig.SCHEDULER_ROLE
-        known = novaconfig.roles(plan)
-        if role not in known:
-            raise errors.PlannerError('--role %s: not a role of this plan '
-                                      '(roles: %s)' % (role, ', '.join(known)))
+        _check_role(role, novaconfig.roles(plan))
         if parsed_args.merge_into:
             path = parsed_args.merge_into
             try:
@@ -238,6 +246,156 @@ class NovaConfigProviderConfig(_Generated):
         text = novaconfig.provider_config(plan, parsed_args.role, _origin(
             parsed_args, scen, 'Provider config (%s)' % parsed_args.role) + [
             'For %s on each host.' % novaconfig.PROVIDER_CONFIG_FILE])
+        if parsed_args.output:
+            _write(parsed_args.output, text, mode=0o644)
+        else:
+            self.app.stdout.write(text)
+        return 0
+
+
+class NovaConfigKolla(_Generated):
+    """Print (or write) the plan's kolla-ansible config override file.
+
+    For the schedulers (--role scheduler, the default) the file
+    nova/nova-scheduler.conf of kolla-ansible's config directory
+    (/etc/kolla/config); for the computes of one aggregate (--role
+    compute:AGGREGATE) nova/HOST/nova-compute.conf of each --host.
+    kolla-ansible merges it into the service's nova.conf after its own
+    template, global.conf and nova.conf (kolla-ansible reconfigure).
+    --output-dir DIR writes the files under DIR (atomically); a file
+    already there gets the settings merged in, its own lines kept, as
+    nova-config nova-conf --merge-into does.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--role', metavar='ROLE', default=None,
+            help='scheduler, or compute:AGGREGATE for the hosts of one '
+                 'aggregate of the plan (default: scheduler)')
+        parser.add_argument(
+            '--host', action='append', default=None, metavar='NAME',
+            help='a host of the aggregate of a compute role, as the '
+                 'kolla-ansible inventory names it (repeatable)')
+        parser.add_argument(
+            '--output-dir', metavar='DIR',
+            help='write the files under DIR (kolla-ansible\'s config '
+                 'directory, usually /etc/kolla/config) instead of '
+                 'printing them')
+        return parser
+
+    def _argv_words(self, parsed_args):
+        words = super()._argv_words(parsed_args)
+        if parsed_args.role:
+            words += ['--role', parsed_args.role]
+        for host in parsed_args.host or ():
+            words += ['--host', host]
+        return words
+
+    def take_action(self, parsed_args):
+        from planner import novaconfig
+
+        scen, plan = _plan_rows(parsed_args)
+        role = parsed_args.role or novaconfig.SCHEDULER_ROLE
+        _check_role(role, novaconfig.roles(plan))
+        hosts = parsed_args.host or []
+        if role == novaconfig.SCHEDULER_ROLE and hosts:
+            raise errors.PlannerError('--host: only for a compute role '
+                                      '(the schedulers share one file)')
+        if parsed_args.output_dir and not hosts and \
+                role != novaconfig.SCHEDULER_ROLE:
+            raise errors.PlannerError('--output-dir: --role %s needs '
+                                      '--host for each host of it' % role)
+        paths = novaconfig.kolla_paths(role, hosts)
+        if paths:
+            where = ['For %s.' % ', '.join(
+                '%s/%s' % (novaconfig.KOLLA_CONFIG_DIR, p) for p in paths)]
+        else:
+            where = ['For %s/nova/HOST/nova-compute.conf, HOST each host of '
+                     '%s in the inventory.' % (novaconfig.KOLLA_CONFIG_DIR,
+                                               role.split(':', 1)[1])]
+        comments = _origin(parsed_args, scen, 'kolla-ansible config '
+                           'override (%s)' % role) + where
+        if not parsed_args.output_dir:
+            self.app.stdout.write(novaconfig.kolla_file(
+                plan, role, comments=comments))
+            return 0
+        for relative in paths:
+            self._write_into(parsed_args.output_dir, relative, plan, role,
+                             comments)
+        return 0
+
+    @staticmethod
+    def _write_into(top, relative, plan, role, comments):
+        from planner import novaconfig
+
+        path = os.path.join(top, relative)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path) as f:
+                existing = f.read()
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            existing, mode = None, 0o640
+        except OSError as exc:
+            raise errors.OutputError('cannot write %s: %s'
+                                     % (path, exc.strerror or exc))
+        text = novaconfig.kolla_file(plan, role, existing, comments)
+        if text != existing:
+            _write(path, text, mode=mode)
+
+
+class NovaConfigOsa(_Generated):
+    """Print (or write) the plan's OpenStack-Ansible variables.
+
+    For the schedulers (--role scheduler, the default) a user variables
+    file for /etc/openstack_deploy/ (OpenStack-Ansible reads every
+    user_*.yml there): the package for the nova venvs
+    (nova_user_pip_packages), our filters (nova_scheduler_extra_filters)
+    and the other scheduler options (nova_nova_conf_overrides). For the
+    computes of one aggregate (--role compute:AGGREGATE) the os_nova
+    variables of /etc/openstack_deploy/host_vars/HOST.yml of each of its
+    hosts.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--role', metavar='ROLE', default=None,
+            help='scheduler, or compute:AGGREGATE for the hosts of one '
+                 'aggregate of the plan (default: scheduler)')
+        parser.add_argument(
+            '--pip-package', metavar='SPEC', default=None,
+            help='what nova_user_pip_packages installs (default: '
+                 'nova-pmem-filters; pin it, e.g. nova-pmem-filters==1.2.0)')
+        parser.add_argument(
+            '--output', '-o', metavar='FILE',
+            help='write the file (atomically) instead of printing it')
+        return parser
+
+    def _argv_words(self, parsed_args):
+        words = super()._argv_words(parsed_args)
+        if parsed_args.role:
+            words += ['--role', parsed_args.role]
+        if parsed_args.pip_package:
+            words += ['--pip-package', parsed_args.pip_package]
+        return words
+
+    def take_action(self, parsed_args):
+        from planner import novaconfig
+
+        scen, plan = _plan_rows(parsed_args)
+        role = parsed_args.role or novaconfig.SCHEDULER_ROLE
+        _check_role(role, novaconfig.roles(plan))
+        if role == novaconfig.SCHEDULER_ROLE:
+            where = 'For /etc/openstack_deploy/user_nova_pmem.yml.'
+        else:
+            where = ('For /etc/openstack_deploy/host_vars/HOST.yml, HOST '
+                     'each host of %s.' % role.split(':', 1)[1])
+        text = novaconfig.osa_yaml(
+            plan, role, parsed_args.pip_package or novaconfig.PACKAGE,
+            _origin(parsed_args, scen, 'OpenStack-Ansible variables (%s)'
+                    % role) + [where])
         if parsed_args.output:
             _write(parsed_args.output, text, mode=0o644)
         else:
