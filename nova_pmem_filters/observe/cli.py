@@ -112,7 +112,9 @@ def build_parser():
                         help='write the metrics to this node_exporter '
                         'textfile (*.prom), atomically')
     parser.add_argument('--listen', type=_listen, metavar='ADDR:PORT',
-                        help='serve the metrics on http://ADDR:PORT/metrics')
+                        help='serve the metrics on http://ADDR:PORT/metrics '
+                        '(https with --tls-cert-file)')
+    _add_tls_options(parser)
     parser.add_argument('--libvirt-dir', default=domains.DEFAULT_DIR,
                         metavar='DIR',
                         help="libvirt's status files of running domains "
@@ -131,6 +133,59 @@ def build_parser():
     parser.add_argument('--debug', action='store_true',
                         help='show a traceback on unexpected errors')
     return parser
+
+
+# The TLS options, by the role prometheus.tls_context gives their file.
+TLS_OPTIONS = {'cert': '--tls-cert-file', 'key': '--tls-key-file',
+               'client_ca': '--tls-client-ca-file'}
+
+
+def _add_tls_options(parser):
+    group = parser.add_argument_group(
+        'TLS of /metrics', 'Named after cert_file, key_file and '
+        "client_ca_file of the web configuration of Prometheus's own "
+        "exporters (node_exporter's --web.config.file, the exporter "
+        "toolkit's tls_server_config), which the cert_file, key_file and "
+        "ca_file of a scrape_config's tls_config answer.")
+    group.add_argument('--tls-cert-file', metavar='FILE',
+                       help='serve /metrics over HTTPS with this PEM '
+                       'certificate (its chain may follow it); needs '
+                       '--listen and --tls-key-file')
+    group.add_argument('--tls-key-file', metavar='FILE',
+                       help="the certificate's PEM private key, "
+                       'unencrypted (a service cannot type a passphrase)')
+    group.add_argument('--tls-client-ca-file', metavar='FILE',
+                       help='require a client certificate signed by a CA '
+                       'of this PEM file (client_auth_type '
+                       'RequireAndVerifyClientCert); a client without one '
+                       'is refused. Needs --tls-cert-file')
+
+
+def _check_tls(args):
+    """The TLS context of --listen, or None for HTTP: options, then files."""
+    given = [TLS_OPTIONS[role] for role, value in (
+        ('cert', args.tls_cert_file), ('key', args.tls_key_file),
+        ('client_ca', args.tls_client_ca_file)) if value is not None]
+    if not given:
+        return None
+    if args.listen is None:
+        raise UsageError('%s needs --listen: TLS is for the /metrics '
+                         'endpoint (a --textfile is read locally)'
+                         % given[0])
+    if args.tls_cert_file is None:
+        if args.tls_client_ca_file is not None:
+            raise UsageError('--tls-client-ca-file needs --tls-cert-file '
+                             'and --tls-key-file: client certificates are '
+                             'checked only over TLS')
+        raise UsageError('--tls-key-file needs --tls-cert-file')
+    if args.tls_key_file is None:
+        raise UsageError('--tls-cert-file needs --tls-key-file')
+    try:
+        return prometheus.tls_context(args.tls_cert_file, args.tls_key_file,
+                                      args.tls_client_ca_file)
+    except prometheus.TLSError as exc:
+        raise UsageError('%s %s: %s' % (TLS_OPTIONS[exc.role], exc.path,
+                                        exc.why))
 
 
 def _check(args):
@@ -295,15 +350,21 @@ def _run(args, stdout, stop=None, **kwargs):
     prof = _check(args)
     collector = prometheus.DocumentCollector()
     reg = prometheus.registry(collector)
+    tls = _check_tls(args)
     server = None
     if args.listen:
         try:
-            server = prometheus.serve(args.listen[0], args.listen[1], reg)
+            server = prometheus.serve(args.listen[0], args.listen[1], reg,
+                                      tls=tls)
         except OSError as exc:
             raise UsageError('--listen %s:%d: %s' % (
                 args.listen[0], args.listen[1], exc.strerror or exc))
-        LOG.info('serving metrics on http://%s:%d/metrics',
-                 args.listen[0], server.server_address[1])
+        LOG.info('serving metrics on %s://%s:%d/metrics%s',
+                 'http' if tls is None else 'https', args.listen[0],
+                 server.server_address[1],
+                 ', client certificates signed by %s required'
+                 % args.tls_client_ca_file if args.tls_client_ca_file
+                 else '')
     try:
         if args.interval is not None:
             stop = stop or threading.Event()

@@ -28,16 +28,32 @@ can tell a CXL host from a DRAM one), the vmstat tiering counters per
 second host-wide and per node, and the ways it does not keep up
 (:func:`~nova_pmem_filters.core.tiering.lagging`, the core's rule, so
 an alert needs no threshold of its own).
+
+``/metrics`` is served over HTTP or, with a certificate and key, HTTPS,
+optionally requiring client certificates signed by a given CA (what the
+exporter toolkit of Prometheus's own exporters calls
+``RequireAndVerifyClientCert``): :func:`tls_context` checks the files and
+names the one that is wrong, :func:`serve` serves.
 """
 
+import logging
+import socket
+import ssl
 import threading
+from wsgiref import simple_server
 
 from nova_pmem_filters.core import tiering
 
 import prometheus_client
 from prometheus_client import core as prom_core
+from prometheus_client import exposition
 
+LOG = logging.getLogger(__name__)
 MB = 1024 * 1024
+# A client has this long to finish its TLS handshake, and then each read or
+# write of its request this long: one that stalls cannot hold a thread
+# forever (a Prometheus scrape times out after 10 s by default).
+CLIENT_TIMEOUT = 30.0
 PREFIX = 'nova_pmem_'
 INSTANCE_LABELS = ['uuid', 'name', 'flavor']
 
@@ -266,14 +282,147 @@ def write_textfile(path, reg):
     prometheus_client.write_to_textfile(path, reg)
 
 
-def serve(addr, port, reg):
+class TLSError(ValueError):
+    """A TLS file that cannot serve.
+
+    ``role`` is ``cert``, ``key`` or ``client_ca`` and ``path`` the file,
+    for the caller to name its option.
+    """
+
+    def __init__(self, role, path, why):
+        self.role = role
+        self.path = path
+        self.why = why
+        super().__init__('%s %s: %s' % (role, path, why))
+
+
+class _Encrypted(Exception):
+    """The key asks for a passphrase (OpenSSL would prompt on the tty)."""
+
+
+def _no_passphrase():
+    raise _Encrypted()
+
+
+def _ssl_reason(exc):
+    return exc.reason or ' '.join(str(exc).split())
+
+
+def tls_context(cert_file, key_file, client_ca_file=None):
+    """A server TLS context for ``/metrics``; checks each file in turn.
+
+    :param cert_file: PEM certificate of the server (its chain may follow).
+    :param key_file: its unencrypted PEM private key (a service has no one
+        to type a passphrase).
+    :param client_ca_file: PEM CA certificates; given, a client must
+        present a certificate signed by one of them, else the handshake
+        fails (it is not asked for otherwise).
+    :raises TLSError: naming the file that cannot be read or used.
+    """
+    files = (('cert', cert_file), ('key', key_file),
+             ('client_ca', client_ca_file))
+    for role, path in files:
+        if path is None:
+            continue
+        try:
+            with open(path, 'rb'):
+                pass
+        except OSError as exc:
+            raise TLSError(role, path, 'cannot read: %s'
+                           % (exc.strerror or exc))
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(
+            cafile=cert_file)
+    except ssl.SSLError as exc:
+        raise TLSError('cert', cert_file, 'no PEM certificate in it (%s)'
+                       % _ssl_reason(exc))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        ctx.load_cert_chain(cert_file, key_file, password=_no_passphrase)
+    except _Encrypted:
+        raise TLSError('key', key_file, 'encrypted with a passphrase; the '
+                       'service cannot type it: give the key unencrypted, '
+                       'readable by root only')
+    except ssl.SSLError as exc:
+        if exc.reason == 'KEY_VALUES_MISMATCH':
+            raise TLSError('key', key_file, 'does not match the '
+                           'certificate %s' % cert_file)
+        raise TLSError('key', key_file, 'no PEM private key in it (%s)'
+                       % _ssl_reason(exc))
+    if client_ca_file is not None:
+        try:
+            ctx.load_verify_locations(cafile=client_ca_file)
+        except ssl.SSLError as exc:
+            raise TLSError('client_ca', client_ca_file, 'no PEM CA '
+                           'certificate in it (%s)' % _ssl_reason(exc))
+        ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
+
+
+class _Handler(simple_server.WSGIRequestHandler):
+    """Logs no request (one a scrape), and gives up on a stalled client."""
+
+    timeout = CLIENT_TIMEOUT
+
+    def log_message(self, format, *args):
+        pass
+
+
+class _Server(exposition.ThreadingWSGIServer):
+    """prometheus_client's threading WSGI server, TLS in the threads.
+
+    ``start_http_server(certfile=...)`` wraps the listening socket, so the
+    TLS handshake runs inside ``accept()`` in the one thread that accepts:
+    a client that connects and sends nothing (a port scan, a stuck
+    scraper) stops every later scrape. Here the accepting thread only
+    accepts; each connection's handshake runs in its own thread with a
+    deadline, and a refused one (no client certificate, another CA, plain
+    HTTP) is logged and closed.
+    """
+
+    def __init__(self, addr, port, tls=None):
+        self.tls = tls
+        # IPv6 or IPv4, as the address says (:: or 0.0.0.0 for every one).
+        family, _type, _proto, _name, sockaddr = socket.getaddrinfo(
+            addr, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        self.address_family = family
+        super().__init__(sockaddr, _Handler)
+
+    def get_request(self):
+        sock, client = self.socket.accept()
+        if self.tls is None:
+            return sock, client
+        sock.settimeout(CLIENT_TIMEOUT)
+        return self.tls.wrap_socket(sock, server_side=True,
+                                    do_handshake_on_connect=False), client
+
+    def finish_request(self, request, client_address):
+        if self.tls is not None:
+            try:
+                request.do_handshake()
+            except OSError as exc:
+                # ssl.SSLError and a timeout alike: this client only.
+                LOG.info('refused a TLS connection from %s: %s',
+                         client_address[0], ' '.join(str(exc).split()))
+                return
+        super().finish_request(request, client_address)
+
+
+def serve(addr, port, reg, tls=None):
     """Serve ``/metrics`` on ``addr:port`` in a daemon thread.
 
+    :param tls: an ``ssl.SSLContext`` from :func:`tls_context` to serve
+        HTTPS, or None for HTTP.
     :returns: the server; ``server.server_address[1]`` is the port bound
         (port 0 binds an ephemeral one), ``server.shutdown()`` stops it.
+    :raises OSError: when ``addr:port`` cannot be bound.
     """
-    server, _thread = prometheus_client.start_http_server(
-        port, addr=addr, registry=reg)
+    server = _Server(addr, port, tls)
+    server.set_app(prometheus_client.make_wsgi_app(reg))
+    thread = threading.Thread(target=server.serve_forever,
+                              name='nova-pmem-observe-metrics', daemon=True)
+    thread.start()
     return server
 
 

@@ -62,6 +62,9 @@ SCENARIO_KEYS = frozenset([
     'observations'])
 PROVIDER_CONFIG_KEYS = frozenset([providerconfig.META,
                                   providerconfig.PROVIDERS])
+# prometheus.yml's part (observe.rst): a real Prometheus runs that very
+# block in tests.unit.observe.test_prometheus_tls.
+PROMETHEUS_CONFIG_KEYS = frozenset(['scrape_configs'])
 WHOLE = re.compile(r'^# (?P<name>[\w.-]+\.yaml)$')
 PART = re.compile(r'^# (?:(?P<name>[\w.-]+\.yaml): )?.*?'
                   r'(?P<base>\b(?:planner|etc)/[\w./-]+\.yaml)\b')
@@ -166,6 +169,11 @@ class DocScenarioTestCase(testtools.TestCase):
         keys = set(self.data)
         if keys <= PROVIDER_CONFIG_KEYS:
             providerconfig.parse(self.data, self.where())
+            return
+        if keys <= PROMETHEUS_CONFIG_KEYS:
+            from tests.unit.observe import test_prometheus_tls
+            self.assertEqual(self.data['scrape_configs'],
+                             [test_prometheus_tls.documented_scrape_config()])
             return
         self.assertLessEqual(keys, SCENARIO_KEYS, '%s: a YAML snippet of '
                              'no kind this test checks' % self.where())
