@@ -29,6 +29,9 @@
     what the kernel does below Nova on the hosts it tiers: its settings'
     grammar and verdict, what an instance charges there, which flavors
     Nova binds, whether tiering keeps up.
+``rebalance``
+    the rebalancing plan: which instances to move where so that every
+    tiered host's measured working set is back under its near memory.
 ``placement``
     near memory in Placement: inventories (a host's near memory in whole
     MB) and requests (an instance's hot MB).
