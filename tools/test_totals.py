@@ -15,9 +15,10 @@ tox runs the unit and the functional suites as two stestr runs in one
 repository; CI wants one closing line for both. Prints a line per run and
 then ``N passed, N failed``. ``--check NAME=RC`` counts a check that is not a
 test run (pep8) as one passed or failed item. ``--integration FILE`` counts
-the checks of the integration suite's JSON results, each as a test; a
-missing or unreadable file counts as one failure. Exits 1 when anything
-failed.
+the checks of the integration suite's JSON results, each as a test (a
+check marked ``skipped``, such as a skipped Tempest test, as a skipped
+one); a missing or unreadable file counts as one failure. Exits 1 when
+anything failed.
 
 Usage: python tools/test_totals.py [--repo-url DIR] [--check pep8=0]
                                    [--integration results.json]
@@ -46,23 +47,27 @@ def run_counts(repo_url):
 
 
 def integration_counts(path):
-    """(passed, failed, lines) from the checks of an integration run."""
+    """(passed, failed, skipped, lines) of an integration run's checks."""
     try:
         with open(path) as f:
             checks = json.load(f)['checks']
         results = [(str(c['name']), bool(c['passed']), c.get('detail', ''))
                    for c in checks]
+        skipped = sum(bool(c.get('skipped')) and bool(c['passed'])
+                      for c in checks)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return 0, 1, ['integration: no results in %s (%s): the deployment '
-                      'did not come up or the run broke off' % (path, exc)]
+        return 0, 1, 0, ['integration: no results in %s (%s): the '
+                         'deployment did not come up or the run broke off'
+                         % (path, exc)]
     if not results:
-        return 0, 1, ['integration: %s holds no checks' % path]
-    passed = sum(ok for _name, ok, _detail in results)
-    lines = ['integration: %d passed, %d failed'
-             % (passed, len(results) - passed)]
+        return 0, 1, 0, ['integration: %s holds no checks' % path]
+    passed = sum(ok for _name, ok, _detail in results) - skipped
+    failed = len(results) - passed - skipped
+    lines = ['integration: %d passed, %d failed, %d skipped'
+             % (passed, failed, skipped)]
     lines.extend('integration FAILED: %s (%s)' % (name, detail)
                  for name, ok, detail in results if not ok)
-    return passed, len(results) - passed, lines
+    return passed, failed, skipped, lines
 
 
 def main(argv=None):
@@ -90,9 +95,9 @@ def main(argv=None):
         print('%s: %s' % (name, 'passed' if good else 'failed (rc %s)' % rc))
         passed, failed = passed + good, failed + (not good)
     if args.integration:
-        ok, bad, lines = integration_counts(args.integration)
+        ok, bad, skip, lines = integration_counts(args.integration)
         print('\n'.join(lines))
-        passed, failed = passed + ok, failed + bad
+        passed, failed, skipped = passed + ok, failed + bad, skipped + skip
     print('%d passed, %d failed, %d skipped' % (passed, failed, skipped))
     return 1 if failed or not passed else 0
 

@@ -55,8 +55,52 @@ def _one_line(exc):
     return ' '.join(str(exc).split()) or exc.__class__.__name__
 
 
-def _cloud_error(exc):
-    """One line for what openstacksdk or keystoneauth raised."""
+# What the doctor reads, and so why it needs an admin.
+READS = ('the doctor reads aggregates, hypervisors, every project\'s servers '
+         'and Placement')
+
+
+def _identity(conn):
+    """(user, project, roles) of the connection's token, if it has one.
+
+    None before Keystone issued a token, or for an auth type without one
+    (``admin_token``, ``none``): nothing is asked of the cloud here.
+    """
+    auth = getattr(getattr(conn, 'session', None), 'auth', None)
+    access = getattr(auth, 'auth_ref', None)
+    if access is None or not getattr(access, 'username', None):
+        return None
+    return (access.username, access.project_name,
+            tuple(sorted(access.role_names or ())))
+
+
+def _forbidden(where, identity):
+    if identity is None:
+        return ('the cloud refused a request (HTTP 403%s): %s, which needs '
+                'admin credentials' % (where, READS))
+    user, project, roles = identity
+    scope = ' in project %s' % project if project else ''
+    if 'admin' not in roles:
+        return ('the cloud refused a request (HTTP 403%s): user %s%s has '
+                'role(s) %s but not admin; %s, which needs the admin role'
+                % (where, user, scope, ', '.join(roles) or 'none', READS))
+    return ('the cloud refused a request (HTTP 403%s): user %s%s has the '
+            'admin role, but the cloud\'s policy refuses it that request; '
+            '%s' % (where, user, scope, READS))
+
+
+def _reason(exc):
+    """The server's own words, without keystoneauth's status and id."""
+    message = getattr(exc, 'message', None) or _one_line(exc)
+    return ' '.join(message.split(' (HTTP ')[0].split())
+
+
+def _cloud_error(exc, identity=None):
+    """One line for what openstacksdk or keystoneauth raised.
+
+    :param identity: (user, project, roles) of the token the cloud refused
+        a request with (``_identity``), to say what the user lacks.
+    """
     status = getattr(exc, 'status_code', None) or getattr(exc, 'http_status',
                                                           None)
     url = getattr(exc, 'url', None) or getattr(
@@ -69,11 +113,15 @@ def _cloud_error(exc):
         return ('the cloud refused the credentials (HTTP 401%s): check '
                 'OS_CLOUD, clouds.yaml or the --os-* options'
                 % (' from %s' % url if url else ''))
+    if status == 404 and (url or '').rstrip('/').endswith('/auth/tokens'):
+        # Keystone's answer when the token auth method (--os-auth-type
+        # v3token) presents a token it no longer accepts.
+        return ('Keystone refused the token (HTTP 404 from %s: %s): it '
+                'expired, was revoked or is no token; get a new one, or use '
+                'password auth'
+                % (url, _reason(exc)))
     if isinstance(exc, ksa_exceptions.Forbidden) or status == 403:
-        return ('the cloud refused a request (HTTP 403%s): the doctor reads '
-                'aggregates, hypervisors, every project\'s servers and '
-                'Placement, which needs admin credentials'
-                % (' on %s' % url if url else ''))
+        return _forbidden(' on %s' % url if url else '', identity)
     if isinstance(exc, ksa_exceptions.EndpointNotFound):
         return ('the service catalog has no endpoint the doctor needs '
                 '(compute and placement): %s' % _one_line(exc))
@@ -150,6 +198,7 @@ class Check(lister.Lister):
                 observations = observation.load(parsed_args.observations)
             except observation.ObservationError as exc:
                 raise DoctorError(str(exc))
+        conn = None
         try:
             conn = connection.from_config(options=self.app.options,
                                           app_name='nova-pmem-doctor',
@@ -157,7 +206,7 @@ class Check(lister.Lister):
             snap = snapshot.gather(conn, config=config, fleet=fleet,
                                    observations=observations)
         except CLOUD_ERRORS as exc:
-            raise DoctorError(_cloud_error(exc))
+            raise DoctorError(_cloud_error(exc, _identity(conn)))
         findings = checks.run(snap)
         self.status = checks.exit_status(findings)
         return COLUMNS, [tuple(getattr(f, c) for c in COLUMNS)

@@ -11,7 +11,9 @@
 #    under the License.
 """A small client for the integration deployment's compute and placement APIs.
 
-Only 127.0.0.1; every wait is bounded.
+Only 127.0.0.1; every wait is bounded. Each user's requests carry a token
+Keystone issued for that user's password (``Tokens``); a token Keystone no
+longer accepts (401) is replaced once and the request sent again.
 
     python -m tests.integration.client services-up BINARY COUNT
     python -m tests.integration.client wait-providers COUNT
@@ -53,10 +55,20 @@ from urllib3.util import retry as urllib3_retry
 BASE = int(os.environ.get('PMEM_IT_PORT_BASE', '18000'))
 COMPUTE_URL = 'http://127.0.0.1:%d/v2.1' % (BASE + 774)
 PLACEMENT_URL = 'http://127.0.0.1:%d' % (BASE + 778)
-# The stand-in's Keystone version document (tests/integration/stubs.py).
-IDENTITY_URL = 'http://127.0.0.1:%d/identity/v3' % (BASE + 90)
+KEYSTONE_URL = 'http://127.0.0.1:%d/v3' % (BASE + 500)
 AMQP_URL = 'amqp://guest:guest@127.0.0.1:%d//' % (BASE + 672)
 MICROVERSION = 'latest'
+REGION = 'RegionOne'
+
+Credentials = collections.namedtuple('Credentials',
+                                     'username password project')
+# keystone-manage bootstrap's admin (deploy.sh, same default password).
+ADMIN = Credentials(
+    'admin', os.environ.get('PMEM_IT_ADMIN_PASSWORD', 'pmem-it-admin'),
+    'admin')
+# A user with the member role only, in a project of its own
+# (keystonesetup.py creates it).
+MEMBER = Credentials('it-member', 'pmem-it-member', 'it-project')
 
 IDEMPOTENT = frozenset(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS'])
 # Retries of an idempotent request whose connection broke (read) or could
@@ -143,6 +155,71 @@ def may_have_been_sent(exc):
     return not isinstance(reason, urllib3_exceptions.ConnectTimeoutError)
 
 
+def issue_token(credentials, url=None, timeout=30):
+    """(token, token body): Keystone's answer to a password, project scope.
+
+    A lost answer is asked again: a second token does no harm.
+    """
+    body = {'auth': {
+        'identity': {'methods': ['password'], 'password': {'user': {
+            'name': credentials.username, 'password': credentials.password,
+            'domain': {'name': 'Default'}}}},
+        'scope': {'project': {'name': credentials.project,
+                              'domain': {'name': 'Default'}}}}}
+    for attempt in range(1, POST_ATTEMPTS + 1):
+        try:
+            with _fresh_session({}) as session:
+                resp = session.post((url or KEYSTONE_URL) + '/auth/tokens',
+                                    json=body, timeout=timeout)
+        except (requests.ConnectionError, requests.Timeout):
+            if attempt == POST_ATTEMPTS:
+                raise
+            STATS.add('resent')
+            continue
+        if resp.status_code != 201:
+            raise APIError(resp)
+        return resp.headers['X-Subject-Token'], resp.json()['token']
+
+
+class Tokens(object):
+    """One user's current token, issued when first needed; thread-safe."""
+
+    def __init__(self, credentials, url=None):
+        self.credentials = credentials
+        self.url = url
+        self._lock = threading.Lock()
+        self._token = None
+
+    def get(self):
+        with self._lock:
+            if self._token is None:
+                self._token = issue_token(self.credentials, self.url)[0]
+            return self._token
+
+    def invalidate(self, token):
+        """Forget ``token`` (refused); the next get() asks for another."""
+        with self._lock:
+            if self._token == token:
+                self._token = None
+
+
+_TOKENS = {}
+_TOKENS_LOCK = threading.Lock()
+
+
+def tokens_for(credentials):
+    """The process's one Tokens of ``credentials``."""
+    with _TOKENS_LOCK:
+        return _TOKENS.setdefault(credentials, Tokens(credentials))
+
+
+def _auth_source(auth):
+    # A fixed token (a str) or a Tokens for Credentials.
+    if isinstance(auth, Credentials):
+        return tokens_for(auth)
+    return auth
+
+
 class APIError(Exception):
     def __init__(self, response):
         self.status = response.status_code
@@ -153,13 +230,18 @@ class APIError(Exception):
 
 
 class Client(object):
-    """Compute API as one user; ``admin:admin`` is the admin."""
+    """Compute API as one user (``ADMIN`` unless told otherwise)."""
 
-    def __init__(self, token='admin:admin', microversion=MICROVERSION,
+    def __init__(self, auth=ADMIN, microversion=MICROVERSION,
                  timeout=60, url=None, reconcile_wait=RECONCILE_WAIT_S):
+        """A client of ``url`` (the compute API) as one user.
+
+        :param auth: Credentials, whose tokens Keystone issues, or a
+            fixed token (a str), sent as it is.
+        """
         self.url = url or COMPUTE_URL
+        self.auth = _auth_source(auth)
         self.headers = {
-            'X-Auth-Token': token,
             'OpenStack-API-Version': 'compute %s' % microversion,
             'X-OpenStack-Nova-API-Version': microversion,
         }
@@ -177,15 +259,35 @@ class Client(object):
             that returns the answer the POST would have given (the thing,
             found by its unique name) or None if the server does not have
             it. Called when the answer was lost.
+
+        A 401 (the token expired or was revoked) was refused before
+        anything was done: with a new token the request is sent again,
+        once.
         """
-        method = method.upper()
+        tokens = self.auth if isinstance(self.auth, Tokens) else None
+        for renewed in (False, True):
+            token = tokens.get() if tokens else self.auth
+            try:
+                return self._send(method.upper(), path, body, ok,
+                                  idempotent, reconcile,
+                                  dict(self.headers, **{'X-Auth-Token':
+                                                        token}))
+            except APIError as exc:
+                if (not tokens or renewed or exc.status != 401
+                        or 401 in ok):
+                    raise
+                tokens.invalidate(token)
+                STATS.add('token_renewed')
+
+    def _send(self, method, path, body, ok, idempotent, reconcile, headers):
         if method in IDEMPOTENT:
             resp = self.session.request(method, self.url + path, json=body,
-                                        timeout=self.timeout)
+                                        timeout=self.timeout,
+                                        headers=headers)
             return self._answer(resp, ok)
         for attempt in range(1, POST_ATTEMPTS + 1):
             try:
-                with _fresh_session(self.headers) as session:
+                with _fresh_session(headers) as session:
                     resp = session.request(method, self.url + path,
                                            json=body, timeout=self.timeout)
                     return self._answer(resp, ok)
@@ -289,17 +391,40 @@ def _exact(name):
 
 
 class Placement(object):
-    def __init__(self, microversion='1.39'):
+    def __init__(self, microversion='1.39', auth=ADMIN):
+        self.tokens = tokens_for(auth)
         self.session = pooled_session({
-            'X-Auth-Token': 'admin',
             'OpenStack-API-Version': 'placement %s' % microversion,
         })
 
     def get(self, path):
-        resp = self.session.get(PLACEMENT_URL + path, timeout=30)
+        for _attempt in range(2):
+            token = self.tokens.get()
+            resp = self.session.get(PLACEMENT_URL + path, timeout=30,
+                                    headers={'X-Auth-Token': token})
+            if resp.status_code != 401:
+                break
+            self.tokens.invalidate(token)
         if resp.status_code != 200:
             raise APIError(resp)
         return resp.json()
+
+
+def cloud_config(credentials=ADMIN):
+    """The deployment as a clouds.yaml cloud: password auth, the catalog."""
+    return {
+        'auth_type': 'password',
+        'auth': {'auth_url': KEYSTONE_URL,
+                 'username': credentials.username,
+                 'password': credentials.password,
+                 'project_name': credentials.project,
+                 'user_domain_name': 'Default',
+                 'project_domain_name': 'Default'},
+        'region_name': REGION,
+        'interface': 'public',
+        # As devstack's clouds.yaml says; the openstack client needs it.
+        'identity_api_version': 3,
+    }
 
 
 def services_up(binary, count, timeout=120):

@@ -12,9 +12,10 @@
 #    under the License.
 #
 # A multi-process Nova on this machine, every listener on 127.0.0.1:
-# MariaDB, RabbitMQ, a Glance/Neutron stand-in, Placement and nova-api under
-# gunicorn, nova-conductor, nova-scheduler ([scheduler] workers=2) and four
-# fake-driver nova-compute processes sized like PMem nodes.
+# MariaDB, RabbitMQ, a Glance/Neutron stand-in, Keystone, Placement and
+# nova-api under gunicorn (Placement and nova-api behind keystonemiddleware),
+# nova-conductor, nova-scheduler ([scheduler] workers=2) and four fake-driver
+# nova-compute processes sized like PMem nodes.
 #
 #   deploy.sh packages            apt-get install MariaDB and RabbitMQ
 #   deploy.sh up                  configure and start everything
@@ -24,6 +25,7 @@
 #   deploy.sh restart-rabbit      stop RabbitMQ and start it again
 #   deploy.sh scheduler PROFILE   restart nova-scheduler, PROFILE pmem|plain
 #   deploy.sh placement N         restart Placement with N allocation retries
+#   deploy.sh keystone stop|start stop Keystone, or start it and wait for it
 #   deploy.sh leftovers           processes or listeners "down" left behind
 #   deploy.sh scheduler-workers   how many nova-scheduler workers run
 #
@@ -32,7 +34,9 @@
 # Environment: VENV (the virtualenv with Nova, Placement, gunicorn, PyMySQL
 # and this project), PMEM_IT_WORK (state, logs; default
 # /tmp/pmem-integration), PMEM_IT_PORT_BASE (default 18000), PMEM_IT_KEEPALIVE
-# (keep-alive of Placement and nova-api, s; default 75).
+# (keep-alive of nova-api, s; default 75), PMEM_IT_ADMIN_PASSWORD and
+# PMEM_IT_SERVICE_PASSWORD (Keystone's admin and the nova and placement
+# users; test-only defaults, tests/integration/client.py reads the same).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -48,6 +52,11 @@ EPMD_PORT=$((BASE + 369))
 PLACEMENT_PORT=$((BASE + 778))
 API_PORT=$((BASE + 774))
 STUB_PORT=$((BASE + 90))
+KEYSTONE_PORT=$((BASE + 500))
+KEYSTONE_URL=http://127.0.0.1:$KEYSTONE_PORT/v3
+ADMIN_PASSWORD=${PMEM_IT_ADMIN_PASSWORD:-pmem-it-admin}
+SERVICE_PASSWORD=${PMEM_IT_SERVICE_PASSWORD:-pmem-it-service}
+REGION=RegionOne
 PY=$VENV/bin/python
 # Placement 16.0.0 retries an allocation write that lost a generation race
 # inside the same transaction, without rolling back the rows the first try
@@ -72,6 +81,9 @@ KEEPALIVE_S=${PMEM_IT_KEEPALIVE:-75}
 # a short one it depends on how soon the workers start. Without keep-alive
 # no connection outlives its request, so none is shared.
 PLACEMENT_KEEPALIVE_S=${PMEM_IT_PLACEMENT_KEEPALIVE:-0}
+# Keystone likewise: the same parent processes get their service token
+# before they fork.
+KEYSTONE_KEEPALIVE_S=0
 # name:vcpus:memory_gb:mode:dram_gb
 COMPUTES=${PMEM_IT_COMPUTES:-"dram1:80:384:dram:384 mm1:80:512:memory_mode:192 mm2:80:512:memory_mode:192 ad1:80:192:app_direct:192"}
 
@@ -196,20 +208,21 @@ weight_classes = nova.scheduler.weights.all_weighers,nova_pmem_filters.weighers.
 [pmem]
 default_hot_ratio = 0.5
 
+$(authtoken nova -1)
+
 [placement]
-auth_type = admin_token
-endpoint = http://127.0.0.1:$PLACEMENT_PORT
-token = admin
-endpoint_override = http://127.0.0.1:$PLACEMENT_PORT
+$(service_user nova)
+region_name = $REGION
 
 [glance]
 endpoint_override = http://127.0.0.1:$STUB_PORT
 num_retries = 0
 
+# The stand-in checks no token: Neutron is not under test.
 [neutron]
 auth_type = admin_token
 endpoint = http://127.0.0.1:$STUB_PORT
-token = admin
+token = unchecked
 endpoint_override = http://127.0.0.1:$STUB_PORT
 
 [conductor]
@@ -229,28 +242,72 @@ EOF
     printf '[DEFAULT]\nlog_file = %s\n' "$WORK/logs/nova-api.log" \
         >"$WORK/etc/nova-api.conf"
 
-    # Nova's paste file, with keystonemiddleware replaced by the test-only
-    # token filter (tests/integration/noauth.py).
-    sed -e 's/ authtoken keystonecontext / pmemnoauth keystonecontext /' \
-        "$VENV/etc/nova/api-paste.ini" >"$WORK/etc/api-paste.ini"
-    cat >>"$WORK/etc/api-paste.ini" <<EOF
-
-[filter:pmemnoauth]
-paste.filter_factory = tests.integration.noauth:filter_factory
-EOF
-    grep -q 'pmemnoauth keystonecontext' "$WORK/etc/api-paste.ini" ||
-        die "api-paste.ini: no authtoken filter to replace"
+    # Nova's own paste file, unchanged: keystonemiddleware's authtoken.
+    cp "$VENV/etc/nova/api-paste.ini" "$WORK/etc/api-paste.ini"
 
     cat >"$WORK/etc/placement.conf" <<EOF
 [DEFAULT]
 log_file = $WORK/logs/placement.log
 [api]
-auth_strategy = noauth2
+auth_strategy = keystone
+$(authtoken placement 300)
 [placement]
 allocation_conflict_retry_count = $PLACEMENT_RETRIES
 [placement_database]
 connection = $db/placement?charset=utf8
 max_pool_size = 10
+EOF
+
+    # Fernet tokens, keys under $WORK/keystone. At bcrypt's default cost
+    # (12) a password check takes 0.2 s of CPU on this kind of machine, at
+    # the lowest (4) 1 ms.
+    cat >"$WORK/etc/keystone.conf" <<EOF
+[DEFAULT]
+log_file = $WORK/logs/keystone.log
+[database]
+connection = mysql+pymysql://keystone:keystone@127.0.0.1:$DB_PORT/keystone?charset=utf8
+max_pool_size = 10
+[token]
+provider = fernet
+[fernet_tokens]
+key_repository = $WORK/keystone/fernet-keys
+[credential]
+key_repository = $WORK/keystone/credential-keys
+[identity]
+password_hash_rounds = 4
+EOF
+}
+
+# service_user USER: the password auth options of a service user of the
+# service project (nova or placement, tests/integration/keystonesetup.py).
+service_user() {
+    cat <<EOF
+auth_type = password
+auth_url = $KEYSTONE_URL
+username = $1
+password = $SERVICE_PASSWORD
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+EOF
+}
+
+# authtoken USER CACHE_S: keystonemiddleware's section for a service whose
+# tokens USER validates, caching a validated token CACHE_S seconds (-1: no
+# cache). Its default, 300 s, is per gunicorn worker: a token revoked in
+# Keystone would go on working in nova-api until the cache expires, in one
+# worker and not in the other. nova-api has no cache, so a revocation takes
+# effect at the next request (identity.py tests it). Placement keeps the
+# default: it gets three times nova-api's requests (3572 to 1289 in a
+# --quick run), most with the Nova services' own tokens, which live an hour;
+# validating each with Keystone would only load the machine.
+authtoken() {
+    cat <<EOF
+[keystone_authtoken]
+www_authenticate_uri = $KEYSTONE_URL
+region_name = $REGION
+token_cache_time = $2
+$(service_user "$1")
 EOF
 }
 
@@ -316,11 +373,17 @@ CREATE DATABASE IF NOT EXISTS nova_api;
 CREATE DATABASE IF NOT EXISTS nova;
 CREATE DATABASE IF NOT EXISTS nova_cell0;
 CREATE DATABASE IF NOT EXISTS placement;
+CREATE DATABASE IF NOT EXISTS keystone;
 CREATE USER IF NOT EXISTS 'nova'@'127.0.0.1' IDENTIFIED BY 'nova';
 GRANT ALL PRIVILEGES ON *.* TO 'nova'@'127.0.0.1';
+CREATE USER IF NOT EXISTS 'keystone'@'127.0.0.1' IDENTIFIED BY 'keystone';
+GRANT ALL PRIVILEGES ON keystone.* TO 'keystone'@'127.0.0.1';
 EOF
-    # Placement's schema and Nova's (API, cell0, cell1) at the same time.
-    local placement_sync rc=0
+    # Keystone's, Placement's and Nova's (API, cell0, cell1) schemas at the
+    # same time.
+    local placement_sync keystone_setup rc=0
+    setup_keystone >>"$WORK/logs/keystone-setup.out" 2>&1 &
+    keystone_setup=$!
     "$VENV/bin/placement-manage" --config-file "$WORK/etc/placement.conf" \
         db sync >>"$WORK/logs/placement-db-sync.out" 2>&1 &
     placement_sync=$!
@@ -328,7 +391,52 @@ EOF
         "mysql+pymysql://nova:nova@127.0.0.1:$DB_PORT/nova_cell0?charset=utf8" \
         >>"$WORK/logs/db-sync.out" 2>&1) || rc=$?
     wait "$placement_sync" || die "placement-manage db sync failed (logs/placement-db-sync.out)"
+    wait "$keystone_setup" || die "Keystone setup failed (logs/keystone-setup.out)"
     ((rc == 0)) || die "Nova database setup failed (logs/db-sync.out)"
+}
+
+keystone_manage() {
+    "$VENV/bin/keystone-manage" --config-file "$WORK/etc/keystone.conf" "$@"
+}
+
+setup_keystone() {
+    # Keys, schema, then the admin user, project and role, the region and
+    # the identity endpoints. Every step can be run again.
+    mkdir -p "$WORK/keystone"
+    keystone_manage fernet_setup --keystone-user "$(id -un)" \
+        --keystone-group "$(id -gn)"
+    keystone_manage credential_setup --keystone-user "$(id -un)" \
+        --keystone-group "$(id -gn)"
+    keystone_manage db_sync
+    keystone_manage bootstrap --bootstrap-password "$ADMIN_PASSWORD" \
+        --bootstrap-username admin --bootstrap-project-name admin \
+        --bootstrap-role-name admin --bootstrap-service-name keystone \
+        --bootstrap-region-id "$REGION" \
+        --bootstrap-admin-url "$KEYSTONE_URL" \
+        --bootstrap-internal-url "$KEYSTONE_URL" \
+        --bootstrap-public-url "$KEYSTONE_URL"
+}
+
+start_keystone() {
+    start keystone env OS_KEYSTONE_CONFIG_DIR="$WORK/etc" \
+        "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
+        --bind "127.0.0.1:$KEYSTONE_PORT" --workers 2 --threads 8 \
+        --keep-alive "$KEYSTONE_KEEPALIVE_S" --timeout 120 \
+        --graceful-timeout 5 \
+        tests.integration.wsgi_keystone:application
+}
+
+wait_keystone() {
+    wait_for 60 Keystone http_ok "$KEYSTONE_URL"
+}
+
+setup_identity() {
+    # The service project and users, the catalog, the suite's users and
+    # $WORK/clouds.yaml, through Keystone's API as the admin.
+    (cd "$TOP" && "$PY" -m tests.integration.keystonesetup \
+        "$SERVICE_PASSWORD" "$WORK/clouds.yaml" \
+        >>"$WORK/logs/keystone-setup.out" 2>&1) ||
+        die "Keystone users and catalog failed (logs/keystone-setup.out)"
 }
 
 start_placement() {
@@ -438,8 +546,12 @@ cmd_up() {
     wait_mariadb
     setup_databases
     log "databases ready ($((SECONDS - t0))s)"
+    start_keystone
     start_stubs
     start_placement
+    wait_keystone
+    setup_identity
+    log "Keystone ready ($((SECONDS - t0))s)"
     wait_rabbit
     log "RabbitMQ up ($((SECONDS - t0))s)"
     start_api
@@ -504,7 +616,7 @@ cmd_leftovers() {
             ($1 in name) { printf "process %s (%s) of %s\n", $2, $3, name[$1] }
         ' "$WORK/groups" - | grep . && found=1
     fi
-    ports="$DB_PORT|$AMQP_PORT|$DIST_PORT|$EPMD_PORT|$PLACEMENT_PORT|$API_PORT|$STUB_PORT"
+    ports="$DB_PORT|$AMQP_PORT|$DIST_PORT|$EPMD_PORT|$PLACEMENT_PORT|$API_PORT|$STUB_PORT|$KEYSTONE_PORT"
     ss -Hltn | awk -v p=":($ports)\$" '$4 ~ p { print "listener " $4 }' |
         grep . && found=1
     ((found)) || echo none
@@ -556,6 +668,17 @@ cmd_placement() {
     start_placement
 }
 
+cmd_keystone() {
+    case $1 in
+        stop) stop keystone ;;
+        start)
+            start_keystone
+            wait_keystone
+            ;;
+        *) die "usage: $0 keystone stop|start" ;;
+    esac
+}
+
 cmd_rss() {
     # resident memory of every process of every group, MB
     local f pgids=()
@@ -592,9 +715,10 @@ case ${1:-} in
     restart-rabbit) cmd_restart_rabbit ;;
     scheduler) cmd_scheduler "$2" ;;
     placement) cmd_placement "$2" ;;
+    keystone) cmd_keystone "${2:-}" ;;
     leftovers) cmd_leftovers ;;
     shared-connections) cmd_shared_connections ;;
     scheduler-workers) cmd_scheduler_workers ;;
     rss) cmd_rss ;;
-    *) die "usage: $0 packages|up|down|leftovers|restart-compute H|kill-scheduler-worker|scheduler-workers|restart-rabbit|scheduler pmem|plain|placement N|rss" ;;
+    *) die "usage: $0 packages|up|down|leftovers|restart-compute H|kill-scheduler-worker|scheduler-workers|restart-rabbit|scheduler pmem|plain|placement N|keystone stop|start|rss" ;;
 esac

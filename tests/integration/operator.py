@@ -31,8 +31,6 @@ import os
 import subprocess
 import sys
 
-import yaml
-
 from nova_pmem_filters.core import extra_specs as pmem_specs
 from nova_pmem_filters.core import hostfile
 from nova_pmem_filters.core import kinds
@@ -41,6 +39,7 @@ from nova_pmem_filters.core import profile
 
 from tests import devstack_plugin
 from tests.integration import client as api
+from tests.integration import keystonesetup
 
 ERROR, WARNING, INFO = 'error', 'warning', 'info'
 WORKERS = 'nova.conf [scheduler] workers'
@@ -119,19 +118,11 @@ HOSTS = {'dram1': (kinds.DRAM, 384), 'mm1': (kinds.MEMORY_MODE, 192),
 
 
 def write_clouds_yaml(path):
-    """clouds.yaml with the deployment as cloud ``it`` (test-only auth)."""
-    with open(path, 'w') as f:
-        yaml.safe_dump({'clouds': {'it': {
-            # As devstack's clouds.yaml says; the openstack client needs it.
-            'identity_api_version': 3,
-            'auth_type': 'admin_token',
-            'auth': {'token': 'admin:admin', 'endpoint': api.COMPUTE_URL},
-            'compute_endpoint_override': api.COMPUTE_URL,
-            'placement_endpoint_override': api.PLACEMENT_URL,
-            # No Keystone: the openstack client checks the identity API
-            # version before some compute commands; the stand-in answers.
-            'identity_endpoint_override': api.IDENTITY_URL,
-        }}}, f)
+    """clouds.yaml with the deployment as cloud ``it``.
+
+    Keystone's admin, password auth, the endpoints from the catalog.
+    """
+    keystonesetup.write_clouds_yaml(path)
 
 
 def write_fleet(directory, overrides):

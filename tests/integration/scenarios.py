@@ -51,7 +51,9 @@ from nova_pmem_filters.core import profile
 from nova_pmem_filters import fileutil
 
 from tests.integration import client as api
+from tests.integration import identity
 from tests.integration import operator
+from tests.integration import tempest_suite
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEPLOY = os.path.join(HERE, 'deploy.sh')
@@ -740,9 +742,11 @@ def main(argv=None):
                         help='servers per race scenario (24 fit)')
     parser.add_argument('--no-upstream-retries', action='store_true',
                         help='skip the race with Placement retries=10')
-    parser.add_argument('--only', default='operator,latency,race,bad,faults',
-                        help='comma list of operator, latency, race, bad, '
-                        'faults')
+    parser.add_argument('--only',
+                        default='operator,tempest,identity,latency,race,bad,'
+                        'faults',
+                        help='comma list of operator, tempest, identity, '
+                        'latency, race, bad, faults')
     parser.add_argument('--teardown', action='store_true',
                         help='stop the deployment at the end and check '
                         'that nothing is left running')
@@ -775,6 +779,10 @@ def main(argv=None):
              (cloud, results, operator_work)),
             ('operator', operator.scenario_nova_config,
              (cloud, results, operator_work)),
+            ('tempest', tempest_suite.scenario_tempest,
+             (cloud, results, operator_work)),
+            ('identity', identity.scenario_identity,
+             (cloud, results, os.path.join(operator_work, 'identity'))),
             ('latency', scenario_latency, (cloud, results, load)),
             ('race', scenario_race, (cloud, results, args.race, upstream)),
             ('bad', scenario_bad_specs, (cloud, results)),

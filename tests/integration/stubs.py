@@ -9,14 +9,13 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Glance, Neutron and Keystone stand-ins: the few calls made to them.
+"""Glance and Neutron stand-ins: the few calls made to them.
 
 There is no Glance and no Neutron in the integration deployment. With
 ``networks: none`` Nova still reads the image and its schema, and lists
 ports; this server answers those on 127.0.0.1 and logs every request, so
-that a call it does not know shows up in ``stubs.log``. There is no
-Keystone either: the ``openstack`` client only asks the identity service
-for its version document (``/identity/v3``) before some compute commands.
+that a call it does not know shows up in ``stubs.log``. Keystone is real
+(deploy.sh); the stand-ins check no token.
 
     python -m tests.integration.stubs PORT LOGFILE
 """
@@ -27,16 +26,6 @@ import re
 import sys
 
 IMAGE_ID = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
-
-
-def _identity_v3(host):
-    """Keystone's version document of the v3 API."""
-    return {'version': {
-        'id': 'v3.14', 'status': 'stable', 'updated': '2020-04-07T00:00:00Z',
-        'links': [{'rel': 'self', 'href': 'http://%s/identity/v3/' % host}],
-        'media-types': [{
-            'base': 'application/json',
-            'type': 'application/vnd.openstack.identity-v3+json'}]}}
 
 
 _IMAGE = {
@@ -100,9 +89,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self._reply(404, {'message': 'no such image'})
         if path == '/v2/images':
             return self._reply(200, {'images': [_IMAGE]})
-        if path == '/identity/v3':
-            return self._reply(200, _identity_v3(
-                self.headers.get('Host', '127.0.0.1')))
         match = _NEUTRON_LIST.match(path)
         if match:
             resource = match.group(1).replace('-', '_')

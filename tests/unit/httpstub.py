@@ -38,10 +38,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.requests.append((self.command, self.path,
                                          dict(self.headers)))
-        status, answer = self.server.app(self.command, self.path,
-                                         dict(self.headers), body)
+        status, answer, *extra = self.server.app(
+            self.command, self.path, dict(self.headers), body)
         data = json.dumps(answer).encode() if answer is not None else b''
         self.send_response(status)
+        for name, value in (extra[0] if extra else {}).items():
+            self.send_header(name, value)
         self.send_header('Content-Type', 'application/json')
         self.send_header('Content-Length', str(len(data)))
         self.end_headers()
@@ -88,7 +90,10 @@ class _Server(AcceptLoop, http.server.ThreadingHTTPServer):
 
 
 class StubServer(fixtures.Fixture):
-    """Serve ``app(method, path, headers, body) -> (status, json)``."""
+    """Serve ``app(method, path, headers, body) -> (status, json)``.
+
+    ``app`` may return ``(status, json, headers)`` to send headers too.
+    """
 
     def __init__(self, app):
         super().__init__()

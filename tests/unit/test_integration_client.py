@@ -194,7 +194,7 @@ class _ClientTestBase(testtools.TestCase):
         self.url = 'http://127.0.0.1:%d' % self.server.server_address[1]
         client.STATS.reset()
         self.client = client.Client(url=self.url, timeout=10,
-                                    reconcile_wait=0.3)
+                                    reconcile_wait=0.3, auth='test-token')
         self.addCleanup(self.client.session.close)
 
     def pool_a_connection_and_idle(self):
@@ -321,7 +321,8 @@ class StaleConnectionFinTestCase(_ClientTestBase):
             sock.bind(('127.0.0.1', 0))
             port = sock.getsockname()[1]
         # Nothing listens on the port now.
-        nowhere = client.Client(url='http://127.0.0.1:%d' % port, timeout=5)
+        nowhere = client.Client(url='http://127.0.0.1:%d' % port, timeout=5,
+                                auth='test-token')
         self.addCleanup(nowhere.session.close)
         exc = self.assertRaises(requests.ConnectionError, nowhere.post,
                                 '/servers', {'server': {'name': 'x'}},
@@ -334,3 +335,67 @@ class StaleConnectionResetTestCase(StaleConnectionFinTestCase):
     """The server resets the stale connection (ECONNRESET, as in CI)."""
 
     close = 'rst'
+
+
+class TokenTestCase(testtools.TestCase):
+    """Keystone's tokens: issued for a password, renewed once on a 401."""
+
+    def setUp(self):
+        super(TokenTestCase, self).setUp()
+        self.issued = []
+        self.revoked = set()
+        self.refuse_all = False
+        self.stub = self.useFixture(httpstub.StubServer(self.app))
+        client.STATS.reset()
+
+    def app(self, method, path, headers, body):
+        if (method, path) == ('POST', '/auth/tokens'):
+            auth = json.loads(body)['auth']
+            user = auth['identity']['password']['user']
+            if user['password'] != 'right':
+                return 401, {'error': {'code': 401}}
+            token = 'token-%d' % (len(self.issued) + 1)
+            self.issued.append((user['name'],
+                                auth['scope']['project']['name']))
+            return 201, {'token': {'user': {'name': user['name']}}}, {
+                'X-Subject-Token': token}
+        token = headers.get('X-Auth-Token')
+        if token in self.revoked or not token or self.refuse_all:
+            return 401, {'error': {'code': 401}}
+        return 200, {'token': token}
+
+    def client(self, password='right'):
+        creds = client.Credentials('it-member', password, 'it-project')
+        tokens = client.Tokens(creds, url=self.stub.url)
+        return client.Client(auth=tokens, url=self.stub.url, timeout=10)
+
+    def test_a_token_is_issued_once_and_used(self):
+        api = self.client()
+        self.assertEqual({'token': 'token-1'}, api.get('/ping'))
+        self.assertEqual({'token': 'token-1'}, api.get('/ping'))
+        self.assertEqual([('it-member', 'it-project')], self.issued)
+
+    def test_a_revoked_token_is_replaced_once(self):
+        api = self.client()
+        api.get('/ping')
+        self.revoked.add('token-1')
+        self.assertEqual({'token': 'token-2'}, api.get('/ping'))
+        self.assertEqual(1, client.STATS.snapshot()['token_renewed'])
+        # A new token refused too: raised, not asked for again and again.
+        self.refuse_all = True
+        exc = self.assertRaises(client.APIError, api.get, '/ping')
+        self.assertEqual(401, exc.status)
+        self.assertEqual(3, len(self.issued))
+
+    def test_a_fixed_token_is_not_renewed(self):
+        api = client.Client(auth='gone', url=self.stub.url, timeout=10)
+        self.revoked.add('gone')
+        exc = self.assertRaises(client.APIError, api.get, '/ping')
+        self.assertEqual(401, exc.status)
+        self.assertEqual([], self.issued)
+
+    def test_a_wrong_password_is_an_error(self):
+        exc = self.assertRaises(client.APIError, self.client('wrong').get,
+                                '/ping')
+        self.assertEqual(401, exc.status)
+        self.assertIn('/auth/tokens', str(exc))

@@ -59,12 +59,13 @@ class IntegrationCountsTestCase(testtools.TestCase):
             {'name': 'a', 'passed': True, 'detail': ''},
             {'name': 'b', 'passed': False, 'detail': 'over-admitted 2'},
             {'name': 'c', 'passed': True}]}))
-        passed, failed, lines = self.totals.integration_counts(path)
-        self.assertEqual((2, 1), (passed, failed))
+        passed, failed, skipped, lines = self.totals.integration_counts(
+            path)
+        self.assertEqual((2, 1, 0), (passed, failed, skipped))
         self.assertIn('integration FAILED: b (over-admitted 2)', lines)
 
     def test_missing_file_is_a_failure(self):
-        passed, failed, lines = self.totals.integration_counts(
+        passed, failed, _skipped, lines = self.totals.integration_counts(
             os.path.join(self.dir, 'nothing.json'))
         self.assertEqual((0, 1), (passed, failed))
         self.assertIn('did not come up', lines[0])
@@ -72,8 +73,8 @@ class IntegrationCountsTestCase(testtools.TestCase):
     def test_garbage_and_empty_results_are_failures(self):
         for content in ('{"checks": [', '[]', '{"rows": []}',
                         '{"checks": []}', '{"checks": [{"passed": true}]}'):
-            passed, failed, _lines = self.totals.integration_counts(
-                self.write(content))
+            passed, failed, _skipped, _lines = (
+                self.totals.integration_counts(self.write(content)))
             self.assertEqual((0, 1), (passed, failed), content)
 
     def test_closing_line_adds_integration_checks(self):

@@ -56,8 +56,25 @@ def _paged(items, key, query, link_base):
     return body
 
 
-def cloud_app(snap, base, refuse=None):
-    """The compute and Placement APIs of ``snap``, under ``base``."""
+def _token(user, project, roles):
+    """Keystone's v3 token body, without a catalog (endpoints overridden)."""
+    domain = {'id': 'default', 'name': 'Default'}
+    return {'token': {
+        'methods': ['password'], 'expires_at': '2099-01-01T00:00:00.000000Z',
+        'issued_at': '2026-01-01T00:00:00.000000Z',
+        'user': {'id': user + '-id', 'name': user, 'domain': domain},
+        'project': {'id': project + '-id', 'name': project,
+                    'domain': domain},
+        'roles': [{'id': r + '-id', 'name': r} for r in roles],
+        'catalog': []}}
+
+
+def cloud_app(snap, base, refuse=None, user=None):
+    """The compute and Placement APIs of ``snap``, under ``base``.
+
+    Keystone refuses every password, or, with ``user`` (name, project,
+    roles), issues that user a token for the password ``right``.
+    """
     compute = base + '/compute/v2.1'
     aggregates = [{'id': int(a.id), 'name': a.name, 'hosts': list(a.hosts),
                    'metadata': dict(a.metadata),
@@ -89,6 +106,15 @@ def cloud_app(snap, base, refuse=None):
                     'base': 'application/json',
                     'type': 'application/vnd.openstack.identity-v3+json'}]}}
         if route == '/identity/v3/auth/tokens':
+            identity = json.loads(body)['auth']['identity']
+            if identity['methods'] == ['token']:
+                # Keystone's answer to a revoked or expired token.
+                return 404, {'error': {
+                    'code': 404, 'title': 'Not Found',
+                    'message': 'Failed to validate token'}}
+            password = identity['password']
+            if user and password['user']['password'] == 'right':
+                return 201, _token(*user), {'X-Subject-Token': 'stub-token'}
             # Keystone refusing a password.
             return 401, {'error': {
                 'code': 401, 'title': 'Unauthorized',
@@ -140,27 +166,45 @@ def cloud_app(snap, base, refuse=None):
 class StubCloud(fixtures.Fixture):
     """A stub cloud serving ``snap`` and a clouds.yaml naming it 'stub'."""
 
-    def __init__(self, snap, refuse=None, url=None, password=False):
+    def __init__(self, snap, refuse=None, url=None, password=False,
+                 user=None, token=None):
+        """A stub cloud; Keystone refuses every password unless ``user``.
+
+        :param user: (name, project, roles) Keystone issues a token to,
+            for its password (implies password auth).
+        :param token: a token for keystoneauth's token plugin (v3token),
+            which Keystone refuses.
+        """
         super().__init__()
         self.snap = snap
         self.refuse = refuse
         self.url = url
-        self.password = password
+        self.password = password or bool(user)
+        self.user = user
+        self.token = token
 
     def _setUp(self):
         if self.url is None:
             holder = {}
             stub = self.useFixture(httpstub.StubServer(
                 lambda *a: holder['app'](*a)))
-            holder['app'] = cloud_app(self.snap, stub.url, self.refuse)
+            holder['app'] = cloud_app(self.snap, stub.url, self.refuse,
+                                      self.user)
             self.stub = stub
             self.url = stub.url
         self.dir = self.useFixture(fixtures.TempDir()).path
         self.clouds_yaml = os.path.join(self.dir, 'clouds.yaml')
-        if self.password:
+        if self.token:
+            auth = {'auth_type': 'v3token', 'auth': {
+                'auth_url': self.url + '/identity/v3', 'token': self.token,
+                'project_name': 'admin', 'project_domain_name': 'Default'}}
+        elif self.password:
+            name, project = self.user[:2] if self.user else ('admin',
+                                                             'admin')
             auth = {'auth_type': 'password', 'auth': {
-                'auth_url': self.url + '/identity/v3', 'username': 'admin',
-                'password': 'wrong', 'project_name': 'admin',
+                'auth_url': self.url + '/identity/v3', 'username': name,
+                'password': 'right' if self.user else 'wrong',
+                'project_name': project,
                 'user_domain_name': 'Default',
                 'project_domain_name': 'Default'}}
         else:
@@ -307,11 +351,45 @@ class CliTestCase(testtools.TestCase):
         self.assertIn(('POST', '/identity/v3/auth/tokens'),
                       [(m, p) for m, p, _h in cloud.stub.requests])
 
+    def test_revoked_token(self):
+        cloud = self.useFixture(StubCloud(cases.clean(), token='gone'))
+        self.assert_one_line(
+            *cloud.doctor(), 'Keystone refused the token (HTTP 404 from %s'
+            '/identity/v3/auth/tokens: Failed to validate token): it '
+            'expired, was revoked' % cloud.url)
+
     def test_not_admin(self):
+        # A token without a user (admin_token): what the doctor needs.
         cloud = self.useFixture(StubCloud(cases.clean(),
                                           refuse=('os-aggregates', 403)))
         self.assert_one_line(*cloud.doctor(), 'HTTP 403',
                              'os-aggregates', 'admin credentials')
+
+    def test_not_admin_names_the_user_and_the_role(self):
+        cloud = self.useFixture(StubCloud(
+            cases.clean(), refuse=('os-aggregates', 403),
+            user=('it-member', 'it-project', ('reader', 'member'))))
+        self.assert_one_line(
+            *cloud.doctor(), 'HTTP 403', 'os-aggregates',
+            'user it-member in project it-project has role(s) member, '
+            'reader but not admin', 'needs the admin role')
+
+    def test_admin_refused_by_policy(self):
+        cloud = self.useFixture(StubCloud(
+            cases.clean(), refuse=('os-aggregates', 403),
+            user=('ops', 'infra', ('admin', 'member', 'reader'))))
+        self.assert_one_line(
+            *cloud.doctor(), 'HTTP 403', 'user ops in project infra has the '
+            'admin role, but the cloud\'s policy refuses it')
+
+    def test_authenticated_user_audits(self):
+        cloud = self.useFixture(StubCloud(
+            cases.clean(), user=('ops', 'infra', ('admin',))))
+        status, out, err = cloud.doctor('-f', 'value', '-c', 'code')
+        self.assertEqual((0, 'nova-conf-not-read\n', ''), (status, out, err))
+        tokens = {h.get('X-Auth-Token') for m, p, h in cloud.stub.requests
+                  if p.startswith('/compute/v2.1/')}
+        self.assertEqual({'stub-token'}, tokens)
 
     def test_unknown_cloud(self):
         cloud = self.useFixture(StubCloud(cases.clean()))
