@@ -148,6 +148,7 @@ REJECT_RAM = 'ram'
 REJECT_VCPUS = 'vcpus'
 REJECT_CELL_MEMORY = 'cell_memory'
 REJECT_WORKING_SET = 'working_set'
+REJECT_NOT_MOVABLE = 'not_movable'
 # The rejections that are a NUMA-bound guest's cells.
 _CELL_REJECTS = frozenset((decide.REJECT_NUMA_FIT, decide.REJECT_CELLS,
                            REJECT_CELL_MEMORY))
@@ -176,6 +177,9 @@ class Instance:
     extra_specs: dict = dataclasses.field(default_factory=dict, hash=False)
     working_set_mb: float = None
     cells: tuple = None
+    # False: the caller may not move it (not running, outside an audit's
+    # scope); it stays and still counts where it is.
+    movable: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -953,6 +957,9 @@ def _sources(hosts, act_above, aim_below, ratio):
         movable = []
         for inst in host.insts:
             reasons, inst.candidates = [], []
+            if not inst.spec.movable:
+                rejections[inst.uuid] = [REJECT_NOT_MOVABLE]
+                continue
             for dest in hosts:
                 if dest is host:
                     continue

@@ -50,10 +50,11 @@ KMEM_OFF = profile.build(kinds.CXL_KMEM, 4, kernel_tiering='off')
 QUARTER = {'pmem:hot_ratio': '0.25'}
 
 
-def vm(uuid, memory_mb, ws, specs=None, cells=None, vcpus=1):
+def vm(uuid, memory_mb, ws, specs=None, cells=None, vcpus=1,
+       movable=True):
     return rebalance.Instance(uuid, 'vm-' + uuid, memory_mb, vcpus,
                               dict(QUARTER if specs is None else specs), ws,
-                              cells)
+                              cells, movable)
 
 
 def host(name, prof, instances=(), ram=100000, vcpus=100, cells=None):
@@ -233,6 +234,8 @@ class Checker(object):
             if source == dest or not plannable(self.hosts[source]) \
                     or not plannable(self.hosts[dest]):
                 return 'not plannable'
+            if not inst.movable:
+                return '%s may not move' % inst.uuid
             why = self.admit(placed[dest] + [], taken[dest], inst,
                              self.hosts[dest], cells)
             if why:
@@ -265,7 +268,8 @@ class Oracle(Checker):
                 options = [None] + [
                     (inst, h.name, d.name, cells)
                     for d in sorted(self.hosts.values(), key=lambda d: d.name)
-                    if d.name != h.name for cells in placements(inst, d)]
+                    if d.name != h.name and inst.movable
+                    for cells in placements(inst, d)]
                 choices.append(options)
         best = None
         for pick in itertools.product(*choices):
@@ -347,7 +351,8 @@ def guest(draw, serial, cells):
     share = draw(st.sampled_from(SHARES))
     ws = None if share is None else float(round(memory * share))
     return vm('i%d' % serial, memory, ws, specs, placed,
-              vcpus=draw(st.integers(1, 2)))
+              vcpus=draw(st.integers(1, 2)),
+              movable=draw(st.integers(0, 5)) > 0)
 
 
 @st.composite
@@ -512,6 +517,20 @@ class PlanTestCase(testtools.TestCase):
         self.assertEqual({'a': rebalance.NO_DESTINATION}, self.reasons(plan))
         self.assertIn('mode: 2', plan.unfixed[0].detail)
         self.assertEqual(1, plan.over_after)
+
+    def test_an_instance_that_may_not_move_stays(self):
+        # The smaller one would do, but the caller may not move it.
+        hosts = [host('a', MM2, [vm('1', 2048, 1200),
+                                 vm('2', 1024, 1000, movable=False)]),
+                 host('b', MM4)]
+        plan = rebalance.plan(hosts)
+        self.assertEqual(['1'], [m.instance for m in plan.moves])
+        hosts[0] = host('a', MM2, [vm('1', 2048, 1200, movable=False),
+                                   vm('2', 1024, 1000, movable=False)])
+        plan = rebalance.plan(hosts)
+        self.assertEqual((), plan.moves)
+        self.assertEqual({'a': rebalance.NO_DESTINATION}, self.reasons(plan))
+        self.assertIn('not_movable: 2', plan.unfixed[0].detail)
 
     def test_every_destination_full(self):
         hosts = [host('a', MM2, [vm('1', 2048, 1800), vm('2', 2048, 1000)]),

@@ -1,0 +1,385 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The strategy through Watcher's own model, with recorded answers.
+
+Each test builds a cloud as Watcher's ``ModelRoot`` holds it (compute
+nodes and instances, :mod:`tests.unit.watcher.harness`), serves the
+aggregates as Nova's API answers them and the working sets as Prometheus
+answers ``/api/v1/query`` from a local server, runs the strategy as the
+decision engine does (in a process of its own: Watcher and Nova cannot
+share one) and compares its actions with what
+:func:`nova_pmem_filters.core.rebalance.plan` gives for the same cloud,
+translated here on its own.
+"""
+
+import json
+import subprocess
+import sys
+import urllib.parse
+
+import testtools
+
+from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import rebalance
+from tests.unit import httpstub
+from tests.unit import paths
+
+GB = 1024
+MB = 1024 * 1024
+NAME = 'tiered_memory_rebalance'
+SECTION = 'watcher_strategies.' + NAME
+# Generous: a loaded machine may take long to import Watcher.
+TIMEOUT = 300
+HARNESS = paths.of('tests', 'unit', 'watcher', 'harness.py')
+
+
+def node(hostname, memory_gb=64, vcpus=32, **fields):
+    values = dict(uuid='node-' + hostname, hostname=hostname,
+                  memory=memory_gb * GB, memory_mb_reserved=512, disk=500,
+                  disk_gb_reserved=0, vcpus=vcpus, vcpu_reserved=0,
+                  memory_ratio=1.0, vcpu_ratio=2.0, disk_ratio=1.0,
+                  state='up', status='enabled')
+    values.update(fields)
+    return values
+
+
+def instance(n, host, memory_mb, vcpus=2, specs=None, state='active',
+             exclude=False):
+    return dict(uuid='00000000-0000-4000-8000-%012d' % n, name='vm%d' % n,
+                node=host, memory=memory_mb, disk=10, vcpus=vcpus,
+                state=state, flavor_extra_specs=specs or {},
+                watcher_exclude=exclude, metadata={},
+                project_id='11111111-2222-4333-8444-555555555555')
+
+
+def aggregate(n, name, hosts, metadata):
+    return {'id': n, 'name': name, 'availability_zone': None,
+            'hosts': hosts, 'metadata': metadata,
+            'uuid': '00000000-0000-4000-9000-%012d' % n,
+            'created_at': '2026-01-01T00:00:00.000000', 'updated_at': None,
+            'deleted_at': None, 'deleted': False}
+
+
+def memory_mode(gb):
+    return {'pmem_mode': 'memory_mode', 'pmem_dram_cache_gb': str(gb)}
+
+
+MM_ONLY = {'pmem:modes': 'memory_mode'}
+
+
+def cloud():
+    """mm1 over its near memory, mm2 with room, a DRAM host, mm3 unmeasured.
+
+    ``(nodes, instances, aggregates, working sets MB by uuid)``.
+    """
+    nodes = [node('mm1'), node('mm2'), node('dram1', memory_gb=16),
+             node('mm3')]
+    instances = [
+        instance(1, 'mm1', 4096), instance(2, 'mm1', 4096, specs=MM_ONLY),
+        instance(3, 'mm1', 2048, specs=MM_ONLY),
+        instance(4, 'mm2', 4096), instance(5, 'mm3', 4096),
+        instance(6, 'dram1', 2048)]
+    aggregates = [aggregate(1, 'memory-mode', ['mm1', 'mm2'], memory_mode(8)),
+                  aggregate(2, 'small-cache', ['mm3'], memory_mode(4))]
+    measured = {instances[0]['uuid']: 3000.0, instances[1]['uuid']: 3500.0,
+                instances[2]['uuid']: 2500.0, instances[3]['uuid']: 2000.0,
+                instances[5]['uuid']: 1500.0}
+    return nodes, instances, aggregates, measured
+
+
+def prometheus_answer(measured):
+    """/api/v1/query's answer, as Prometheus gives the default query."""
+    return {'status': 'success', 'data': {'resultType': 'vector', 'result': [
+        {'metric': {'uuid': uuid}, 'value': [1767225600.0, repr(mb * MB)]}
+        for uuid, mb in sorted(measured.items())]}}
+
+
+def expected_plan(nodes, instances, aggregates, measured, default_mode='dram',
+                  defaults=extra_specs.DEFAULTS, **options):
+    """rebalance.plan of the cloud, translated here on its own."""
+    hosts = []
+    for n in nodes:
+        if (n['state'], n['status']) != ('up', 'enabled'):
+            continue
+        mine = [i for i in instances if i['node'] == n['hostname']]
+        metas = [a['metadata'] for a in aggregates
+                 if n['hostname'] in a['hosts']]
+        free_ram = ((n['memory'] - n['memory_mb_reserved'])
+                    * n['memory_ratio'] - sum(i['memory'] for i in mine))
+        free_vcpus = ((n['vcpus'] - n['vcpu_reserved']) * n['vcpu_ratio']
+                      - sum(i['vcpus'] for i in mine))
+        hosts.append(rebalance.Host(
+            name=n['hostname'],
+            profile=profile.from_metadata(metas, default_mode=default_mode),
+            free_ram_mb=free_ram, free_vcpus=free_vcpus,
+            instances=tuple(rebalance.Instance(
+                uuid=i['uuid'], name=i['name'], memory_mb=i['memory'],
+                vcpus=i['vcpus'], extra_specs=i['flavor_extra_specs'],
+                working_set_mb=measured.get(i['uuid']),
+                movable=(i['state'] == 'active'
+                         and not i.get('watcher_exclude')))
+                for i in mine)))
+    return rebalance.plan(hosts, defaults=defaults, **options)
+
+
+def action(move):
+    return {'action_type': 'migrate', 'input_parameters': {
+        'migration_type': 'live', 'source_node': move.source,
+        'destination_node': move.destination, 'resource_name': move.name,
+        'resource_id': move.instance}}
+
+
+class StrategyTestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.answers = {}
+        self.api = self.useFixture(httpstub.StubServer(self._app))
+
+    def _app(self, method, path, headers, body):
+        url = urllib.parse.urlsplit(path)
+        if url.path == '/prometheus/api/v1/query':
+            query = urllib.parse.parse_qs(url.query).get('query')
+            self.answers.setdefault('queries', []).append(query)
+            return self.answers['prometheus']
+        if url.path.rstrip('/') == '/compute/v2.1/os-aggregates':
+            return 200, {'aggregates': self.answers['aggregates']}
+        if url.path.rstrip('/') in ('/compute', '/compute/v2.1'):
+            return 200, {'versions': [{
+                'id': 'v2.1', 'status': 'CURRENT', 'version': '2.96',
+                'min_version': '2.1', 'links': [{
+                    'rel': 'self', 'href': self.api.url + '/compute/v2.1/'}]}]}
+        return 404, {'error': 'not recorded: %s' % path}
+
+    def run_strategy(self, nodes, instances, aggregates, measured=None,
+                     parameters=None, audits=1, extended=True, conf=None,
+                     prometheus=None):
+        self.answers['aggregates'] = aggregates
+        self.answers['prometheus'] = prometheus or (
+            200, prometheus_answer(measured))
+        options = {'prometheus_url': self.api.url + '/prometheus',
+                   'prometheus_timeout': 60}
+        options.update(conf or {})
+        case = {'conf': {
+            'nova': {'auth_type': 'none',
+                     'endpoint_override': self.api.url + '/compute'},
+            SECTION: options},
+            'nodes': nodes, 'instances': instances, 'extended': extended,
+            'parameters': parameters or {}, 'audits': audits}
+        # By its path, so that the source tree is not on sys.path: the
+        # project is found where it is installed, with its entry points.
+        proc = subprocess.run(
+            [sys.executable, HARNESS], input=json.dumps(case),
+            capture_output=True, text=True, cwd='/', timeout=TIMEOUT)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        return json.loads(proc.stdout)['audits']
+
+    def test_actions_are_the_plan(self):
+        nodes, instances, aggregates, measured = cloud()
+        audit, = self.run_strategy(nodes, instances, aggregates, measured)
+        plan = expected_plan(nodes, instances, aggregates, measured)
+        self.assertNotIn('error', audit, audit.get('message'))
+        self.assertTrue(plan.moves, 'the cloud must need a move')
+        self.assertEqual([action(m) for m in plan.moves], audit['actions'])
+        self.assertEqual([], audit['invalid_actions'])
+        self.assertEqual('near_memory_balance', audit['goal'])
+        self.assertEqual({
+            'hosts_over_near_memory_before': 1,
+            'hosts_over_near_memory_after': 0,
+            'hosts_not_judged': 1,
+            'memory_moved_mb': plan.memory_moved_mb,
+            'instance_migrations_count': len(plan.moves)},
+            audit['indicators'])
+        self.assertEqual({'hosts_brought_under_ratio': 100.0},
+                         audit['global'])
+        # One instant query, the observer's metric.
+        self.assertEqual(
+            [['max by (uuid) (nova_pmem_instance_working_set_bytes)']],
+            self.answers['queries'])
+
+    def test_the_move_is_the_cheapest(self):
+        # mm1 holds 9000 MB of working set on 8 GB: vm3 (2048 MB, 2500 MB
+        # hot, memory_mode only) to mm2 is the least memory that fixes it.
+        nodes, instances, aggregates, measured = cloud()
+        audit, = self.run_strategy(nodes, instances, aggregates, measured)
+        self.assertEqual([('vm3', 'mm1', 'mm2')], [
+            (a['input_parameters']['resource_name'],
+             a['input_parameters']['source_node'],
+             a['input_parameters']['destination_node'])
+            for a in audit['actions']])
+
+    def test_audit_parameters(self):
+        nodes, instances, aggregates, measured = cloud()
+        # act_above 1.2: mm1 (9000 MB on 8192) is not over.
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   parameters={'act_above': 1.2})
+        self.assertEqual([], audit['actions'])
+        self.assertEqual(0, audit['indicators'][
+            'hosts_over_near_memory_before'])
+        # No migration allowed: mm1 stays over, for the cap.
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   parameters={'max_migrations': 0})
+        self.assertEqual([], audit['actions'])
+        self.assertEqual(1, audit['indicators'][
+            'hosts_over_near_memory_after'])
+        self.assertIn('mm1: left over its near memory (cap-reached)',
+                      '\n'.join(audit['warnings']))
+
+    def test_audit_parameters_are_validated(self):
+        nodes, instances, aggregates, measured = cloud()
+        for parameters, error in (
+                ({'act_above': 'high'}, 'ValidationError'),
+                ({'act_above': 0}, 'ValidationError'),
+                ({'max_migrations': 1.5}, 'ValidationError'),
+                ({'max_migrations': -1}, 'ValidationError'),
+                ({'threshold': 1.0}, 'AuditParameterNotAllowed')):
+            audit, = self.run_strategy(nodes, instances, aggregates,
+                                       measured, parameters=parameters)
+            self.assertIn(error, audit.get('error', []), parameters)
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   parameters={'act_above': 1.0,
+                                               'aim_below': 1.1})
+        self.assertIn('Invalid', audit['error'])
+        self.assertEqual('aim_below 1.1 is above act_above 1: the plan must '
+                         'aim below the threshold it acts above',
+                         audit['message'])
+
+    def test_unmeasured_host_is_not_planned_on(self):
+        nodes, instances, aggregates, measured = cloud()
+        # vm2 of the over host mm1 has no sample; mm2 has the room.
+        del measured[instances[1]['uuid']]
+        audit, = self.run_strategy(nodes, instances, aggregates, measured)
+        plan = expected_plan(nodes, instances, aggregates, measured)
+        self.assertEqual([], audit['actions'])
+        self.assertEqual([], [action(m) for m in plan.moves])
+        self.assertEqual(2, audit['indicators']['hosts_not_judged'])
+        self.assertIn('mm1: left over its near memory (unmeasured): the '
+                      'working set of 1 of its 3 instances was not measured '
+                      '(vm2): it is not planned on',
+                      audit['warnings'])
+
+    def test_unmeasured_host_is_no_destination(self):
+        nodes, instances, aggregates, measured = cloud()
+        # mm2's only instance unmeasured: mm1's memory_mode-only
+        # instances have nowhere to go.
+        del measured[instances[3]['uuid']]
+        audit, = self.run_strategy(nodes, instances, aggregates, measured)
+        plan = expected_plan(nodes, instances, aggregates, measured)
+        self.assertEqual([action(m) for m in plan.moves], audit['actions'])
+        self.assertNotIn('mm2', [a['input_parameters']['destination_node']
+                                 for a in audit['actions']])
+
+    def test_stopped_instance_counts_nothing(self):
+        nodes, instances, aggregates, measured = cloud()
+        # A stopped guest on mm2 has no sample and touches nothing: mm2
+        # is still judged, and a destination.
+        instances.append(instance(7, 'mm2', 1024, state='stopped'))
+        audit, = self.run_strategy(nodes, instances, aggregates, measured)
+        self.assertEqual(1, audit['indicators']['hosts_not_judged'])
+        self.assertEqual(['mm2'], [a['input_parameters']['destination_node']
+                                   for a in audit['actions']])
+
+    def test_an_instance_watcher_may_not_move_stays(self):
+        nodes, instances, aggregates, measured = cloud()
+        first, = self.run_strategy(nodes, instances, aggregates, measured)
+        # The plan's move (vm3) excluded by the audit's scope: the plan
+        # moves another instance instead, and never vm3.
+        instances[2]['watcher_exclude'] = True
+        audit, = self.run_strategy(nodes, instances, aggregates, measured)
+        plan = expected_plan(nodes, instances, aggregates, measured)
+        self.assertIn(instances[2]['uuid'], json.dumps(first['actions']))
+        self.assertNotIn(instances[2]['uuid'], json.dumps(audit['actions']))
+        self.assertTrue(audit['actions'])
+        self.assertEqual([action(m) for m in plan.moves], audit['actions'])
+        self.assertEqual(plan.over_after, audit['indicators'][
+            'hosts_over_near_memory_after'])
+
+    def test_disabled_host_takes_no_part(self):
+        nodes, instances, aggregates, measured = cloud()
+        nodes[1]['status'] = 'disabled'
+        audit, = self.run_strategy(nodes, instances, aggregates, measured)
+        plan = expected_plan(nodes, instances, aggregates, measured)
+        self.assertEqual([action(m) for m in plan.moves], audit['actions'])
+        self.assertNotIn('mm2', json.dumps(audit['actions']))
+
+    def test_second_audit_proposes_nothing(self):
+        nodes, instances, aggregates, measured = cloud()
+        first, second = self.run_strategy(nodes, instances, aggregates,
+                                          measured, audits=2)
+        self.assertTrue(first['actions'])
+        self.assertEqual([], second['actions'])
+        self.assertEqual(0, second['indicators'][
+            'hosts_over_near_memory_before'])
+
+    def test_prometheus_down(self):
+        nodes, instances, aggregates, measured = cloud()
+        url = 'http://127.0.0.1:%d' % httpstub.closed_port()
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   conf={'prometheus_url': url})
+        self.assertIn('DataSourceNotAvailable', audit['error'])
+        self.assertIn('The working sets could not be read: Prometheus at '
+                      '%s: cannot be reached (' % url, audit['message'])
+        self.assertIn('prometheus_url', audit['message'])
+
+    def test_prometheus_refuses_the_query(self):
+        nodes, instances, aggregates, measured = cloud()
+        audit, = self.run_strategy(
+            nodes, instances, aggregates, measured,
+            conf={'working_set_query': 'max(('},
+            prometheus=(400, {'status': 'error', 'errorType': 'bad_data',
+                              'error': 'parse error'}))
+        self.assertIn('DataSourceNotAvailable', audit['error'])
+        self.assertIn(': HTTP 400: parse error.', audit['message'])
+        self.assertEqual([['max((']], self.answers['queries'])
+
+    def test_no_prometheus_url(self):
+        nodes, instances, aggregates, measured = cloud()
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   conf={'prometheus_url': ''})
+        self.assertIn('no URL is configured', audit['message'])
+
+    def test_needs_flavor_extra_specs(self):
+        nodes, instances, aggregates, measured = cloud()
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   extended=False)
+        self.assertIn('NeedsFlavorExtraSpecs', audit['error'])
+        self.assertIn('enable_extended_attributes = true', audit['message'])
+
+    def test_scheduler_settings_are_options(self):
+        nodes, instances, aggregates, measured = cloud()
+        # As the scheduler's [pmem] default_host_mode = memory_mode would:
+        # dram1, in no aggregate, becomes a Memory-Mode host without a
+        # cache size, its profile unknown.
+        audit, = self.run_strategy(
+            nodes, instances, aggregates, measured,
+            conf={'default_host_mode': 'memory_mode'})
+        plan = expected_plan(nodes, instances, aggregates, measured,
+                             default_mode='memory_mode')
+        self.assertEqual([action(m) for m in plan.moves], audit['actions'])
+        self.assertEqual(['dram1', 'mm3'], sorted(
+            u.host for u in plan.unfixed))
+        self.assertEqual(2, audit['indicators']['hosts_not_judged'])
+        self.assertIn('dram1: left over its near memory (profile-unknown): '
+                      'its host profile is unknown: pmem_mode=memory_mode '
+                      'needs pmem_dram_cache_gb to bound the DRAM cache',
+                      audit['warnings'])
+        # PmemCacheFilter's cache_overcommit_ratio 0.3: mm2 (2457 MB for
+        # declared hot RAM, 2048 MB of vm4's) cannot take vm3's 1024 MB;
+        # vm1 goes to the DRAM host instead.
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   conf={'cache_overcommit_ratio': 0.3})
+        plan = expected_plan(nodes, instances, aggregates, measured,
+                             cache_overcommit_ratio=0.3)
+        self.assertEqual([action(m) for m in plan.moves], audit['actions'])
+        self.assertEqual([('vm1', 'dram1')], [
+            (m.name, m.destination) for m in plan.moves])
