@@ -933,9 +933,11 @@ def _why(src, search, rejections, optimal):
             'moving every instance another host admits (%s) leaves it over '
             '%g x its near memory' % (', '.join(sorted(
                 i.label for i in src.movable)), search.aim))
-    if len(search.best_moves) >= search.cap:
-        return CAP_REACHED, ('the plan holds the most moves allowed (%d); '
-                             'a later audit can go on' % search.cap)
+    if len(search.best_moves) + src.lb_count > search.cap:
+        return CAP_REACHED, (
+            'fixing it takes at least %d move(s) and the plan holds %d of '
+            'the %d allowed; a later audit can go on'
+            % (src.lb_count, len(search.best_moves), search.cap))
     if not optimal:
         return SEARCH_LIMIT, ('the search stopped after %d nodes before it '
                               'found a plan that fixes it' % search.nodes)

@@ -140,6 +140,28 @@ def version_string():
 CLOUD_ERRORS = (sdk_exceptions.SDKException, ksa_exceptions.ClientException)
 
 
+def _thresholds(parsed_args):
+    """The plan's thresholds, checked by the core: one line if refused."""
+    from nova_pmem_filters.core import rebalance
+    from nova_pmem_filters.doctor import snapshot
+
+    thresholds = snapshot.Thresholds(
+        act_above=parsed_args.act_above, aim_below=parsed_args.aim_below,
+        max_moves=parsed_args.max_moves)
+    try:
+        # A plan of no hosts: the core checks the options it is given.
+        rebalance.plan([], act_above=thresholds.act_above,
+                       aim_below=thresholds.aim_below,
+                       max_moves=thresholds.max_moves)
+    except rebalance.RebalanceError as exc:
+        message = str(exc)
+        for name in ('act_above', 'aim_below', 'max_moves'):
+            message = message.replace(name, '--' + name.replace('_', '-'))
+        raise DoctorError(oneline.usage_error(
+            message, 'nova-pmem-doctor help check'))
+    return thresholds
+
+
 class Check(lister.Lister):
     """Audit the cloud's PMem scheduling setup and list what is wrong."""
 
@@ -169,6 +191,28 @@ class Check(lister.Lister):
                  'files, one per host and window): compare the flavors\' '
                  'hot ratios, the hosts\' near memory and where NUMA-bound '
                  'instances\' memory sits with what was measured')
+        # The thresholds of the rebalancing plan, the fix of
+        # working-set-over-near-memory: the core's defaults.
+        from nova_pmem_filters.core import rebalance
+        parser.add_argument(
+            '--act-above', metavar='RATIO', type=float,
+            default=rebalance.ACT_ABOVE,
+            help='with --observations: a host (or cell) whose measured '
+                 'working set exceeds RATIO x its near memory is reported, '
+                 'and the plan of its fix moves instances off it '
+                 '(default: %(default)s)')
+        parser.add_argument(
+            '--aim-below', metavar='RATIO', type=float,
+            default=rebalance.AIM_BELOW,
+            help='the plan brings every host it fixes, and every '
+                 'destination, to at most RATIO x its near memory, at or '
+                 'below --act-above, so that the next audit finds nothing '
+                 'to move (default: %(default)s)')
+        parser.add_argument(
+            '--max-moves', metavar='N', type=int,
+            default=rebalance.MAX_MOVES,
+            help='the plan holds at most N live migrations (default: '
+                 '%(default)s)')
         return oneline.plain_parser(parser)
 
     def take_action(self, parsed_args):
@@ -192,6 +236,7 @@ class Check(lister.Lister):
                 fleet = hostfile.load(parsed_args.fleet)
             except hostfile.ProfileError as exc:
                 raise DoctorError(str(exc))
+        thresholds = _thresholds(parsed_args)
         observations = None
         if parsed_args.observations:
             try:
@@ -204,7 +249,8 @@ class Check(lister.Lister):
                                           app_name='nova-pmem-doctor',
                                           app_version=version_string())
             snap = snapshot.gather(conn, config=config, fleet=fleet,
-                                   observations=observations)
+                                   observations=observations,
+                                   thresholds=thresholds)
         except CLOUD_ERRORS as exc:
             raise DoctorError(_cloud_error(exc, _identity(conn)))
         findings = checks.run(snap)

@@ -14,7 +14,8 @@
 Built once from a snapshot (:func:`view`) with the core's own code: host
 profiles from aggregate metadata, flavor requests with nova.conf's
 defaults, and the hot RAM of placed instances as PmemCacheFilter's ledger
-counts it.
+counts it. :func:`rebalance_hosts` translates the snapshot and the latest
+observation of each host into the input of the core's rebalancing plan.
 """
 
 import dataclasses
@@ -24,7 +25,12 @@ from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import rebalance
 from nova_pmem_filters.doctor import novaconf
+
+# Placement's resource classes of a guest's RAM and vCPUs.
+MEMORY_RC = 'MEMORY_MB'
+VCPU_RC = 'VCPU'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,3 +125,113 @@ def unaccounted(snap, view):
     """Memory-Mode-eligible flavors that do not request near memory."""
     return [f for f, _r in tiered_flavors(snap, view)
             if placement.requested_near_memory(f.extra_specs) is None]
+
+
+def host_cells(host, label, view):
+    """Ids of the host's NUMA cells with CPUs, or None if not known.
+
+    From its discovered profile, else from its aggregates' per-cell sizes;
+    Nova's APIs do not tell a host's cells.
+    """
+    prof = view.discovered.get(host)
+    if prof is not None and prof.cell_ids:
+        return list(prof.cell_ids)
+    if label.cell_cache_gb:
+        return [cell for cell, _gb in label.cell_cache_gb]
+    return None
+
+
+def latest_observations(snap):
+    """{compute host: its latest observation document}: the host now.
+
+    A document names the host as the observer saw it; a node name is read
+    as the host that runs the node, as for discovered profiles.
+    """
+    nodes = {n: c.host for c in snap.computes for n in c.nodes}
+    latest = {}
+    for doc in snap.observations or ():
+        host = nodes.get(doc.hostname, doc.hostname)
+        seen = latest.get(host)
+        if seen is None or doc.started_time >= seen.started_time:
+            latest[host] = doc
+    return latest
+
+
+def _free(provider, resource_class):
+    """What Placement still offers of a resource class of a provider."""
+    inventory = provider.inventories.get(resource_class)
+    if inventory is None:
+        return 0.0
+    return (placement.capacity_mb(inventory)
+            - provider.usages.get(resource_class, 0))
+
+
+def free_room(compute, providers):
+    """(free RAM MB, free vCPUs) of a host, as Placement counts them.
+
+    Capacity x allocation ratio, less reserved, less allocations. A host
+    with several nodes (hypervisors) is counted by the node with the most
+    free RAM: an instance lands on one node. A node missing from Placement
+    offers nothing.
+    """
+    room = (0.0, 0.0)
+    for node in compute.nodes:
+        provider = providers.get(node)
+        if provider is not None:
+            room = max(room, (_free(provider, MEMORY_RC),
+                              _free(provider, VCPU_RC)))
+    return room
+
+
+def _instance_cells(server):
+    """``((host cell, MB), ...)`` of a server Nova placed on NUMA cells.
+
+    None for a server without a NUMA topology or whose host nodes are not
+    known; guest cells on the same host cell are one.
+    """
+    if not server.numa_cells:
+        return None
+    merged = {}
+    for node, mb in server.numa_cells:
+        merged[int(node)] = merged.get(int(node), 0) + mb
+    return tuple(sorted(merged.items()))
+
+
+def rebalance_hosts(snap, view):
+    """The hosts of the rebalancing plan (:class:`rebalance.Host`).
+
+    Each compute host with its profile as the scheduler reads it, its
+    free RAM and vCPUs in Placement, its cells (:func:`host_cells`, else
+    the nodes with CPUs of its latest observation) and the servers Nova
+    has on it, each with the working set its host's latest observation
+    measured: an instance that window did not measure (a ``gap``, or not
+    listed) has none, and the plan does not guess it.
+    """
+    latest = latest_observations(snap)
+    servers = {}
+    for server in snap.servers:
+        if server.host:
+            servers.setdefault(server.host, []).append(server)
+    hosts = []
+    for compute in snap.computes:
+        host = compute.host
+        doc = latest.get(host)
+        measured = ({i.uuid: i.working_set_mb for i in doc.instances}
+                    if doc is not None else {})
+        cells = host_cells(host, view.profiles[host], view)
+        if cells is None and doc is not None and doc.cpu_nodes:
+            cells = sorted(doc.cpu_nodes)
+        ram, vcpus = free_room(compute, snap.providers)
+        hosts.append(rebalance.Host(
+            name=host, profile=view.profiles[host], free_ram_mb=ram,
+            free_vcpus=vcpus,
+            cells=(None if cells is None
+                   else tuple(rebalance.Cell(c) for c in cells)),
+            instances=tuple(
+                rebalance.Instance(
+                    uuid=s.id, name=s.name or None, memory_mb=s.ram_mb,
+                    vcpus=s.vcpus, extra_specs=dict(s.extra_specs),
+                    working_set_mb=measured.get(s.id),
+                    cells=_instance_cells(s))
+                for s in sorted(servers.get(host, ()), key=lambda s: s.id))))
+    return hosts

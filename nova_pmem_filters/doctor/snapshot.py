@@ -23,6 +23,7 @@ import urllib.parse
 from openstack import exceptions as sdk_exceptions
 
 from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core import rebalance
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import novaconf
 
@@ -71,6 +72,8 @@ class Provider:
     # resource class -> inventory record (total, reserved, allocation_ratio,
     # ...), as Placement returns it.
     inventories: dict
+    # resource class -> amount allocated (GET .../usages).
+    usages: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +94,23 @@ class Server:
     numa_nodes: tuple = None
     # (host NUMA node, memory MB) of each guest NUMA node, as numa_nodes.
     numa_cells: tuple = None
+    # The vCPUs of its flavor.
+    vcpus: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+    """The thresholds of the rebalancing plan (``--act-above`` etc.).
+
+    The fix of ``working-set-over-near-memory`` is the core's plan
+    (:func:`nova_pmem_filters.core.rebalance.plan`) with these; a host is
+    reported when its measured working set exceeds ``act_above`` x its
+    near memory.
+    """
+
+    act_above: float = rebalance.ACT_ABOVE
+    aim_below: float = rebalance.AIM_BELOW
+    max_moves: int = rebalance.MAX_MOVES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +128,8 @@ class Snapshot:
     fleet: tuple = None
     # Observation documents (core.observation), or None.
     observations: tuple = None
+    # The thresholds of the rebalancing plan.
+    thresholds: Thresholds = Thresholds()
 
 
 def _get(proxy, path, microversion):
@@ -196,7 +218,7 @@ def _servers(conn, tiered_hosts):
             ram_mb=flavor.get('ram') or 0, extra_specs=specs,
             numa_nodes=(None if cells is None
                         else tuple(node for node, _mb in cells)),
-            numa_cells=cells))
+            numa_cells=cells, vcpus=flavor.get('vcpus') or 0))
     return tuple(servers)
 
 
@@ -213,14 +235,21 @@ def _providers(conn, node_names):
                       PLACEMENT_MICROVERSION).get('traits') or ()
         inventories = _get(conn.placement, base + '/inventories',
                            PLACEMENT_MICROVERSION).get('inventories') or {}
+        usages = _get(conn.placement, base + '/usages',
+                      PLACEMENT_MICROVERSION).get('usages') or {}
         providers[rp['name']] = Provider(uuid=uuid, name=rp['name'],
                                          traits=frozenset(traits),
-                                         inventories=dict(inventories))
+                                         inventories=dict(inventories),
+                                         usages=dict(usages))
     return providers
 
 
-def gather(conn, config=None, fleet=None, observations=None):
+def gather(conn, config=None, fleet=None, observations=None,
+           thresholds=None):
     """Read the cloud through an openstacksdk Connection.
+
+    :param thresholds: the plan's (:class:`Thresholds`); None for the
+        core's defaults.
 
     :raises openstack.exceptions.SDKException, keystoneauth1 exceptions:
         as the connection raises them; the CLI turns them into one line.
@@ -237,4 +266,5 @@ def gather(conn, config=None, fleet=None, observations=None):
                     providers=_providers(conn, node_names), config=config,
                     fleet=tuple(fleet) if fleet is not None else None,
                     observations=(tuple(observations)
-                                  if observations is not None else None))
+                                  if observations is not None else None),
+                    thresholds=thresholds or Thresholds())

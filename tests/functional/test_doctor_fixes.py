@@ -20,6 +20,10 @@ The database here is SQLite, which compares keys exactly; the MariaDB
 behaviour that makes "unset before set" necessary is not reproduced, only
 that the printed order works.
 
+The rebalancing plan (``working-set-over-near-memory``) is run as printed
+too: each ``openstack server migrate --live-migration --host`` line is the
+live migration it asks for, through Nova's scheduler and its filters.
+
 Every code the checks can emit is either run here (``RUN_BY``: the tests
 that run its fix) or listed with the reason its fix cannot be run against
 the APIs (``NOT_RUN``); :class:`FixClassificationTest` keeps the two
@@ -30,21 +34,32 @@ import glob
 import os
 import re
 import shlex
+import time
 import urllib.parse
 
 import fixtures
+from nova import context as nova_context
+from nova.tests.functional.api import client
 import testtools
 import yaml
 
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import placement
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import rebalance
 from nova_pmem_filters.doctor import checks
+from nova_pmem_filters.doctor.checks import observations
 from nova_pmem_filters.doctor import snapshot
 from tests.functional import base
 from tests.unit import obsdocs
 
 NEAR_RC = placement.NEAR_MEMORY_RC
+# The second Memory-Mode host of the rebalancing test.
+MM2 = 'mm2'
+MM_HOSTS = (base.MM_HOST, MM2)
+# A live migration's end states, and how often (every 0.02 s) it is asked.
+MIGRATION_ENDS = ('completed', 'error', 'failed', 'cancelled')
+MIGRATION_POLLS = 3000
 
 # Nova validates extra specs from this microversion on; flavors whose specs
 # it would refuse are planted one below, as flavors made before the
@@ -70,6 +85,7 @@ RUN_BY = {
     'hot-ratio-under-declared': ('test_hot_ratio_fix_works',),
     'invalid-kernel-tiering': ('test_kernel_tiering_fixes_work',),
     'kernel-tiering-ignored': ('test_kernel_tiering_fixes_work',),
+    'working-set-over-near-memory': ('test_rebalancing_plan_works',),
 }
 
 # Forms of the codes above whose fix is not run, and why.
@@ -168,9 +184,6 @@ NOT_RUN = {
     'bound-flavor-whole-ram': 'a choice in comments: pmem:modes without '
                               'cxl_kmem, or accepting the cost',
     # Observations: what the instances do.
-    'working-set-over-near-memory': 'migrates instances and declares hot '
-                                    'ratios (hot-ratio-under-declared, run '
-                                    'here)',
     'numa-memory-remote': 'migrates instances and checks what moves their '
                           'memory on the host',
     'numa-memory-slow-tier': 'flavor choice and the host\'s demotion '
@@ -195,35 +208,62 @@ _PLACEHOLDER_RE = re.compile(r'<[^<>]+>')
 
 
 def commands(fix):
-    """The commands of ``fix``: (noun, verb, properties, name) each.
+    """The commands of ``fix``: (noun, verb, arguments, name) each.
 
     Only the forms :meth:`DoctorFixesTest.apply` runs: ``openstack
-    aggregate|flavor set|unset --property ... NAME``, joined by ``&&``. Any
-    other word (a placeholder, prose, another verb or option) fails.
+    aggregate|flavor set|unset --property ... NAME``, joined by ``&&``, and
+    ``openstack --os-compute-api-version V server migrate --live-migration
+    --host HOST SERVER`` (V at least 2.30: the scheduler checks HOST), one
+    a line; lines that start with ``#`` are comments, as for the shell. Any
+    other word (a placeholder, prose, another verb or option) fails, and so
+    does a fix with nothing to run.
     """
     if _PLACEHOLDER_RE.search(fix):
         raise AssertionError('a placeholder: %r' % fix)
     parsed = []
-    words = [[]]
-    for word in shlex.split(fix):
-        if word == '&&':
-            words.append([])
-        else:
-            words[-1].append(word)
-    for command in words:
-        options, name = command[3:-1], command[-1:]
-        if (command[:1] != ['openstack']
-                or command[1:2] not in (['aggregate'], ['flavor'])
-                or command[2:3] not in (['set'], ['unset'])
-                or not options or len(options) % 2
-                or options[::2] != ['--property'] * (len(options) // 2)
-                or name[0].startswith('-')):
-            raise AssertionError('not a fix the test runs: %r' % fix)
-        props = options[1::2]
-        if command[2] == 'set' and not all('=' in p for p in props):
-            raise AssertionError('set without a value: %r' % fix)
-        parsed.append((command[1], command[2], props, name[0]))
+    for line in fix.splitlines():
+        if line.startswith('#'):
+            continue
+        words = [[]]
+        for word in shlex.split(line):
+            if word == '&&':
+                words.append([])
+            else:
+                words[-1].append(word)
+        parsed.extend(_command(command, fix) for command in words)
+    if not parsed:
+        raise AssertionError('nothing to run: %r' % fix)
     return parsed
+
+
+def _command(command, fix):
+    if command[:2] == ['openstack', '--os-compute-api-version']:
+        version = command[2:3]
+        if (len(command) != 9 or command[3:7] != [
+                'server', 'migrate', '--live-migration', '--host']
+                or not re.match(r'^2\.[0-9]+$', version[0])
+                or int(version[0].split('.')[1]) < 30
+                or command[8].startswith('-')):
+            raise AssertionError('not a fix the test runs: %r' % fix)
+        return ('server', 'migrate', [version[0], command[7]], command[8])
+    options, name = command[3:-1], command[-1:]
+    if (command[:1] != ['openstack']
+            or command[1:2] not in (['aggregate'], ['flavor'])
+            or command[2:3] not in (['set'], ['unset'])
+            or not options or len(options) % 2
+            or options[::2] != ['--property'] * (len(options) // 2)
+            or name[0].startswith('-')):
+        raise AssertionError('not a fix the test runs: %r' % fix)
+    props = options[1::2]
+    if command[2] == 'set' and not all('=' in p for p in props):
+        raise AssertionError('set without a value: %r' % fix)
+    return (command[1], command[2], props, name[0])
+
+
+def migrate_line(server_id, host):
+    """The doctor's line that live-migrates ``server_id`` to ``host``."""
+    return observations.migrate_line(rebalance.Move(
+        server_id, None, None, host, 0.0, 0.0))
 
 
 class _Response(object):
@@ -328,9 +368,14 @@ class DoctorFixesTest(base.PmemTestBase):
         """Run ``fix`` as printed: openstack commands joined by &&.
 
         Each through the API call the command makes, at the API's latest
-        microversion, as the client does: a value nova-api refuses fails.
+        microversion (or the one the line gives), as the client does: a
+        value nova-api refuses fails, and so does a live migration that
+        does not complete on the host the line names.
         """
         for noun, verb, props, name in commands(fix):
+            if noun == 'server':
+                self.live_migrate(name, *props)
+                continue
             if noun == 'aggregate':
                 self.assertIn(name, self.aggregates, fix)
                 if verb == 'set':
@@ -351,6 +396,50 @@ class DoctorFixesTest(base.PmemTestBase):
                     self.admin_api.api_delete(
                         'flavors/%s/os-extra_specs/%s'
                         % (self.flavors[name], urllib.parse.quote(key)))
+
+    def live_migrate(self, server_id, version, host):
+        """A migrate line's live migration, as the client sends it.
+
+        ``openstack --os-compute-api-version VERSION server migrate
+        --live-migration --host HOST SERVER``: python-openstackclient
+        calls openstacksdk's ``live_migrate_server(server, host=HOST,
+        block_migration=None)``,
+        which at 2.30 posts ``os-migrateLive`` with the host and
+        ``block_migration: auto``, without ``force``: the scheduler runs
+        its filters on HOST. The migration must complete there.
+        """
+        def migrations():
+            return [m for m in self.admin_api.api_get(
+                'os-migrations').body['migrations']
+                if m['instance_uuid'] == server_id]
+
+        known = {m['id'] for m in migrations()}
+        saved = self.admin_api.microversion
+        self.admin_api.microversion = version
+        try:
+            self.admin_api.post_server_action(server_id, {'os-migrateLive': {
+                'host': host, 'block_migration': 'auto'}})
+        finally:
+            self.admin_api.microversion = saved
+        migration = None
+        for _ in range(MIGRATION_POLLS):
+            migration = [m for m in migrations() if m['id'] not in known]
+            if migration and migration[0]['status'] in MIGRATION_ENDS:
+                break
+            time.sleep(0.02)
+        self.assertEqual('completed', migration and migration[0]['status'],
+                         '%s to %s: %s' % (server_id, host, migration))
+        server = self._wait_for_state_change({'id': server_id}, 'ACTIVE')
+        self.assertEqual(host, self._host_of(server))
+        # The next migration is scheduled with this one in the view: the
+        # computes' periodic tasks write a live migration's usage to the
+        # compute node records and tell the scheduler the hosts'
+        # instances, as they would within a minute on a cloud (_settle).
+        ctxt = nova_context.get_admin_context()
+        for compute in self.computes.values():
+            compute.manager.update_available_resource(ctxt)
+            compute.manager._sync_scheduler_instance_info(ctxt)
+        self._settle()
 
     def assert_fix_clears(self, code, obj, observations=None):
         """Apply the fix of finding (code, obj): only it goes away."""
@@ -594,6 +683,103 @@ class DoctorFixesTest(base.PmemTestBase):
                           'resources1:%s' % NEAR_RC: '3277'},
                          self.extra_specs('split'))
 
+    def observe(self, ratios):
+        """Each host's window: its servers now, at their hot ratios.
+
+        What nova-pmem-observe would write on each host: the instances
+        Nova has there, each measured at its own ratio wherever it runs;
+        the near memory of the Memory-Mode hosts.
+        """
+        docs = []
+        for host in sorted(self.computes):
+            servers = [s for s in self.api.get_servers()
+                       if self._host_of(s) == host]
+            if not servers:
+                continue
+            docs.append(obsdocs.document(host, [
+                obsdocs.instance(
+                    s['id'], s['flavor']['original_name'],
+                    s['flavor']['ram'], ratios[s['id']], name=s['name'])
+                for s in sorted(servers, key=lambda s: s['name'])],
+                near_memory_mb=(float(base.MM_CACHE_GB * base.GB)
+                                if host in MM_HOSTS else None)))
+        return docs
+
+    def test_rebalancing_plan_works(self):
+        # mm2: a second Memory-Mode host, in the same aggregate.
+        self._start_sized_compute(base.Host(MM2, vcpus=80, memory_gb=512,
+                                            local_gb=2000))
+        self._run_periodics()
+        self.admin_api.add_host_to_aggregate(
+            self.aggregates[base.MEMORY_MODE_AGGREGATE.name], MM2)
+        self.flavor('capacity', 32, {'pmem:modes': kinds.MEMORY_MODE,
+                                     'pmem:hot_ratio': '0.5'})
+        self.flavor('general', 8, {'pmem:modes': 'dram,memory_mode',
+                                   'pmem:hot_ratio': '1.0'})
+        self.flavor('filler', 120, {'pmem:modes': kinds.DRAM})
+        ratios = {}
+        # mm1: 6 x 32 GB at 0.85 and 4 x 8 GB at 1.0 = 199885 MB measured
+        # over its 196608 MB of DRAM cache. mm2: 2 x 32 GB at 0.5. dram1:
+        # 3 x 120 GB, 24064 MB of RAM left (reserved 512 MB).
+        for host, flavor, count, ratio in (
+                (base.MM_HOST, 'capacity', 6, 0.85),
+                (base.MM_HOST, 'general', 4, 1.0),
+                (MM2, 'capacity', 2, 0.5),
+                (base.DRAM_HOST, 'filler', 3, 0.1)):
+            for n in range(count):
+                server = self.api.post_server({'server': self._build_server(
+                    name='%s-%s-%d' % (host, flavor, n),
+                    flavor_id=self.flavors[flavor], image_uuid=base.IMAGE,
+                    networks='none', az='nova:%s' % host)})
+                server = self._wait_for_state_change(server, 'ACTIVE')
+                self.assertEqual(host, self._host_of(server))
+                ratios[server['id']] = ratio
+        self._settle()
+        where = {s['id']: self._host_of(s) for s in self.api.get_servers()}
+        before = self.doctor(self.observe(ratios))
+        key = (checks.WARNING, 'working-set-over-near-memory',
+               'host %s' % base.MM_HOST)
+        fix = before[key].fix
+        # At most 0.9 x 196608 = 176947 MB: 22938 MB of working set must
+        # go. Three 8 GB servers (24576 MB) move the least memory (one
+        # 32 GB one moves more); dram1's RAM takes two of them, mm2 the
+        # third (a 32 GB one only mm2 could take: memory_mode only).
+        moves = [(name, props[1]) for noun, _verb, props, name
+                 in commands(fix)]
+        self.assertEqual(3, len(moves), fix)
+        self.assertEqual([base.DRAM_HOST, base.DRAM_HOST, MM2],
+                         sorted(host for _server, host in moves))
+        for server_id, _host in moves:
+            self.assertEqual(base.MM_HOST, where[server_id])
+            self.assertEqual(8 * base.GB, self.api.get_server(
+                server_id)['flavor']['ram'])
+        # A host the filters refuse fails its line: a memory_mode-only
+        # server to ad1, whose RAM Placement has (PmemModeFilter refuses
+        # it). Below 2.34 nova-api waits for the scheduler: the command
+        # gets the 400 and exits 1; the server stays where it was.
+        refused = [i for i, h in where.items() if h == base.MM_HOST
+                   and i not in dict(moves)
+                   and self.api.get_server(i)['flavor']['ram'] > 8 * base.GB]
+        error = self.assertRaises(
+            client.OpenStackApiException, self.apply,
+            migrate_line(refused[0], base.AD_HOST))
+        self.assertEqual(400, error.response.status_code)
+        self.assertIn('No valid host', str(error))
+        self.assertIn('fails pmem mode check', self.pmem_log.output)
+        self.assertEqual(base.MM_HOST, self._host_of(
+            self.api.get_server(refused[0])))
+        self.apply(fix)
+        # Each where the plan said; every other server where it was.
+        where.update(moves)
+        self.assertEqual(where, {s['id']: self._host_of(s)
+                                 for s in self.api.get_servers()})
+        # Measured again where they now run: mm1 is no longer over, and
+        # nothing else changed.
+        after = self.doctor(self.observe(ratios))
+        expected = dict(before)
+        del expected[key]
+        self.assertEqual(sorted(expected), sorted(after))
+
 
 class FixClassificationTest(testtools.TestCase):
     """Every code the doctor can emit: its fix run above, or a reason."""
@@ -633,5 +819,19 @@ class FixClassificationTest(testtools.TestCase):
                 'openstack flavor set m1',
                 'openstack flavor set --property a=1 m1 &&',
                 'set [pmem] tier_weight_multiplier to a finite number',
-                'openstack server migrate --live-migration SERVER'):
+                'openstack server migrate --live-migration SERVER',
+                '# only a comment',
+                'openstack --os-compute-api-version 2.29 server migrate '
+                '--live-migration --host mm2 u1',
+                'openstack --os-compute-api-version 2.30 server migrate '
+                '--live-migration --host mm2 --force u1',
+                'openstack --os-compute-api-version 2.30 server migrate '
+                '--host mm2 u1'):
             self.assertRaises(AssertionError, commands, fix)
+        self.assertEqual(
+            [('server', 'migrate', ['2.30', 'mm2'], 'u1'),
+             ('server', 'migrate', ['2.30', 'dram1'], 'u2')],
+            commands('# the plan\nopenstack --os-compute-api-version 2.30 '
+                     'server migrate --live-migration --host mm2 u1\n'
+                     'openstack --os-compute-api-version 2.30 server '
+                     'migrate --live-migration --host dram1 u2'))

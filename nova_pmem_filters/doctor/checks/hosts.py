@@ -199,20 +199,6 @@ def _check_near_inventory(obj, host, inventory, view):
         '--provider-config and restart nova-compute')
 
 
-def _host_cells(host, label, view):
-    """Ids of the host's NUMA cells with CPUs, or None if not known.
-
-    From its discovered profile, else from its aggregates' per-cell sizes;
-    Nova's APIs do not tell a host's cells.
-    """
-    prof = view.discovered.get(host)
-    if prof is not None and prof.cell_ids:
-        return list(prof.cell_ids)
-    if label.cell_cache_gb:
-        return [cell for cell, _gb in label.cell_cache_gb]
-    return None
-
-
 _MIGRATE = ('live-migrate instances away (openstack server migrate --live-'
             'migration SERVER), largest hot RAM first, until the bound holds')
 
@@ -289,7 +275,7 @@ def _check_cache_use(obj, host, label, snap, view):
     ratio = config.cache_overcommit_ratio
     used, placed = cloud.hot_ram(
         [s for s in snap.servers if s.host == host], config)
-    cells = _host_cells(host, label, view)
+    cells = cloud.host_cells(host, label, view)
     cell_view, over = decide.overcommitted(label, ratio, used, cells)
     placed = _as_charged(label, placed)
     what, unit = _charge_words(label)

@@ -13,8 +13,10 @@
 
 Flavors that declare less hot RAM than their instances use (the core's rule,
 :func:`nova_pmem_filters.core.observation.under_declared`), hosts whose
-measured working set exceeds their near memory, and NUMA-bound instances
-whose memory sits on another node or on a CPU-less (slow-tier) node.
+measured working set exceeds their near memory (its fix: the core's
+rebalancing plan, :func:`nova_pmem_filters.core.rebalance.plan`, as live
+migrations), and NUMA-bound instances whose memory sits on another node or
+on a CPU-less (slow-tier) node.
 
 From the kernel's tiering the observer records (the document's
 ``tiering``, judged by :mod:`nova_pmem_filters.core.tiering`): a host with
@@ -31,8 +33,10 @@ from nova_pmem_filters.core import flavorfix
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import observation
 from nova_pmem_filters.core import profile
+from nova_pmem_filters.core import rebalance
 from nova_pmem_filters.core import tiering
 from nova_pmem_filters.doctor.checks import kernel_tiering
+from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
 
 # A NUMA-bound instance whose memory is more than this share off its home
@@ -47,12 +51,16 @@ _LAGGING_CODES = {'promotion-lags': 'tiering-promotion-lags',
 RATE_LIMIT_SYSCTL = 'kernel.numa_balancing_promote_rate_limit_MBps'
 RATE_LIMIT_CONF = '/etc/sysctl.d/61-numa-promote-rate-limit.conf'
 _MIGRATE = 'openstack server migrate --live-migration'
+# The compute API microversion of a live migration to a named host that
+# still goes through the scheduler's filters (2.30: without "force"); the
+# client refuses --host with --live-migration below it.
+LIVE_MIGRATE_HOST_MICROVERSION = '2.30'
 
 
 def check(snap, view):
     if snap.observations is None:
         return []
-    return (_hot_ratios(snap, view) + _working_sets(snap.observations)
+    return (_hot_ratios(snap, view) + _working_sets(snap, view)
             + _numa(snap) + _tiering(snap))
 
 
@@ -104,45 +112,142 @@ def _instances(insts):
         round(i.working_set_mb)) for i in insts)
 
 
-def _over_near_memory(docs):
-    """{(host, cell or None): [(excess MB, working set, near, doc)]}."""
+def _over_near_memory(docs, act_above):
+    """{(host, cell or None): [(excess MB, working set, near, doc)]}.
+
+    Over: the working set exceeds ``act_above`` x the near memory, the
+    threshold the rebalancing plan acts above.
+    """
     over = {}
     for doc in docs:
         parts = [(None, doc.host)] + [(c.id, c) for c in doc.host.cells]
         for cell, part in parts:
             ws, near = part.working_set_mb, part.near_memory_mb
-            if ws is not None and near is not None and ws > near:
+            if ws is not None and near is not None and ws > act_above * near:
                 over.setdefault((doc.hostname, cell), []).append(
                     (ws - near, ws, near, doc))
     return over
 
 
-def _working_sets(docs):
+def _working_sets(snap, view):
+    docs = snap.observations
+    act_above = snap.thresholds.act_above
     windows = {}
     for doc in docs:
         windows[doc.hostname] = windows.get(doc.hostname, 0) + 1
+    over = _over_near_memory(docs, act_above)
+    plan = _plan(snap, view) if over else None
+    nodes = {n: c.host for c in snap.computes for n in c.nodes}
     found = []
+    # host -> the object of its first finding, which carries its moves.
+    first = {}
     for (hostname, cell), seen in sorted(
-            _over_near_memory(docs).items(),
-            key=lambda kv: (kv[0][0], kv[0][1] is not None,
-                            str(kv[0][1]))):
+            over.items(), key=lambda kv: (kv[0][0], kv[0][1] is not None,
+                                          str(kv[0][1]))):
         _excess, ws, near, doc = max(seen, key=lambda s: s[0])
         insts = doc.instances
         where = 'host %s' % hostname
         if cell is not None:
             where += ' cell %s' % cell
             insts = [i for i in insts if i.cell == cell]
+        host = nodes.get(hostname, hostname)
+        if host in first:
+            # Each move is printed once, to be run once.
+            fix = ('# the rebalancing plan of host %s is the fix of %s'
+                   % (host, first[host]))
+        else:
+            first[host] = where
+            fix = plan_fix(plan, host, snap.thresholds)
         found.append(findings.Finding(
             findings.WARNING, 'working-set-over-near-memory', where,
-            'measured working set %d MB exceeds its %d MB of near memory '
+            'measured working set %d MB exceeds %sits %d MB of near memory '
             '(DRAM cache) in %d of %d windows (worst: %s): hot pages are '
             'served from the slow tier. Instances: %s'
-            % (round(ws), round(near), len(seen), windows[hostname],
-               doc.started, _instances(insts) or 'none measured'),
-            'declare the observed hot ratios of its flavors '
-            '(hot-ratio-under-declared) so PmemCacheFilter stops admitting '
-            'more, and move instances off it (openstack server migrate)'))
+            % (round(ws), '' if act_above == 1.0 else '%g x ' % act_above,
+               round(near), len(seen), windows[hostname], doc.started,
+               _instances(insts) or 'none measured'), fix))
     return found
+
+
+def _plan(snap, view):
+    """The core's rebalancing plan of the cloud, or its error (one line)."""
+    thresholds = snap.thresholds
+    try:
+        return rebalance.plan(
+            cloud.rebalance_hosts(snap, view),
+            act_above=thresholds.act_above, aim_below=thresholds.aim_below,
+            max_moves=thresholds.max_moves,
+            cache_overcommit_ratio=view.config.cache_overcommit_ratio,
+            defaults=view.config.defaults)
+    except rebalance.RebalanceError as exc:
+        return ' '.join(str(exc).split())
+
+
+def migrate_line(move):
+    """The ``openstack`` line of one move of the plan, as printed.
+
+    A live migration to a named host at 2.30, without ``--force``: Nova's
+    scheduler checks the host with its filters (PmemModeFilter and
+    PmemCacheFilter among them) and Placement claims its resources; a host
+    they refuse fails the migration and the server stays where it is.
+    """
+    return findings.command(
+        'openstack', '--os-compute-api-version',
+        LIVE_MIGRATE_HOST_MICROVERSION, 'server', 'migrate',
+        '--live-migration', '--host', move.destination, move.instance)
+
+
+def _usage(plan, host, after=False):
+    for usage in plan.after if after else plan.before:
+        if usage.host == host:
+            return usage
+    return None
+
+
+def plan_fix(plan, host, thresholds):
+    """The fix of ``host``'s finding: its part of the plan, as printed.
+
+    A comment that says what the moves do, then one ``openstack`` line per
+    move off the host, in the plan's order; or one comment with the
+    plan's reason where it leaves the host over.
+    """
+    if isinstance(plan, str):
+        return '# no rebalancing plan: %s' % plan
+    moves = [m for m in plan.moves if m.source == host]
+    unfixed = [u for u in plan.unfixed if u.host == host]
+    before = _usage(plan, host)
+    if before is None:
+        return ('# host %s is not a compute host of the cloud: no plan '
+                'moves anything off it' % host)
+    lines = []
+    if moves:
+        after = _usage(plan, host, after=True)
+        lines.append(
+            '# the rebalancing plan moves %d instance%s (%d MB of RAM) off '
+            'host %s: its working set goes from %d to %d MB, at most %g x '
+            'its %d MB of near memory%s' % (
+                len(moves), '' if len(moves) == 1 else 's',
+                round(sum(m.memory_mb for m in moves)), host,
+                round(before.working_set_mb), round(after.working_set_mb),
+                thresholds.aim_below, round(before.near_memory_mb),
+                '' if plan.optimal else
+                ' (the best plan the search found, not proven the least)'))
+        lines.extend(migrate_line(m) for m in moves)
+    lines.extend('# nothing moves off host %s (%s): %s'
+                 % (u.host, u.reason, u.detail) for u in unfixed)
+    if not lines and before.near_memory_mb is None:
+        lines.append('# host %s is not tiered by its aggregates (%s=%s): '
+                     'the plan moves nothing off it'
+                     % (host, profile.MODE_KEY, before.mode))
+    elif not lines:
+        lines.append(
+            '# the rebalancing plan does not find host %s over: %d MB '
+            'measured in its latest window, %g x its %d MB of near memory '
+            'is %d MB: nothing to move' % (
+                host, round(before.working_set_mb), thresholds.act_above,
+                round(before.near_memory_mb),
+                round(thresholds.act_above * before.near_memory_mb)))
+    return '\n'.join(lines)
 
 
 def _home_nodes(inst, server):

@@ -653,6 +653,18 @@ class PlanTestCase(testtools.TestCase):
         none = rebalance.plan(hosts, max_moves=0)
         self.assertEqual((2, 0.0, 0), none.objective)
 
+    def test_cap_below_what_one_host_needs(self):
+        # a (2400 MB of working set, aim 0.9 x 2048) needs two of its
+        # 300 MB instances moved; one is allowed: the cap, not the room,
+        # leaves it over.
+        hosts = [host('a', MM2, [vm(str(n), 512, 300) for n in range(8)]),
+                 host('c', DRAM)]
+        self.assertEqual(2, len(rebalance.plan(hosts).moves))
+        plan = rebalance.plan(hosts, max_moves=1)
+        self.assertEqual((), plan.moves)
+        self.assertEqual({'a': rebalance.CAP_REACHED}, self.reasons(plan))
+        self.assertIn('at least 2 move(s)', plan.unfixed[0].detail)
+
     def test_hysteresis(self):
         hosts = [host('a', MM4, [vm(str(n), 2048, 700) for n in range(7)]),
                  host('b', MM4, [vm('x', 4096, 3000)]),

@@ -96,9 +96,11 @@ def flavor(name, ram_gb, **specs):
 
 
 def server(name, host, ram_gb, **specs):
+    # 4 vCPUs: the flavor the stub cloud of test_cli serves.
     return snap_mod.Server(id='id-%s' % name, name=name, host=host,
                            status='ACTIVE', flavor_name='f',
-                           ram_mb=ram_gb * GB, extra_specs=dict(specs))
+                           ram_mb=ram_gb * GB, extra_specs=dict(specs),
+                           vcpus=4)
 
 
 def clean():
