@@ -26,6 +26,8 @@
 #   deploy.sh scheduler PROFILE   restart nova-scheduler, PROFILE pmem|plain
 #   deploy.sh placement N         restart Placement with N allocation retries
 #   deploy.sh keystone stop|start stop Keystone, or start it and wait for it
+#   deploy.sh watcher start|stop  Watcher (API, decision engine, applier),
+#                                 Prometheus and an observer per compute
 #   deploy.sh leftovers           processes or listeners "down" left behind
 #   deploy.sh scheduler-workers   how many nova-scheduler workers run
 #
@@ -35,14 +37,18 @@
 # and this project), PMEM_IT_WORK (state, logs; default
 # /tmp/pmem-integration), PMEM_IT_PORT_BASE (default 18000), PMEM_IT_KEEPALIVE
 # (keep-alive of nova-api, s; default 75), PMEM_IT_ADMIN_PASSWORD and
-# PMEM_IT_SERVICE_PASSWORD (Keystone's admin and the nova and placement
-# users; test-only defaults, tests/integration/client.py reads the same).
+# PMEM_IT_SERVICE_PASSWORD (Keystone's admin and the nova, placement and
+# watcher users; test-only defaults, tests/integration/client.py reads the
+# same), PMEM_IT_SCRAPE_S and PMEM_IT_WATCHER_SYNC_S (Prometheus's scrape
+# interval and Watcher's model rebuild period, s; default 2 and 5).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 cd "$TOP"
 VENV=${VENV:-$TOP/.tox/integration}
+# Absolute: the Watcher services start in a directory of their own.
+case $VENV in /*) ;; *) VENV=$TOP/$VENV ;; esac
 WORK=${PMEM_IT_WORK:-/tmp/pmem-integration}
 BASE=${PMEM_IT_PORT_BASE:-18000}
 DB_PORT=$((BASE + 306))
@@ -54,6 +60,16 @@ API_PORT=$((BASE + 774))
 STUB_PORT=$((BASE + 90))
 KEYSTONE_PORT=$((BASE + 500))
 KEYSTONE_URL=http://127.0.0.1:$KEYSTONE_PORT/v3
+# Watcher's API, Prometheus, and the observers' exporters (one per compute
+# host, in $COMPUTES order, from OBSERVER_PORT): only "watcher start" starts
+# them.
+WATCHER_PORT=$((BASE + 322))
+PROMETHEUS_PORT=$((BASE + 909))
+OBSERVER_PORT=$((BASE + 910))
+# Seconds between two scrapes, and between two syncs of Watcher's compute
+# model with Nova: the scenario waits for both after the migrations.
+SCRAPE_S=${PMEM_IT_SCRAPE_S:-2}
+WATCHER_SYNC_S=${PMEM_IT_WATCHER_SYNC_S:-5}
 ADMIN_PASSWORD=${PMEM_IT_ADMIN_PASSWORD:-pmem-it-admin}
 SERVICE_PASSWORD=${PMEM_IT_SERVICE_PASSWORD:-pmem-it-service}
 REGION=RegionOne
@@ -163,7 +179,9 @@ long_rpc_timeout = 60
 heal_instance_info_cache_interval = -1
 ram_allocation_ratio = 1.0
 cpu_allocation_ratio = 4.0
-default_log_levels = amqp=WARN,amqplib=WARN,sqlalchemy=WARN,oslo.messaging=INFO,oslo_messaging=INFO,iso8601=WARN,requests.packages.urllib3.connectionpool=WARN,urllib3.connectionpool=WARN,websocket=WARN,keystonemiddleware=WARN,routes.middleware=WARN,stevedore=WARN,taskflow=WARN,keystoneauth=WARN,oslo.cache=INFO,oslo_policy=INFO,dogpile.core.dogpile=INFO,nova_pmem_filters=DEBUG
+# nova.filters at DEBUG: "Filter PmemCacheFilter returned 1 host(s)" with
+# the request id, the proof that a live migration went through the filters.
+default_log_levels = amqp=WARN,amqplib=WARN,sqlalchemy=WARN,oslo.messaging=INFO,oslo_messaging=INFO,iso8601=WARN,requests.packages.urllib3.connectionpool=WARN,urllib3.connectionpool=WARN,websocket=WARN,keystonemiddleware=WARN,routes.middleware=WARN,stevedore=WARN,taskflow=WARN,keystoneauth=WARN,oslo.cache=INFO,oslo_policy=INFO,dogpile.core.dogpile=INFO,nova_pmem_filters=DEBUG,nova.filters=DEBUG
 
 [api]
 auth_strategy = keystone
@@ -609,14 +627,17 @@ cmd_down() {
 cmd_leftovers() {
     # What "down" should have removed: a live process of any group this
     # deployment ever started, a listener on one of its ports.
-    local ports found=0
+    local ports found=0 i
     if [[ -f $WORK/groups ]]; then
         ps -eo pgid=,pid=,comm= | awk '
             NR == FNR { name[$1] = $2; next }
             ($1 in name) { printf "process %s (%s) of %s\n", $2, $3, name[$1] }
         ' "$WORK/groups" - | grep . && found=1
     fi
-    ports="$DB_PORT|$AMQP_PORT|$DIST_PORT|$EPMD_PORT|$PLACEMENT_PORT|$API_PORT|$STUB_PORT|$KEYSTONE_PORT"
+    ports="$DB_PORT|$AMQP_PORT|$DIST_PORT|$EPMD_PORT|$PLACEMENT_PORT|$API_PORT|$STUB_PORT|$KEYSTONE_PORT|$WATCHER_PORT|$PROMETHEUS_PORT"
+    for ((i = 0; i < $(echo "$COMPUTES" | wc -w); i++)); do
+        ports="$ports|$((OBSERVER_PORT + i))"
+    done
     ss -Hltn | awk -v p=":($ports)\$" '$4 ~ p { print "listener " $4 }' |
         grep . && found=1
     ((found)) || echo none
@@ -679,6 +700,147 @@ cmd_keystone() {
     esac
 }
 
+write_watcher_config() {
+    local dir=$WORK/watcher spec i=0
+    mkdir -p "$dir/prometheus/data" "$WORK/observers"
+    cat >"$dir/watcher.conf" <<EOF
+[DEFAULT]
+transport_url = rabbit://guest:guest@127.0.0.1:$AMQP_PORT/
+default_log_levels = amqp=WARN,amqplib=WARN,sqlalchemy=WARN,oslo.messaging=INFO,oslo_messaging=INFO,urllib3.connectionpool=WARN,keystonemiddleware=WARN,stevedore=WARN,keystoneauth=WARN,openstack=WARN,apscheduler=WARN,taskflow=WARN,nova_pmem_filters=DEBUG
+[database]
+connection = mysql+pymysql://watcher:watcher@127.0.0.1:$DB_PORT/watcher?charset=utf8
+max_pool_size = 10
+[oslo_concurrency]
+lock_path = $WORK/lock
+[oslo_messaging_notifications]
+driver = noop
+$(authtoken watcher 300)
+[watcher_clients_auth]
+$(service_user watcher)
+[nova]
+$(service_user watcher)
+region_name = $REGION
+[placement]
+$(service_user watcher)
+region_name = $REGION
+# The flavors' extra specs in the model: the strategy reads pmem:*.
+[compute_model]
+enable_extended_attributes = true
+# Without Nova's notifications the model learns of a migration only when
+# it is rebuilt.
+[watcher_cluster_data_model_collectors.compute]
+period = $WATCHER_SYNC_S
+[watcher_strategies.tiered_memory_rebalance]
+prometheus_url = http://127.0.0.1:$PROMETHEUS_PORT
+default_hot_ratio = 0.5
+EOF
+    {
+        printf 'global:\n  scrape_interval: %ss\n  scrape_timeout: %ss\n' \
+            "$SCRAPE_S" "$SCRAPE_S"
+        printf 'scrape_configs:\n- job_name: nova-pmem-observe\n'
+        printf '  static_configs:\n'
+        for spec in $COMPUTES; do
+            printf "  - targets: ['127.0.0.1:%d']\n    labels: {host: %s}\n" \
+                $((OBSERVER_PORT + i)) "${spec%%:*}"
+            i=$((i + 1))
+        done
+    } >"$dir/prometheus/prometheus.yml"
+}
+
+# One exporter per compute host (tests/integration/observers.py), its
+# working sets from the table the scenario writes.
+start_observers() {
+    local spec name vcpus mem mode dram i=0
+    for spec in $COMPUTES; do
+        read -r name vcpus mem mode dram < <(compute_fields "${spec%%:*}")
+        start "observer-$name" "$PY" -m tests.integration.observers "$name" \
+            "$mode" "$dram" $((OBSERVER_PORT + i)) \
+            "$WORK/observers/working-sets.json"
+        i=$((i + 1))
+    done
+}
+
+start_prometheus() {
+    start prometheus prometheus \
+        --config.file="$WORK/watcher/prometheus/prometheus.yml" \
+        --storage.tsdb.path="$WORK/watcher/prometheus/data" \
+        --web.listen-address="127.0.0.1:$PROMETHEUS_PORT" \
+        --log.level=warn
+}
+
+# watcher_service NAME: a Watcher service from its console script, run in
+# a directory of its own (not the source tree: see wsgi_watcher_api.py).
+watcher_service() {
+    (cd "$WORK/watcher" && start "$1" "$VENV/bin/$1" \
+        --config-file "$WORK/watcher/watcher.conf" \
+        --log-file "$WORK/logs/$1.log")
+}
+
+start_watcher_api() {
+    start watcher-api env WATCHER_CONFIG_FILE="$WORK/watcher/watcher.conf" \
+        "$VENV/bin/gunicorn" --chdir "$WORK/watcher" --pythonpath "$HERE" \
+        --no-control-socket --bind "127.0.0.1:$WATCHER_PORT" --workers 1 \
+        --threads 8 --keep-alive 0 --timeout 120 --graceful-timeout 5 \
+        wsgi_watcher_api:application
+}
+
+cmd_watcher() {
+    # Started only by the scenario that needs them (tests/integration/
+    # rebalance.py): the rest of the suite does without.
+    local t0=$SECONDS spec
+    case ${1:-} in
+        start)
+            write_watcher_config
+            mariadb --socket="$WORK/mysql/sock" -uroot <<EOF
+CREATE DATABASE IF NOT EXISTS watcher;
+CREATE USER IF NOT EXISTS 'watcher'@'127.0.0.1' IDENTIFIED BY 'watcher';
+GRANT ALL PRIVILEGES ON watcher.* TO 'watcher'@'127.0.0.1';
+EOF
+            start_observers
+            start_prometheus
+            (cd "$WORK/watcher" && "$VENV/bin/watcher-db-manage" \
+                --config-file "$WORK/watcher/watcher.conf" upgrade \
+                >>"$WORK/logs/watcher-db-manage.out" 2>&1) ||
+                die "watcher-db-manage upgrade failed (logs/watcher-db-manage.out)"
+            start_watcher_api
+            watcher_service watcher-decision-engine
+            watcher_service watcher-applier
+            wait_for 60 Prometheus http_ok \
+                "http://127.0.0.1:$PROMETHEUS_PORT/-/ready"
+            wait_for 90 watcher-api http_ok "http://127.0.0.1:$WATCHER_PORT/"
+            "$PY" -m tests.integration.client wait-consumer \
+                watcher.decision.control
+            "$PY" -m tests.integration.client wait-consumer \
+                watcher.applier.control
+            log "Watcher, Prometheus and the observers up in $((SECONDS - t0))s"
+            ;;
+        stop)
+            # All at once, SIGKILL after 5 s: Watcher's services take longer
+            # than that to stop gracefully, which is not under test.
+            local names=(watcher-applier watcher-decision-engine watcher-api
+                prometheus) pids=() pid
+            for spec in $COMPUTES; do
+                names+=("observer-${spec%%:*}")
+            done
+            for spec in "${names[@]}"; do
+                [[ -f $WORK/pids/$spec.pid ]] || continue
+                pid=$(cat "$WORK/pids/$spec.pid")
+                pids+=("$pid")
+                kill -TERM -- "-$pid" 2>/dev/null || true
+            done
+            wait_groups_gone 20 "${pids[@]+"${pids[@]}"}"
+            for pid in "${pids[@]+"${pids[@]}"}"; do
+                kill -KILL -- "-$pid" 2>/dev/null || true
+            done
+            wait_groups_gone 20 "${pids[@]+"${pids[@]}"}"
+            for spec in "${names[@]}"; do
+                rm -f "$WORK/pids/$spec.pid"
+            done
+            ;;
+        *) die "usage: $0 watcher start|stop" ;;
+    esac
+}
+
 cmd_rss() {
     # resident memory of every process of every group, MB
     local f pgids=()
@@ -716,9 +878,10 @@ case ${1:-} in
     scheduler) cmd_scheduler "$2" ;;
     placement) cmd_placement "$2" ;;
     keystone) cmd_keystone "${2:-}" ;;
+    watcher) cmd_watcher "${2:-}" ;;
     leftovers) cmd_leftovers ;;
     shared-connections) cmd_shared_connections ;;
     scheduler-workers) cmd_scheduler_workers ;;
     rss) cmd_rss ;;
-    *) die "usage: $0 packages|up|down|leftovers|restart-compute H|kill-scheduler-worker|scheduler-workers|restart-rabbit|scheduler pmem|plain|placement N|keystone stop|start|rss" ;;
+    *) die "usage: $0 packages|up|down|leftovers|restart-compute H|kill-scheduler-worker|scheduler-workers|restart-rabbit|scheduler pmem|plain|placement N|keystone stop|start|watcher start|stop|rss" ;;
 esac

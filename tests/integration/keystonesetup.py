@@ -15,12 +15,15 @@ After ``keystone-manage bootstrap`` (deploy.sh) there is the admin, its
 project, the default roles and the identity endpoints. This adds, through
 Keystone's API as the admin, what a cloud installer adds:
 
-* the ``service`` project, with users ``nova`` and ``placement`` holding
+* the ``service`` project, with users ``nova``, ``placement`` and
+  ``watcher`` holding
   the ``admin`` and ``service`` roles in it (as devstack gives its service
   users): Placement's default policy lets ``service`` through, and Nova's
   [placement] user lists and changes every resource provider;
-* the ``compute`` (``nova``) and ``placement`` services with public and
-  internal endpoints in the region;
+* the ``compute`` (``nova``), ``placement`` and ``infra-optim``
+  (``watcher``) services with public and internal endpoints in the region
+  (Watcher's API runs only while a scenario needs it: deploy.sh ``watcher
+  start``);
 * ``client.MEMBER``: a user with the ``member`` role only, in a project of
   its own, for the scenarios that need a user who is not an admin;
 
@@ -37,10 +40,11 @@ import yaml
 from nova_pmem_filters import fileutil
 from tests.integration import client as api
 
-SERVICE_USERS = ('nova', 'placement')
+SERVICE_USERS = ('nova', 'placement', 'watcher')
 SERVICE_ROLES = ('admin', 'service')
 CATALOG = (('compute', 'nova', api.COMPUTE_URL),
-           ('placement', 'placement', api.PLACEMENT_URL))
+           ('placement', 'placement', api.PLACEMENT_URL),
+           ('infra-optim', 'watcher', api.WATCHER_URL))
 INTERFACES = ('public', 'internal')
 
 

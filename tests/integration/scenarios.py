@@ -53,6 +53,7 @@ from nova_pmem_filters import fileutil
 from tests.integration import client as api
 from tests.integration import identity
 from tests.integration import operator
+from tests.integration import rebalance
 from tests.integration import tempest_suite
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -743,10 +744,10 @@ def main(argv=None):
     parser.add_argument('--no-upstream-retries', action='store_true',
                         help='skip the race with Placement retries=10')
     parser.add_argument('--only',
-                        default='operator,tempest,identity,latency,race,bad,'
-                        'faults',
+                        default='operator,tempest,identity,watcher,latency,'
+                        'race,bad,faults',
                         help='comma list of operator, tempest, identity, '
-                        'latency, race, bad, faults')
+                        'watcher, latency, race, bad, faults')
     parser.add_argument('--teardown', action='store_true',
                         help='stop the deployment at the end and check '
                         'that nothing is left running')
@@ -783,6 +784,8 @@ def main(argv=None):
              (cloud, results, operator_work)),
             ('identity', identity.scenario_identity,
              (cloud, results, os.path.join(operator_work, 'identity'))),
+            ('watcher', rebalance.scenario_watcher,
+             (cloud, results, args.logs, deploy)),
             ('latency', scenario_latency, (cloud, results, load)),
             ('race', scenario_race, (cloud, results, args.race, upstream)),
             ('bad', scenario_bad_specs, (cloud, results)),
