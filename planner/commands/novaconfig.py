@@ -68,12 +68,6 @@ def _write(path, text, mode=None):
                                  % (path, exc.strerror or exc))
 
 
-def _check_role(role, known):
-    if role not in known:
-        raise errors.PlannerError('--role %s: not a role of this plan '
-                                  '(roles: %s)' % (role, ', '.join(known)))
-
-
 class NovaConfig(base.ShortTableLister):
     """Show the Nova settings (aggregates, flavors, nova.conf) of the plan.
 
@@ -120,6 +114,37 @@ class _Generated(command.Command):
         return words
 
 
+class _ForRole(_Generated):
+    """A generated text for one role of the plan: --role, scheduler first."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--role', metavar='ROLE', default=None,
+            help='scheduler, or compute:AGGREGATE for the hosts of one '
+                 'aggregate of the plan (default: scheduler)')
+        return parser
+
+    def _argv_words(self, parsed_args):
+        words = super()._argv_words(parsed_args)
+        if parsed_args.role:
+            words += ['--role', parsed_args.role]
+        return words
+
+    @staticmethod
+    def _role(parsed_args, plan):
+        """The role asked for, checked against the plan's."""
+        from planner import novaconfig
+
+        role = parsed_args.role or novaconfig.SCHEDULER_ROLE
+        known = novaconfig.roles(plan)
+        if role not in known:
+            raise errors.PlannerError('--role %s: not a role of this plan '
+                                      '(roles: %s)'
+                                      % (role, ', '.join(known)))
+        return role
+
+
 class NovaConfigScript(_Generated):
     """Print the plan's aggregates and flavors as a shell script.
 
@@ -154,7 +179,7 @@ class NovaConfigScript(_Generated):
         return 0
 
 
-class NovaConfigNovaConf(_Generated):
+class NovaConfigNovaConf(_ForRole):
     """Print (or merge) the nova.conf settings of one role of the plan.
 
     The schedulers (--role scheduler) or the computes of one aggregate
@@ -169,27 +194,16 @@ class NovaConfigNovaConf(_Generated):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument(
-            '--role', metavar='ROLE', default=None,
-            help='scheduler, or compute:AGGREGATE for the hosts of one '
-                 'aggregate of the plan (default: scheduler)')
-        parser.add_argument(
             '--merge-into', metavar='FILE',
             help='merge the settings into this nova.conf (atomically, '
                  'keeping its permissions) instead of printing them')
         return parser
 
-    def _argv_words(self, parsed_args):
-        words = super()._argv_words(parsed_args)
-        if parsed_args.role:
-            words += ['--role', parsed_args.role]
-        return words
-
     def take_action(self, parsed_args):
         from planner import novaconfig
 
         scen, plan = _plan_rows(parsed_args)
-        role = parsed_args.role or novaconfig.SCHEDULER_ROLE
-        _check_role(role, novaconfig.roles(plan))
+        role = self._role(parsed_args, plan)
         if parsed_args.merge_into:
             path = parsed_args.merge_into
             try:
@@ -253,7 +267,7 @@ class NovaConfigProviderConfig(_Generated):
         return 0
 
 
-class NovaConfigKolla(_Generated):
+class NovaConfigKolla(_ForRole):
     """Print (or write) the plan's kolla-ansible config override file.
 
     For the schedulers (--role scheduler, the default) the file
@@ -270,10 +284,6 @@ class NovaConfigKolla(_Generated):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument(
-            '--role', metavar='ROLE', default=None,
-            help='scheduler, or compute:AGGREGATE for the hosts of one '
-                 'aggregate of the plan (default: scheduler)')
-        parser.add_argument(
             '--host', action='append', default=None, metavar='NAME',
             help='a host of the aggregate of a compute role, as the '
                  'kolla-ansible inventory names it (repeatable)')
@@ -286,8 +296,6 @@ class NovaConfigKolla(_Generated):
 
     def _argv_words(self, parsed_args):
         words = super()._argv_words(parsed_args)
-        if parsed_args.role:
-            words += ['--role', parsed_args.role]
         for host in parsed_args.host or ():
             words += ['--host', host]
         return words
@@ -296,8 +304,7 @@ class NovaConfigKolla(_Generated):
         from planner import novaconfig
 
         scen, plan = _plan_rows(parsed_args)
-        role = parsed_args.role or novaconfig.SCHEDULER_ROLE
-        _check_role(role, novaconfig.roles(plan))
+        role = self._role(parsed_args, plan)
         hosts = parsed_args.host or []
         if role == novaconfig.SCHEDULER_ROLE and hosts:
             raise errors.PlannerError('--host: only for a compute role '
@@ -345,7 +352,7 @@ class NovaConfigKolla(_Generated):
             _write(path, text, mode=mode)
 
 
-class NovaConfigOsa(_Generated):
+class NovaConfigOsa(_ForRole):
     """Print (or write) the plan's OpenStack-Ansible variables.
 
     For the schedulers (--role scheduler, the default) a user variables
@@ -361,10 +368,6 @@ class NovaConfigOsa(_Generated):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument(
-            '--role', metavar='ROLE', default=None,
-            help='scheduler, or compute:AGGREGATE for the hosts of one '
-                 'aggregate of the plan (default: scheduler)')
-        parser.add_argument(
             '--pip-package', metavar='SPEC', default=None,
             help='what nova_user_pip_packages installs (default: '
                  'nova-pmem-filters; pin it, e.g. nova-pmem-filters==1.2.0)')
@@ -375,8 +378,6 @@ class NovaConfigOsa(_Generated):
 
     def _argv_words(self, parsed_args):
         words = super()._argv_words(parsed_args)
-        if parsed_args.role:
-            words += ['--role', parsed_args.role]
         if parsed_args.pip_package:
             words += ['--pip-package', parsed_args.pip_package]
         return words
@@ -385,8 +386,7 @@ class NovaConfigOsa(_Generated):
         from planner import novaconfig
 
         scen, plan = _plan_rows(parsed_args)
-        role = parsed_args.role or novaconfig.SCHEDULER_ROLE
-        _check_role(role, novaconfig.roles(plan))
+        role = self._role(parsed_args, plan)
         if role == novaconfig.SCHEDULER_ROLE:
             where = 'For /etc/openstack_deploy/user_nova_pmem.yml.'
         else:
