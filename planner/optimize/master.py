@@ -47,6 +47,9 @@ class Master(object):
         # A valid cut: every fleet has at least this many nodes.
         self.min_nodes = None
         self.cut_row = None
+        # {(candidate, period): (workload values, upper bound on the best
+        # pattern's value)} of the last exact pricing (pricing.known_bound).
+        self.tops = {}
 
     def add(self, ci, t, counts):
         key = (ci, t, tuple(counts))

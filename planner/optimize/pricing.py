@@ -11,6 +11,8 @@
 #    under the License.
 """Pricing: the node patterns worth adding; the bound that none is left."""
 
+import dataclasses
+
 import numpy as np
 
 from nova_pmem_filters.core import kinds
@@ -122,16 +124,59 @@ def node_limits(problem, master, incumbent, hard_caps=False):
     return limits
 
 
-def _exact(problem, master, ci, values, mu, per_call):
+def known_bound(problem, master, ci, t, values):
+    """An upper bound on the best pattern of (ci, t) from its last pricing.
+
+    The best value U(v) of a pattern is convex in the workload values v:
+    for any pattern a, a.v = a.v0 + a.(v - v0) <= U(v0) + a.(v - v0)+, so
+    U(v) <= U(v0) + the quick bound at the positive part of v - v0. While
+    the duals move little (stabilised, near the end), this proves that no
+    pattern pays without solving the pricing problem again. None: not
+    priced exactly yet.
+    """
+    last = master.tops.get((ci, t))
+    if last is None:
+        return None
+    before, top = last
+    rise = [max(0.0, v - v0) for v, v0 in zip(values, before)]
+    return top + pricing_bound(problem.candidates[ci], problem.demands,
+                               rise)
+
+
+def _remember(master, ci, t, values, top):
+    """The upper bound of an exact pricing, for :func:`known_bound`."""
+    master.tops[ci, t] = (list(values), top)
+
+
+def shape(cand):
+    """What a configuration's pricing problem depends on, but its duals.
+
+    Configurations of one shape (the same node model and limits, another
+    name or price) have the same best pattern for the same workload
+    values: it is solved once.
+    """
+    return (dataclasses.replace(cand.capacity, name=''), cand.limits)
+
+
+def _exact(problem, master, ci, values, mu, per_call, known=None):
     """Exact pricing of one configuration; adds its best pattern if it pays.
 
-    Returns (added, upper bound on the best pattern's value).
+    ``known``: {(shape, values): answer} of the pricing problems solved in
+    this round, which configurations of the same shape reuse.
+
+    Returns (pays, counts, upper bound on the best pattern's value).
     """
     cand = problem.candidates[ci]
-    value, counts, top = clock.timed(
-        'pricing', per_call, patterns.best_pattern, cand.capacity,
-        problem.demands, values, cand.limits, gap=_PRICING_GAP,
-        time_limit=per_call)
+    key = (shape(cand), tuple(values))
+    if known is not None and key in known:
+        value, counts, top = known[key]
+    else:
+        value, counts, top = clock.timed(
+            'pricing', per_call, patterns.best_pattern, cand.capacity,
+            problem.demands, values, cand.limits, gap=_PRICING_GAP,
+            time_limit=per_call)
+        if known is not None:
+            known[key] = (value, counts, top)
     return value > mu + RC_TOL * max(mu, 1e-6), counts, top
 
 
@@ -140,20 +185,24 @@ def farley_applies(problem, master):
             and not master.caps)
 
 
-def price_farley(problem, master, res, priced, per_call):
+def price_farley(problem, master, duals, value, priced, per_call):
     """Exact pricing with Farley's bound (one period, no caps, TCO).
 
     With the demand duals pi and the dual sigma of the node-count cut,
     theta (pi, sigma) is feasible in the dual of the LP over all patterns,
     theta = min_c cost_c / (U_c + sigma) with U_c an upper bound on the
-    value of a pattern of c; so theta times the LP's value bounds the
-    optimum from below. Configurations are priced in the order of their
-    quick bound, and pricing stops once no configuration left can lower
-    theta; the patterns found on the way join the master problem.
+    value of a pattern of c; so theta times the duals' value bounds the
+    optimum from below. The duals need not be the LP's own: any
+    nonnegative ones, such as the stabilised duals of column generation,
+    give a bound (``value``: their dual objective, ``duals``: one per
+    row of the master problem, nonnegative). Configurations are priced
+    in the order of their quick bound, and pricing stops once no
+    configuration left can lower theta; the patterns found on the way
+    join the master problem.
     """
     period = problem.periods[0]
     cost = [c.capex + problem.energy(c, period) for c in problem.candidates]
-    sigma = (max(0.0, -res.ineqlin.marginals[master.cut_row])
+    sigma = (max(0.0, duals[master.cut_row])
              if master.cut_row is not None else 0.0)
     order = []
     for (ci, t), entry in priced.items():
@@ -165,6 +214,7 @@ def price_farley(problem, master, res, priced, per_call):
     order.sort(key=lambda item: item[0])
     theta = 1.0
     added = 0
+    known = {}
     for ratio, ci, t, entry in order:
         if ratio >= theta:
             break
@@ -173,12 +223,13 @@ def price_farley(problem, master, res, priced, per_call):
             theta = min(theta, ratio)
             continue
         pays, counts, top = _exact(problem, master, ci, entry[2], entry[0],
-                                   per_call)
+                                   per_call, known)
+        _remember(master, ci, t, entry[2], top)
         if pays and master.add(ci, t, counts):
             added += 1
         if top + sigma > 0:
             theta = min(theta, cost[ci] / (top + sigma))
-    return added, theta * res.fun
+    return added, theta * value
 
 
 def node_cut(problem, master, res, per_call):
@@ -220,12 +271,14 @@ def price_all(problem, master, res, priced, per_call, incumbent):
     """Exact pricing of every configuration, with the Lagrangian bound."""
     upper = {}
     added = 0
+    known = {}
     for (ci, t), entry in priced.items():
         if entry[1] is not None:
             upper[ci, t] = entry[1]
             continue
         pays, counts, top = _exact(problem, master, ci, entry[2], entry[0],
-                                   per_call)
+                                   per_call, known)
+        _remember(master, ci, t, entry[2], top)
         upper[ci, t] = top
         if pays and master.add(ci, t, counts):
             added += 1

@@ -69,6 +69,12 @@ _CG_SHARE = 0.6
 # Column generation stops once the LP and its bound are this share of the
 # requested gap apart: more patterns could improve the LP by no more.
 _CG_SHARE_OF_GAP = 0.1
+# Wentges smoothing: the weight of the stability centre in the duals that
+# pricing works at.
+_SMOOTHING = 0.5
+# Column generation stops once this many rounds improved neither the bound
+# nor the LP by its share of the gap (tailing off).
+_TAIL_ROUNDS = 10
 
 
 def _round_up(problem, master, res, layout):
@@ -310,7 +316,8 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage):
     # generation always has a fleet); the integer stages hold it.
     hard = master.elastic and bool(master.caps)
     best = _incumbent(problem, master, generated.res, generated.layout,
-                      bound, deadline, gap, generate)
+                      bound, deadline, gap, generate,
+                      lambda best: tell('fleet rounded from the LP', best))
     if best is not None and hard and _grows_a_cap(master, best):
         best = None
     tell('fleet from the patterns', best)
@@ -359,10 +366,20 @@ def _generate_columns(problem, master, deadline, cg_deadline, gap,
     It stops when the LP is within its share of ``gap`` of the bound, when
     no pattern is worth adding, after :data:`_MAX_ROUNDS` rounds, or past
     ``cg_deadline`` once pricing is exact.
+
+    Where Farley's bound applies the duals are stabilised (Wentges
+    smoothing): pricing works at a point between the LP's duals and the
+    duals of the best bound so far (the centre), which damps the
+    oscillation of the LP's duals from round to round; when nothing pays
+    there (a mispricing), the round prices at the LP's own duals, so that
+    column generation ends where it would have without smoothing.
     """
     rounds = 0
     bound = -np.inf
     incumbent = None
+    centre = None
+    # (LP value, bound) of each round.
+    history = []
     while True:
         rounds += 1
         res, layout = master.solve_lp()
@@ -373,24 +390,69 @@ def _generate_columns(problem, master, deadline, cg_deadline, gap,
             clock.cut('column generation')
         if not generate:
             break
-        priced, added = _price_greedily(problem, master,
-                                        -res.ineqlin.marginals, out_of_time)
-        priced_exactly = not added
-        if priced_exactly:
-            # Greedy found nothing: price exactly, for the bound too.
-            added, lower = _price_exactly(problem, master, res, priced,
-                                          deadline, incumbent)
-            bound = max(bound, lower)
+        duals = -res.ineqlin.marginals
+        points = [(duals, float(res.fun))]
+        if (centre is not None and len(centre[0]) == len(duals)
+                and not out_of_time):
+            points.insert(0, (_SMOOTHING * centre[0]
+                              + (1 - _SMOOTHING) * duals,
+                              _SMOOTHING * centre[1]
+                              + (1 - _SMOOTHING) * float(res.fun)))
+        for point, value in points:
+            added, lower, priced_exactly = _price(
+                problem, master, res, point, value, out_of_time, deadline,
+                incumbent)
+            if lower > bound:
+                bound = lower
+                if pricing.farley_applies(problem, master):
+                    centre = (point, value)
+            if added:
+                break
         if progress:
             progress(rounds, len(master.columns), res.fun, bound)
-        close = (priced_exactly and res.fun - bound
-                 <= _CG_SHARE_OF_GAP * gap * max(abs(res.fun), 1.0))
+        tol = _CG_SHARE_OF_GAP * gap * max(abs(res.fun), 1.0)
+        close = priced_exactly and res.fun - bound <= tol
+        history.append((res.fun, bound))
         if close or not added or rounds >= _MAX_ROUNDS or (
-                out_of_time and priced_exactly):
+                out_of_time and priced_exactly) or (
+                priced_exactly and _tailing_off(history, tol)):
             if _cut_nodes(problem, master, res, out_of_time, rounds):
+                centre = None
                 continue
             break
     return _Generated(res=res, layout=layout, rounds=rounds, bound=bound)
+
+
+def _tailing_off(history, tol):
+    """Whether the last :data:`_TAIL_ROUNDS` rounds moved nothing that counts.
+
+    The LP improved by no more than ``tol`` (its share of the gap) and the
+    bound not at all: more rounds of the kind would improve the LP, whose
+    bound is already proven, by no more than that, and the time is the
+    integer stage's. The bound stays valid: it is the best one proven.
+    """
+    if len(history) <= _TAIL_ROUNDS:
+        return False
+    lp_then, bound_then = history[-1 - _TAIL_ROUNDS]
+    lp_now, bound_now = history[-1]
+    return (np.isfinite(bound_now) and bound_now <= bound_then
+            and lp_then - lp_now <= tol)
+
+
+def _price(problem, master, res, duals, value, out_of_time, deadline,
+           incumbent):
+    """One round's pricing at ``duals`` (their dual objective ``value``).
+
+    Greedy first; exact pricing when greedy finds nothing, for the bound
+    too. Returns (patterns added, lower bound or -inf, priced exactly).
+    """
+    priced, added = _price_greedily(problem, master, duals, out_of_time)
+    if added:
+        return added, -np.inf, False
+    # Greedy found nothing: price exactly, for the bound too.
+    added, lower = _price_exactly(problem, master, res, duals, value,
+                                  priced, deadline, incumbent)
+    return added, lower, True
 
 
 def _rounded_incumbent(problem, master, res, layout, incumbent):
@@ -423,6 +485,9 @@ def _price_greedily(problem, master, duals, out_of_time):
                       for w in range(nw)]
             tol = pricing.RC_TOL * max(mu, 1e-6)
             quick = pricing.pricing_bound(cand, problem.demands, values)
+            known = pricing.known_bound(problem, master, ci, t, values)
+            if known is not None:
+                quick = min(quick, known)
             if quick <= mu + tol:
                 priced[ci, t] = (mu, quick)
                 continue
@@ -436,12 +501,18 @@ def _price_greedily(problem, master, duals, out_of_time):
     return priced, added
 
 
-def _price_exactly(problem, master, res, priced, deadline, incumbent):
-    """(patterns added, lower bound) of exact pricing."""
+def _price_exactly(problem, master, res, duals, value, priced, deadline,
+                   incumbent):
+    """(patterns added, lower bound) of exact pricing at ``duals``.
+
+    The Lagrangian bound (no Farley) holds at the LP's own duals only:
+    at others it is not computed (-inf).
+    """
     left = max(deadline - time.monotonic(), 1.0)
     per_call = max(0.2, 0.05 * left / max(len(priced), 1))
     if pricing.farley_applies(problem, master):
-        return pricing.price_farley(problem, master, res, priced, per_call)
+        return pricing.price_farley(problem, master, duals, value, priced,
+                                    per_call)
     return pricing.price_all(problem, master, res, priced, per_call,
                              incumbent)
 
@@ -458,11 +529,13 @@ def _cut_nodes(problem, master, res, out_of_time, rounds):
 
 
 def _incumbent(problem, master, lp_res, lp_layout, bound, deadline, gap,
-               mix=True):
+               mix=True, found=None):
     """The best fleet of the patterns generated so far, or None.
 
     ``mix``: leftover VMs may share free nodes (False for one workload per
-    node).
+    node). ``found``: called with the quick fleet from the LP, if any,
+    before the longer integer program (so that progress shows a fleet and
+    its gap early).
     """
     best = None
     if pricing.farley_applies(problem, master):
@@ -477,6 +550,8 @@ def _incumbent(problem, master, lp_res, lp_layout, bound, deadline, gap,
                 best = _Solution(vec, cost, master.layout())
         if best is not None and best.fun - bound <= gap * abs(best.fun):
             return best
+        if best is not None and found is not None:
+            found(best)
         remaining = max(deadline - time.monotonic(), 1.0)
         if best is None or exact.free_nodes(problem, master, best.fun,
                                             False)[2]:

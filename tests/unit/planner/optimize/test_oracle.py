@@ -476,6 +476,13 @@ class OracleTestCase(testtools.TestCase):
         self.assertTrue(close(answer.tco, tco),
                         'TCO %r, the oracle %r (fleet %s)'
                         % (tco, answer.tco, answer.fleet))
+        # The bound is on the right side of the optimum (a gap is an
+        # absolute value: a bound past the optimum would pass as one).
+        slack = 1e-6 * max(abs(answer.objective), 1.0)
+        if objective == 'tco':
+            self.assertLessEqual(plan.lp_bound, answer.objective + slack)
+        else:
+            self.assertGreaterEqual(plan.lp_bound, answer.objective - slack)
         self.assertEqual('optimal', plan.status,
                          'gap %r, bound %r' % (plan.gap, plan.lp_bound))
         self.assertIsNotNone(plan.gap)

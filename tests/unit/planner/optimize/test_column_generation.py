@@ -1,0 +1,175 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Column generation: stabilised duals, pricing once, the anytime fleet."""
+
+import dataclasses
+from unittest import mock
+
+import hypothesis
+from hypothesis import strategies as st
+import numpy as np
+import testtools
+
+from planner import optimize
+from planner.optimize import master as master_mod
+from planner.optimize import pricing
+from planner.optimize import solver
+from planner import patterns
+from tests.unit.planner.optimize import base
+
+
+_CACHE = []
+
+
+def _benchmark_problem():
+    """The small benchmark and its problem, built once (building is slow)."""
+    if not _CACHE:
+        scen = base.small_benchmark()
+        _CACHE.append((scen, optimize.build(scen)))
+    return _CACHE[0]
+
+
+class KnownBoundTestCase(testtools.TestCase):
+    """What an earlier pricing proves about the next one."""
+
+    @base.PROPERTY
+    @hypothesis.given(
+        st.integers(min_value=0, max_value=5),
+        st.lists(st.integers(min_value=0, max_value=5000), min_size=4,
+                 max_size=4),
+        st.lists(st.integers(min_value=-500, max_value=500), min_size=4,
+                 max_size=4))
+    def test_never_below_the_best_pattern(self, ci, before, moves):
+        # U(v) <= U(v0) + the quick bound of (v - v0)+: the best pattern at
+        # the new values is never worth more than the bound says.
+        _scen, problem = _benchmark_problem()
+        master = master_mod.Master(problem)
+        cand = problem.candidates[ci]
+        _value, _counts, top = patterns.best_pattern(
+            cand.capacity, problem.demands, before, cand.limits)
+        pricing._remember(master, ci, 0, before, top)
+        after = [max(0.0, v + m) for v, m in zip(before, moves)]
+        best, _counts, _top = patterns.best_pattern(
+            cand.capacity, problem.demands, after, cand.limits)
+        known = pricing.known_bound(problem, master, ci, 0, after)
+        # HiGHS proves its bound within its absolute gap (1e-6).
+        self.assertGreaterEqual(known, best - 1e-6 * max(best, 1.0) - 1e-5)
+
+    def test_unchanged_values_need_no_new_pricing(self):
+        _scen, problem = _benchmark_problem()
+        master = master_mod.Master(problem)
+        self.assertIsNone(pricing.known_bound(problem, master, 0, 0,
+                                              [1.0] * 4))
+        pricing._remember(master, 0, 0, [100.0, 0.0, 50.0, 10.0], 1234.5)
+        self.assertAlmostEqual(1234.5, pricing.known_bound(
+            problem, master, 0, 0, [100.0, 0.0, 50.0, 10.0]), places=3)
+        # Values that only fall cannot raise the best pattern's value.
+        self.assertAlmostEqual(1234.5, pricing.known_bound(
+            problem, master, 0, 0, [90.0, 0.0, 0.0, 10.0]), places=3)
+
+
+class ShapeTestCase(testtools.TestCase):
+    """Configurations of one shape share their pricing problem."""
+
+    def test_one_pricing_per_shape(self):
+        _scen, problem = _benchmark_problem()
+        first = problem.candidates[0]
+        twin = dataclasses.replace(
+            first, name='twin', capex=first.capex * 1.01,
+            capacity=dataclasses.replace(first.capacity, name='twin'))
+        other = problem.candidates[1]
+        problem = dataclasses.replace(problem,
+                                      candidates=(first, twin, other))
+        self.assertEqual(pricing.shape(first), pricing.shape(twin))
+        self.assertNotEqual(pricing.shape(first), pricing.shape(other))
+        master = master_mod.Master(problem)
+        solver._seed(problem, master)
+        values = [2000.0] * len(problem.workloads)
+        priced = {(ci, 0): (0.0, None, values) for ci in range(3)}
+        lp = mock.Mock(fun=0.0)
+        with mock.patch.object(patterns, 'best_pattern',
+                               wraps=patterns.best_pattern) as call:
+            pricing.price_all(problem, master, lp, priced, 5.0, None)
+        # One call for first and its twin, one for the other.
+        self.assertEqual(2, call.call_count)
+        # Both twins know their bound.
+        self.assertEqual(master.tops[0, 0], master.tops[1, 0])
+
+
+class TailingOffTestCase(testtools.TestCase):
+
+    def test_rounds_that_move_nothing_stop_generation(self):
+        still = [(100.0, 90.0)] * (solver._TAIL_ROUNDS + 1)
+        self.assertTrue(solver._tailing_off(still, 0.01))
+        # Too few rounds to tell.
+        self.assertFalse(solver._tailing_off(still[1:], 0.01))
+
+    def test_a_rising_bound_or_a_falling_lp_goes_on(self):
+        rounds = solver._TAIL_ROUNDS + 1
+        rising = [(100.0, 90.0 + i) for i in range(rounds)]
+        self.assertFalse(solver._tailing_off(rising, 0.01))
+        falling = [(100.0 - i, 90.0) for i in range(rounds)]
+        self.assertFalse(solver._tailing_off(falling, 0.01))
+        # Unless the LP fell by no more than the tolerance.
+        self.assertTrue(solver._tailing_off(falling, float(rounds)))
+
+    def test_no_bound_yet_goes_on(self):
+        still = [(100.0, -np.inf)] * (solver._TAIL_ROUNDS + 1)
+        self.assertFalse(solver._tailing_off(still, 0.01))
+
+
+class AnytimeTestCase(testtools.TestCase):
+    """The fleet a run reports never gets worse; its bound holds."""
+
+    def test_fleets_told_never_get_worse(self):
+        scen, problem = _benchmark_problem()
+        told = []
+        plan = optimize.solve(
+            problem, scen=scen, time_limit=60, gap=0.0,
+            stage=lambda what, best, bound: told.append((what, best, bound)))
+        fleets = [best for _what, best, _bound in told if best is not None]
+        self.assertTrue(fleets, told)
+        for earlier, later in zip(fleets, fleets[1:]):
+            self.assertLessEqual(later, earlier + 1e-6, told)
+        self.assertLessEqual(plan.objective, fleets[-1] + 1e-6)
+        bounds = [bound for _what, _best, bound in told]
+        for earlier, later in zip(bounds, bounds[1:]):
+            self.assertGreaterEqual(later, earlier - 1e-6, told)
+        self.assertLessEqual(plan.lp_bound, plan.objective + 1e-6)
+
+    def test_the_quick_fleet_is_told_before_the_integer_program(self):
+        scen, problem = _benchmark_problem()
+        told = []
+        optimize.solve(
+            problem, scen=scen, time_limit=60, gap=0.0,
+            stage=lambda what, best, bound: told.append((what, best)))
+        names = [what for what, _best in told]
+        # Farley's case (TCO, one period, no caps): the fleet rounded from
+        # the LP comes first, with a value.
+        self.assertIn('fleet rounded from the LP', names)
+        quick = names.index('fleet rounded from the LP')
+        self.assertLess(quick, names.index('fleet from the patterns'))
+        self.assertIsNotNone(told[quick][1])
+
+    def test_smoothed_bound_stays_below_the_optimum(self):
+        # Column generation's bound (Farley's, at the stabilised duals)
+        # never passes the proven optimum of the same problem.
+        scen, problem = _benchmark_problem()
+        plan = optimize.solve(problem, scen=scen, time_limit=60, gap=0.0)
+        self.assertEqual('optimal', plan.status, plan.gap)
+        master = master_mod.Master(problem)
+        solver._seed(problem, master)
+        generated = solver._generate_columns(
+            problem, master, float('inf'), float('inf'), 0.0, True, None)
+        self.assertLessEqual(generated.bound, plan.objective * (1 + 1e-9))
+        self.assertLessEqual(generated.bound,
+                             generated.res.fun * (1 + 1e-9))
