@@ -13,15 +13,27 @@
 ``[pmem_filters]``.
 
 Tempest cannot read nova.conf: the options that change what the scheduler
-decides (``[pmem]`` in nova-scheduler's nova.conf) are repeated here, with
-the same names and defaults, so that the tests expect what the scheduler
-does. The defaults are those of nova-pmem-filters' own options.
+decides (``[pmem]`` in nova-scheduler's nova.conf) are repeated here as
+copies of nova-pmem-filters' own definitions (same names, defaults and
+limits), so that the tests expect what the scheduler does.
 """
+
+import copy
 
 from oslo_config import cfg
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
+from nova_pmem_filters.conf import pmem
+
+# nova-scheduler's [pmem] options that change what it decides: copies of
+# nova-pmem-filters' own definitions (names, defaults, limits, help).
+SCHEDULER_OPTIONS = ('default_host_mode', 'default_hot_ratio',
+                     'cache_overcommit_ratio')
+
+
+def _scheduler_opts():
+    by_name = {opt.name: opt for opt in pmem.pmem_opts}
+    return [copy.deepcopy(by_name[name]) for name in SCHEDULER_OPTIONS]
+
 
 service_option = cfg.BoolOpt(
     'pmem_filters',
@@ -44,29 +56,6 @@ PmemFiltersGroup = [
              '(nova-pmem-filters is installed where nova-api runs). The '
              'API tests, which expect HTTP 400 for bad pmem: extra specs, '
              'skip when False.'),
-    cfg.StrOpt(
-        'default_host_mode',
-        default=kinds.DRAM,
-        choices=list(kinds.ALL_MODES),
-        help='As [pmem] default_host_mode in nova-scheduler\'s nova.conf: '
-             'the kind of a host that is in no aggregate with pmem_mode.'),
-    cfg.FloatOpt(
-        'default_hot_ratio',
-        default=extra_specs.DEFAULT_HOT_RATIO,
-        min=0.0001,
-        max=1.0,
-        help='As [pmem] default_hot_ratio in nova-scheduler\'s nova.conf: '
-             'the share of a flavor\'s RAM counted as hot when it has no '
-             'pmem:hot_ratio. The DRAM-cache test counts the instances '
-             'already on a Memory-Mode host with it.'),
-    cfg.FloatOpt(
-        'cache_overcommit_ratio',
-        default=1.0,
-        min=0.0,
-        max=100.0,
-        help='As [pmem] cache_overcommit_ratio in nova-scheduler\'s '
-             'nova.conf: how many times its DRAM cache of hot RAM a '
-             'Memory-Mode host may hold.'),
     cfg.IntOpt(
         'flavor_ram_mb',
         default=512,
@@ -110,4 +99,4 @@ PmemFiltersGroup = [
         help='The networks field of the servers the tests create: "none" '
              '(no port: the tests only need the scheduler\'s decision) or '
              '"auto" (microversion 2.37 and later).'),
-]
+] + _scheduler_opts()
