@@ -388,3 +388,82 @@ def greedy_pattern(capacity, demands, values, limits):
         if value > best[0]:
             best = (value, tuple(counts))
     return best
+
+
+class TooMany(Exception):
+    """More maximal patterns, or more work to list them, than allowed."""
+
+
+def maximal(capacity, demands, limits, use, budget):
+    """Every maximal pattern of the workloads ``use`` on one node.
+
+    A pattern is maximal when no count in it can grow by one and still
+    fit. The node model is monotone (a pattern below one that fits fits
+    too), so any pattern lies below a maximal one: a fleet loses nothing
+    by running maximal patterns only (a slot need not be used).
+
+    :param limits: the largest count of each demand alone
+        (:func:`single_limit`).
+    :param budget: a :class:`Budget`, shared by the configurations of one
+        listing.
+    :returns: a list of count tuples (workloads outside ``use`` at 0).
+    :raises TooMany: when the budget runs out.
+    """
+    use = [i for i in use if limits[i] > 0]
+    counts = [0] * len(demands)
+    found = []
+
+    def fit():
+        budget.spend(1)
+        return fits(capacity, demands, counts)
+
+    def most(i):
+        # The largest count of i beside the others (monotone: bisect).
+        lo, hi = 0, limits[i]
+        while lo < hi:
+            counts[i] = (lo + hi + 1) // 2
+            if fit():
+                lo = counts[i]
+            else:
+                hi = counts[i] - 1
+        counts[i] = 0
+        return lo
+
+    def grows(i):
+        counts[i] += 1
+        bigger = counts[i] <= limits[i] and fit()
+        counts[i] -= 1
+        return bigger
+
+    def walk(pos):
+        i = use[pos]
+        top = most(i)
+        if pos == len(use) - 1:
+            counts[i] = top
+            if any(counts) and not any(grows(j) for j in use[:-1]):
+                found.append(tuple(counts))
+                budget.spend(0, 1)
+            counts[i] = 0
+            return
+        for n in range(top, -1, -1):
+            counts[i] = n
+            walk(pos + 1)
+        counts[i] = 0
+
+    if use:
+        walk(0)
+    return found
+
+
+class Budget(object):
+    """How many fit checks and patterns a listing may still take."""
+
+    def __init__(self, checks, patterns):
+        self.checks = checks
+        self.patterns = patterns
+
+    def spend(self, checks, patterns=0):
+        self.checks -= checks
+        self.patterns -= patterns
+        if self.checks < 0 or self.patterns < 0:
+            raise TooMany()

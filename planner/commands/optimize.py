@@ -88,12 +88,14 @@ class Optimize(base.ShortTableLister):
                           '%.6g' % (columns, value, bound), rounds)
 
     def _stage(self, what, incumbent, bound):
+        # The figures first: a terminal line too long is cut at its end.
         text = what
         if incumbent is not None:
-            text += ', incumbent %.6g' % incumbent
+            text = 'best fleet %.6g' % incumbent
             if math.isfinite(bound):
                 text += ', bound %.6g, gap %s' % (bound, _gap(incumbent,
                                                               bound))
+            text += ' (%s)' % what
         if self.app.options.verbose_level > 1:
             self.app.stderr.write('[stage] %s\n' % text)
         self._line.update(text)

@@ -21,6 +21,7 @@ from scipy import sparse
 
 from planner import errors
 from planner.optimize import clock
+from planner.optimize import complete
 from planner.optimize import exact
 from planner.optimize import master as master_mod
 from planner.optimize import pricing
@@ -271,7 +272,7 @@ class _Solution(object):
 
 
 def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
-          generate=True, stage=None):
+          generate=True, stage=None, every_pattern=True):
     """Optimise; returns the :class:`Plan` of the best fleet found.
 
     Its status (and its name, :data:`OPTIMAL` or :data:`BEST_FOUND`) says
@@ -285,21 +286,30 @@ def solve(problem, scen=None, time_limit=60.0, gap=1e-3, progress=None,
     :param stage: called as ``stage(what, incumbent, bound)`` as each
         stage after column generation ends (``incumbent`` None: no fleet
         yet); the values are the minimised objective's.
+    :param every_pattern: where the maximal patterns are few, list them
+        all and solve the exact integer program over them
+        (:mod:`complete`) instead of generating columns; False generates
+        columns always.
 
     :raises errors.Infeasible: naming what makes the demand impossible.
     """
     with clock.watch() as cut:
         plan = _solve(problem, scen, time_limit, gap, progress, generate,
-                      stage)
+                      stage, every_pattern)
     return dataclasses.replace(plan, time_limited=bool(cut))
 
 
-def _solve(problem, scen, time_limit, gap, progress, generate, stage):
+def _solve(problem, scen, time_limit, gap, progress, generate, stage,
+           every_pattern):
     started = time.monotonic()
     deadline = started + time_limit
     if scen is not None and problem.objective == 'tco':
         problem_mod.check_carriable(problem, scen)
     master = master_mod.Master(problem)
+    pool = complete.listing(problem) if generate and every_pattern else None
+    if pool is not None:
+        return _solve_complete(problem, scen, master, pool, started,
+                               deadline, gap, stage)
     _seed(problem, master)
     generated = _generate_columns(
         problem, master, deadline, started + _CG_SHARE * time_limit, gap,
@@ -335,6 +345,40 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage):
     layout = master.layout()
     return _plan(problem, master, best.vector(master), layout, bound,
                  bool(np.isfinite(bound)), started, generated.rounds, gap)
+
+
+def _solve_complete(problem, scen, master, pool, started, deadline, gap,
+                    stage):
+    """The plan of the exact integer program over every pattern."""
+    complete.add_all(problem, master, pool)
+    if stage is not None:
+        stage('every pattern listed: %d' % len(master.columns), None,
+              -np.inf)
+    out = complete.solve(master, deadline - time.monotonic(), gap)
+    if out.infeasible:
+        raise errors.Infeasible(_infeasible(problem, scen, master, deadline,
+                                            gap))
+    if out.vector is None:
+        raise errors.Infeasible(_unproven_infeasible(master))
+    bound = -np.inf if out.bound is None else out.bound
+    if stage is not None:
+        stage('integer program over every pattern', out.value, bound)
+    best = _Solution(out.vector, out.value, master.layout())
+    if problem.objective != 'tco':
+        # As much served, by the cheapest fleet serving it.
+        master.keep_served = -out.value * (1 - 1e-9)
+        cheap = complete.solve(master, deadline - time.monotonic(), gap)
+        if cheap.vector is not None:
+            best = _Solution(cheap.vector, cheap.value, master.layout())
+    return _plan(problem, master, best.vector(master), master.layout(),
+                 bound, out.bound is not None, started, 0, gap)
+
+
+def _unproven_infeasible(master):
+    return ('no fleet of whole nodes that meets the demand%s was found '
+            'within the time limit; it is not proven that none exists: '
+            'give optimize more --time-limit'
+            % (' within the caps' if master.caps else ''))
 
 
 def _seed(problem, master):
@@ -606,11 +650,7 @@ def _exact_stage(problem, master, best, bound, deadline, gap, hard, scen):
             raise errors.Infeasible(_infeasible(problem, scen, master,
                                                 deadline, gap))
     if best is None:
-        raise errors.Infeasible(
-            'no fleet of whole nodes that meets the demand%s was found '
-            'within the time limit; it is not proven that none exists: '
-            'give optimize more --time-limit'
-            % (' within the caps' if master.caps else ''))
+        raise errors.Infeasible(_unproven_infeasible(master))
     return best, bound
 
 

@@ -200,15 +200,23 @@ class OptimizeProgressTestCase(testtools.TestCase):
         self.assertEqual(0, status, err)
         json.loads(out)
         texts = shown(err, 'optimize')
+        # Few workloads: every pattern is listed, no column generated.
         self.assertTrue(texts[0].startswith(
-            'optimize: [1] column generation: '), texts)
-        self.assertTrue([t for t in texts if 'integer program' in t
-                         and 'incumbent' in t and 'gap' in t], texts)
+            'optimize: every pattern listed: '), texts)
+        self.assertTrue([t for t in texts if t.startswith(
+            'optimize: best fleet ') and 'bound' in t and 'gap' in t],
+            texts)
         self.assertTrue([t for t in texts if t.startswith(
             'optimize: [1/2] best single configuration: ')], texts)
         self.assertTrue(err.endswith('\r'))
 
+    def _generate(self):
+        # As on a problem with too many patterns to list.
+        self.useFixture(fixtures.MockPatch(
+            'planner.optimize.complete.MAX_PATTERNS', 0))
+
     def test_not_a_terminal(self):
+        self._generate()
         status, out, err = clitools.run_cli(self, ['optimize', '-f', 'json'])
         self.assertEqual(0, status, err)
         self.assertNotIn('\r', err)
@@ -216,8 +224,8 @@ class OptimizeProgressTestCase(testtools.TestCase):
         self.assertTrue(lines[0].startswith(
             'optimize: [1] column generation: '), lines)
         self.assertTrue([ln for ln in lines if ln.startswith(
-            'optimize: integer program with free nodes, incumbent ')],
-            lines)
+            'optimize: best fleet ') and ln.endswith(
+                ' (integer program with free nodes)')], lines)
         self.assertIn('optimize: [1/2] best single configuration: dram-384',
                       lines)
         self.assertIn('optimize: [2/2] best single configuration: '
@@ -240,11 +248,12 @@ class OptimizeProgressTestCase(testtools.TestCase):
             self.assertEqual('', err, option)
 
     def test_very_verbose_logs_lines_instead(self):
+        self._generate()
         status, out, err = run_on_terminal(
             self, ['-vv', 'optimize', '--no-single', '-f', 'json'])
         self.assertEqual(0, status, err)
         self.assertIn('[round 1] ', err)
-        self.assertIn('[stage] integer program with free nodes', err)
+        self.assertIn(' (integer program with free nodes)\n', err)
         self.assertEqual([], shown(err, 'optimize'))
 
 

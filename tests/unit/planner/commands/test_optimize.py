@@ -69,10 +69,13 @@ class OptimizeOutputTestCase(testtools.TestCase):
         self.assertEqual('', err)
 
     def _bench(self):
-        # Without the free nodes' proof (as on a problem too large for
-        # it), this fleet stays 0.13% above its bound.
+        # Without the free nodes' proof and the listing of every pattern
+        # (as on a problem too large for them), this fleet stays 0.13%
+        # above its bound.
         self.useFixture(fixtures.MockPatch(
             'planner.optimize.exact.MAX_FREE_VARIABLES', 0))
+        self.useFixture(fixtures.MockPatch(
+            'planner.optimize.complete.MAX_PATTERNS', 0))
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'bench.yaml')
         with open(path, 'w') as f:
@@ -102,8 +105,11 @@ class OptimizeOutputTestCase(testtools.TestCase):
         self.assertEqual('', err)
 
     def test_a_time_limit_that_cut_the_search_is_said(self):
-        # No time at all: column generation stops after its first round,
-        # whatever the machine's speed.
+        # No time at all: column generation (on a problem with too many
+        # patterns to list) stops after its first round, whatever the
+        # machine's speed.
+        self.useFixture(fixtures.MockPatch(
+            'planner.optimize.complete.MAX_PATTERNS', 0))
         rows, err = self.run_ok('optimize', '--time-limit', '0',
                                 '--no-single', '--no-progress', '-f', 'json')
         total, = self.totals(rows)

@@ -135,7 +135,8 @@ class AnytimeTestCase(testtools.TestCase):
         told = []
         plan = optimize.solve(
             problem, scen=scen, time_limit=60, gap=0.0,
-            stage=lambda what, best, bound: told.append((what, best, bound)))
+            stage=lambda what, best, bound: told.append((what, best, bound)),
+            every_pattern=False)
         fleets = [best for _what, best, _bound in told if best is not None]
         self.assertTrue(fleets, told)
         for earlier, later in zip(fleets, fleets[1:]):
@@ -151,7 +152,8 @@ class AnytimeTestCase(testtools.TestCase):
         told = []
         optimize.solve(
             problem, scen=scen, time_limit=60, gap=0.0,
-            stage=lambda what, best, bound: told.append((what, best)))
+            stage=lambda what, best, bound: told.append((what, best)),
+            every_pattern=False)
         names = [what for what, _best in told]
         # Farley's case (TCO, one period, no caps): the fleet rounded from
         # the LP comes first, with a value.
