@@ -40,7 +40,7 @@ MAX_PATTERNS = 20000
 MAX_CHECKS = 50000
 
 
-def listing(problem):
+def listing(problem, checks=None, most=None):
     """{candidate index: maximal patterns}, or None when they are too many.
 
     Only workloads with demand in some period are counted (a pattern
@@ -49,7 +49,8 @@ def listing(problem):
     """
     use = [w for w, name in enumerate(problem.workloads)
            if any(p.vms.get(name, 0) for p in problem.periods)]
-    budget = patterns.Budget(MAX_CHECKS, MAX_PATTERNS)
+    budget = patterns.Budget(MAX_CHECKS if checks is None else checks,
+                             MAX_PATTERNS if most is None else most)
     known = {}
     out = {}
     try:

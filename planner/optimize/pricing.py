@@ -185,6 +185,36 @@ def farley_applies(problem, master):
             and not master.caps)
 
 
+def cover_duals(problem, master, duals):
+    """The LP's duals with every workload valued at its demand's dual.
+
+    One period, no caps, TCO: the master problem is the cover LP (least
+    cost of nodes whose patterns cover the demand) in disguise, and the
+    duals that count are those of the demand rows, pi. The LP may value a
+    workload's slots on a configuration (its serve row) above pi (a VM
+    served there has no cost of its own), and a node below its price; a
+    pattern then seems to pay only because of that. Valuing every slot at
+    pi and every node at its price (less the node cut's dual) is just as
+    feasible in the dual, with the same objective (pi times the demand,
+    plus the cut): so pricing at these duals ends column generation at
+    the same LP, adds the patterns that pay for the cover, and gives a
+    Farley bound at least as high.
+    """
+    out = np.array(duals, dtype=float)
+    period = problem.periods[0]
+    sigma = (max(0.0, out[master.cut_row])
+             if master.cut_row is not None else 0.0)
+    pi = [max(0.0, out[master.demand_row[w, 0]])
+          for w in range(len(problem.workloads))]
+    for (w, ci, _t), row in master.serve_row.items():
+        out[row] = pi[w]
+    for ci, cand in enumerate(problem.candidates):
+        out[master.link_row[ci, 0]] = (cand.capex
+                                       + problem.energy(cand, period)
+                                       - sigma)
+    return out
+
+
 def price_farley(problem, master, duals, value, priced, per_call):
     """Exact pricing with Farley's bound (one period, no caps, TCO).
 

@@ -435,6 +435,8 @@ def _generate_columns(problem, master, deadline, cg_deadline, gap,
         if not generate:
             break
         duals = -res.ineqlin.marginals
+        if pricing.farley_applies(problem, master):
+            duals = pricing.cover_duals(problem, master, duals)
         points = [(duals, float(res.fun))]
         if (centre is not None and len(centre[0]) == len(duals)
                 and not out_of_time):

@@ -148,10 +148,14 @@ class AnytimeTestCase(testtools.TestCase):
         self.assertLessEqual(plan.lp_bound, plan.objective + 1e-6)
 
     def test_the_quick_fleet_is_told_before_the_integer_program(self):
-        scen, problem = _benchmark_problem()
+        # A problem whose fleet rounded from the LP is not proven optimal
+        # at once (then the integer program is spared).
+        scen = base.fleet_optimize.make_scenario(workloads=4, configs=6,
+                                                 seed=4)
+        problem = optimize.build(scen)
         told = []
         optimize.solve(
-            problem, scen=scen, time_limit=60, gap=0.0,
+            problem, scen=scen, time_limit=10, gap=0.0,
             stage=lambda what, best, bound: told.append((what, best)),
             every_pattern=False)
         names = [what for what, _best in told]
@@ -175,3 +179,42 @@ class AnytimeTestCase(testtools.TestCase):
         self.assertLessEqual(generated.bound, plan.objective * (1 + 1e-9))
         self.assertLessEqual(generated.bound,
                              generated.res.fun * (1 + 1e-9))
+
+
+class CoverDualsTestCase(testtools.TestCase):
+    """Pricing at the demand rows' duals: as feasible, the same objective."""
+
+    def _check(self, problem, master):
+        res, layout = master.solve_lp()
+        duals = pricing.cover_duals(problem, master,
+                                    -res.ineqlin.marginals)
+        cost, a_ub, b_ub, _layout = master._build()
+        # Dual feasible for the LP (min cost.v, A v <= b, v >= 0, with
+        # duals y = -marginals >= 0): cost + A^T y >= 0 in every column.
+        self.assertTrue(np.all(duals >= -1e-9))
+        reduced = cost + a_ub.T @ duals
+        self.assertGreaterEqual(reduced.min(), -1e-6 * abs(res.fun))
+        # The same dual objective: the LP's value.
+        self.assertAlmostEqual(res.fun, float(-b_ub @ duals),
+                               delta=1e-6 * abs(res.fun))
+        return duals
+
+    def test_feasible_with_the_lps_value(self):
+        scen, problem = _benchmark_problem()
+        master = master_mod.Master(problem)
+        solver._seed(problem, master)
+        for _round in range(4):
+            duals = self._check(problem, master)
+            # Every slot valued at its workload's demand dual.
+            for (w, _ci, _t), row in master.serve_row.items():
+                self.assertEqual(duals[master.demand_row[w, 0]],
+                                 duals[row])
+            priced, added = solver._price_greedily(problem, master, duals,
+                                                   False)
+            if not added:
+                break
+        # With the cut on nodes too.
+        master.min_nodes = int(np.ceil(sum(
+            master.solve_lp()[0].x[master._n(ci, 0)]
+            for ci in range(master.nc)))) + 1
+        self._check(problem, master)
