@@ -52,16 +52,19 @@ the patterns so far (HiGHS) gives each workload a value per node of c; the
 pricing problem finds the node pattern of highest value (a small integer
 program); a pattern worth more than a node costs joins. When none does,
 the LP value is the bound of the LP relaxation over *all* patterns, a
-valid bound on the optimum. The integer program over the generated
-patterns gives a fleet; then the exact integer stage (``exact``), where
+valid bound on the optimum. In one period without caps, node budgets
+(``budgets``) give a fleet close to the bound; otherwise, or when they
+find none close enough, the integer program over the generated patterns
+gives one; then the exact integer stage (``exact``), where
 nodes may also run patterns column generation never produced, improves it
 or proves it within the requested gap.
 
 One module per idea: ``problem`` (the candidates, the demand and the caps),
 ``master`` (the LP and the integer program over the patterns), ``pricing``
 (the patterns worth adding and the bounds that prove none is left),
-``complete`` (every maximal pattern, when they are few), ``exact`` (the
-integer program with free nodes), ``solver`` (column generation, whole
+``complete`` (every maximal pattern, when they are few), ``budgets``
+(node counts per configuration, the demand packed onto them), ``exact``
+(the integer program with free nodes), ``solver`` (column generation, whole
 nodes, the caps' least values and the plan), ``clock`` (what the time
 limit cut short) and ``tabulate`` (the plan as the rows of a table).
 """

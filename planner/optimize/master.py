@@ -19,6 +19,23 @@ from planner import errors
 from planner.optimize import clock
 
 
+# The right-hand side of every cap's row (a cap of 0 stays 0).
+CAP_SCALE = 1e3
+# A fleet meets a cap when its use is at most this much (relative) over.
+CAP_TOLERANCE = 1e-9
+
+
+def over(a_ub, vec, b_ub):
+    """Whether ``vec`` breaks a row of the master problem.
+
+    The rows count whole VMs and nodes, and the caps scaled to
+    :data:`CAP_SCALE`: over by a millionth of a VM, or by
+    :data:`CAP_TOLERANCE` of a cap, is over.
+    """
+    return bool(np.any(a_ub @ vec > b_ub + np.maximum(
+        1e-6, CAP_TOLERANCE * np.abs(b_ub))))
+
+
 class Master(object):
     """The LP / MILP over the patterns generated so far."""
 
@@ -50,6 +67,9 @@ class Master(object):
         # {(candidate, period): (workload values, upper bound on the best
         # pattern's value)} of the last exact pricing (pricing.known_bound).
         self.tops = {}
+        # How close to their optimum the pricing programs get
+        # (pricing.pricing_gap).
+        self.pricing_gap = 1e-3
 
     def add(self, ci, t, counts):
         key = (ci, t, tuple(counts))
@@ -146,6 +166,14 @@ class Master(object):
             self.cut_row = row([(self._n(ci, last), -1.0)
                                 for ci in range(self.nc)],
                                -float(self.min_nodes), 'cut')
+        self._cap_rows(row, k0, last)
+        a_ub = sparse.csr_matrix((vals, (rows, cols)),
+                                 shape=(len(rhs), nvar))
+        return cost, a_ub, np.array(rhs), (x0, s0, k0, nvar)
+
+    def _cap_rows(self, row, k0, last):
+        """The caps' rows: what the nodes take of each cap, within it."""
+        p = self.p
         self.cap_row = []
         for k, (kind, t, value) in enumerate(self.caps):
             if kind == 'budget':
@@ -159,10 +187,12 @@ class Master(object):
                            for ci, c in enumerate(p.candidates)]
             if self.elastic:
                 entries.append((k0 + k, -1.0))
-            self.cap_row.append(row(entries, float(value), 'cap'))
-        a_ub = sparse.csr_matrix((vals, (rows, cols)),
-                                 shape=(len(rhs), nvar))
-        return cost, a_ub, np.array(rhs), (x0, s0, k0, nvar)
+            # Scaled to CAP_SCALE: HiGHS's feasibility tolerance is
+            # absolute, and a cap of a few kW must not let a fleet over it
+            # by a millionth pass (caps hold to CAP_TOLERANCE).
+            scale = CAP_SCALE / value if value > 0 else 1.0
+            self.cap_row.append(row([(c, v * scale) for c, v in entries],
+                                    float(value) * scale, 'cap'))
 
     def layout(self):
         n_n = self.nc * self.nt

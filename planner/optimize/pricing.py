@@ -81,8 +81,16 @@ def pricing_bound(cand, demand_list, values):
 
 
 # The pricing integer programs may stop this close to their optimum; their
-# dual bound, not their answer, goes into the bound.
-_PRICING_GAP = 1e-3
+# dual bound, not their answer, goes into the bound, which it lowers by as
+# much: a tenth of the gap asked of the fleet, within these limits
+# (master.pricing_gap).
+LOOSEST_PRICING_GAP = 1e-3
+TIGHTEST_PRICING_GAP = 1e-6
+
+
+def pricing_gap(gap):
+    """How close to their optimum the pricing programs must get."""
+    return min(LOOSEST_PRICING_GAP, max(gap / 10.0, TIGHTEST_PRICING_GAP))
 
 
 def node_limits(problem, master, incumbent, hard_caps=False):
@@ -173,7 +181,7 @@ def _exact(problem, master, ci, values, mu, per_call, known=None):
     else:
         value, counts, top = clock.timed(
             'pricing', per_call, patterns.best_pattern, cand.capacity,
-            problem.demands, values, cand.limits, gap=_PRICING_GAP,
+            problem.demands, values, cand.limits, gap=master.pricing_gap,
             time_limit=per_call)
         if known is not None:
             known[key] = (value, counts, top)
@@ -288,7 +296,7 @@ def node_cut(problem, master, res, per_call):
         _value, _counts, top = clock.timed(
             'the cut on nodes', per_call, patterns.best_pattern,
             cand.capacity, problem.demands, pi, cand.limits,
-            gap=_PRICING_GAP, time_limit=per_call)
+            gap=master.pricing_gap, time_limit=per_call)
         most = max(most, min(top, upper))
     if most <= 0:
         return None

@@ -20,6 +20,7 @@ from scipy import optimize as sp_optimize
 from scipy import sparse
 
 from planner import errors
+from planner.optimize import budgets
 from planner.optimize import clock
 from planner.optimize import complete
 from planner.optimize import exact
@@ -96,7 +97,7 @@ def _round_up(problem, master, res, layout):
             running = max(running, used)
             vec[master._n(ci, t)] = running
     vec[k0:] = 0.0
-    if np.any(a_ub @ vec > b_ub + 1e-6 * np.maximum(1.0, abs(b_ub))):
+    if master_mod.over(a_ub, vec, b_ub):
         return None, None
     return vec, float(cost @ vec)
 
@@ -152,7 +153,7 @@ def _vector(problem, master, x):
         take = min(slots.get((w, ci, t), 0.0), left[w])
         vec[s0 + j] = take
         left[w] -= take
-    if np.any(a_ub @ vec > b_ub + 1e-6 * np.maximum(1.0, abs(b_ub))):
+    if master_mod.over(a_ub, vec, b_ub):
         return None, None
     return vec, float(cost @ vec)
 
@@ -306,6 +307,7 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
     if scen is not None and problem.objective == 'tco':
         problem_mod.check_carriable(problem, scen)
     master = master_mod.Master(problem)
+    master.pricing_gap = pricing.pricing_gap(gap)
     pool = complete.listing(problem) if generate and every_pattern else None
     if pool is not None:
         return _solve_complete(problem, scen, master, pool, started,
@@ -316,7 +318,7 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
         generate, progress)
     bound = generated.bound
 
-    def tell(what, best):
+    def tell(what, best=None):
         if stage is not None:
             stage(what, None if best is None else best.fun, bound)
 
@@ -326,8 +328,7 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
     # generation always has a fleet); the integer stages hold it.
     hard = master.elastic and bool(master.caps)
     best = _incumbent(problem, master, generated.res, generated.layout,
-                      bound, deadline, gap, generate,
-                      lambda best: tell('fleet rounded from the LP', best))
+                      bound, deadline, gap, generate, tell)
     if best is not None and hard and _grows_a_cap(master, best):
         best = None
     tell('fleet from the patterns', best)
@@ -579,40 +580,14 @@ def _incumbent(problem, master, lp_res, lp_layout, bound, deadline, gap,
     """The best fleet of the patterns generated so far, or None.
 
     ``mix``: leftover VMs may share free nodes (False for one workload per
-    node). ``found``: called with the quick fleet from the LP, if any,
-    before the longer integer program (so that progress shows a fleet and
-    its gap early).
+    node). ``found``: called as ``found(what, fleet)`` with each better
+    fleet before the longer integer program (so that progress shows a
+    fleet and its gap early).
     """
-    best = None
     if pricing.farley_applies(problem, master):
-        # Quick fleets from the LP first: its patterns rounded down and
-        # what they leave covered by a small integer program, or all of
-        # them rounded up. If one is close enough, the rest is spared.
-        remaining = max(deadline - time.monotonic(), 1.0)
-        for vec, cost in (_residual(problem, master, lp_res, lp_layout,
-                                    remaining / 4, gap, mix),
-                          _round_up(problem, master, lp_res, lp_layout)):
-            if vec is not None and (best is None or cost < best.fun):
-                best = _Solution(vec, cost, master.layout())
-        if best is not None and best.fun - bound <= gap * abs(best.fun):
-            return best
-        if best is not None and found is not None:
-            found(best)
-        remaining = max(deadline - time.monotonic(), 1.0)
-        if best is None or exact.free_nodes(problem, master, best.fun,
-                                            False)[2]:
-            # Half the time left for the exact stage's proof.
-            remaining /= 2
-        else:
-            # No proof is affordable: the time goes to the best fleet.
-            remaining *= 0.8
-        x = _cover(problem, master, problem.periods[0].vms, remaining,
-                   gap / 2)
-        vec, cost = (None, None) if x is None else _vector(problem, master,
-                                                           x)
-        if vec is not None and (best is None or cost < best.fun):
-            best = _Solution(vec, cost, master.layout())
-        return best
+        return _farley_incumbent(problem, master, lp_res, lp_layout, bound,
+                                 deadline, gap, mix, found)
+    best = None
     remaining = max(deadline - time.monotonic(), 1.0) / 2
     mip, layout = master.solve_mip(remaining, gap)
     if mip.x is not None:
@@ -620,9 +595,103 @@ def _incumbent(problem, master, lp_res, lp_layout, bound, deadline, gap,
     return best
 
 
+def _farley_incumbent(problem, master, lp_res, lp_layout, bound, deadline,
+                      gap, mix, found):
+    """The best fleet in one period without caps (TCO), or None.
+
+    The LP rounded up at once, then fleets within node budgets
+    (:mod:`budgets`), then the LP rounded down with the rest covered, then
+    the integer program over the patterns; each only while the fleet at
+    hand is not within ``gap`` of the bound.
+    """
+    def proven(best):
+        return best is not None and best.fun - bound <= gap * abs(best.fun)
+
+    def better(vec, cost, best, what):
+        if vec is None or (best is not None and cost >= best.fun):
+            return best
+        best = _Solution(vec, cost, master.layout())
+        if found is not None and not proven(best):
+            found(what, best)
+        return best
+
+    best = better(*_round_up(problem, master, lp_res, lp_layout), None,
+                  'fleet rounded from the LP')
+    if mix and not proven(best):
+        best = _budgeted(problem, master, best, bound, gap, deadline, found)
+    if proven(best):
+        return best
+    remaining = max(deadline - time.monotonic(), 1.0)
+    best = better(*_residual(problem, master, lp_res, lp_layout,
+                             remaining / 4, gap, mix), best,
+                  'fleet rounded down from the LP, the rest covered')
+    if proven(best):
+        return best
+    remaining = max(deadline - time.monotonic(), 1.0)
+    if best is None or exact.free_nodes(problem, master, best.fun,
+                                        False)[2]:
+        # Half the time left for the exact stage's proof.
+        remaining /= 2
+    else:
+        # No proof is affordable: the time goes to the best fleet.
+        remaining *= 0.8
+    x = _cover(problem, master, problem.periods[0].vms, remaining, gap / 2)
+    vec, cost = (None, None) if x is None else _vector(problem, master, x)
+    if vec is not None and (best is None or cost < best.fun):
+        best = _Solution(vec, cost, master.layout())
+    return best
+
+
+# The node budgets first look for a fleet within this gap of the bound
+# (or the gap asked for, if larger), then this many times it, then for
+# fleets cheaper than the last by _BUDGET_STEP.
+_BUDGET_GAPS = (1e-3, 4e-3)
+_BUDGET_STEP = 5e-5
+# Share of the time left that the node budgets may take.
+_BUDGET_SHARE = 0.6
+
+
+def _budgeted(problem, master, best, bound, gap, deadline, found):
+    """Fleets within node budgets, each cheaper than the last."""
+    if not np.isfinite(bound):
+        return best
+    until = time.monotonic() + _BUDGET_SHARE * (deadline - time.monotonic())
+    targets = [bound / (1 - max(gap, g)) for g in _BUDGET_GAPS]
+    while targets and time.monotonic() < until:
+        most = targets.pop(0)
+        if best is not None:
+            most = min(most, best.fun * (1 - _BUDGET_STEP))
+        out = budgets.fleet_within(problem, master, most, until)
+        if out is None:
+            continue
+        vec, cost = _fleet_vector(problem, master, out[0])
+        if vec is None or (best is not None and cost >= best.fun):
+            break
+        best = _Solution(vec, cost, master.layout())
+        if best.fun - bound <= gap * abs(best.fun):
+            break
+        if found is not None:
+            found('fleet within node budgets', best)
+        # Then cheaper ones, while they are found.
+        targets = [best.fun * (1 - _BUDGET_STEP)]
+    return best
+
+
+def _fleet_vector(problem, master, fleet):
+    """The master's vector (and TCO) of {(ci, counts): nodes}, one period."""
+    for ci, counts in fleet:
+        master.add(ci, 0, counts)
+    index = {(ci, tuple(counts)): j
+             for j, (ci, _t, counts) in enumerate(master.columns)}
+    x = np.zeros(len(master.columns))
+    for key, n in fleet.items():
+        x[index[key]] += n
+    return _vector(problem, master, x)
+
+
 def _grows_a_cap(master, best):
     _x0, _s0, k0, nvar = best.layout
-    return any(best.x[k0 + k] > 1e-6 * max(value, 1.0)
+    return any(best.x[k0 + k] > master_mod.CAP_TOLERANCE * max(value, 1e-9)
                for k, (_kind, _t, value) in enumerate(master.caps))
 
 

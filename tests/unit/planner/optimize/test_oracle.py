@@ -641,6 +641,17 @@ class OracleTestCase(testtools.TestCase):
             data.draw, oracle.least(), (None, 0.9, 1.0, 1.0, 1.1)))
 
     @PROPERTY
+    @hypothesis.given(scenarios(), st.data())
+    def test_tco_caps_a_hair_from_their_least_values(self, raw, data):
+        # Just below the least a cap takes it is too small, named with
+        # that least; at it or just above, it is met.
+        scen, oracle, free = self._free(raw, 'tco')
+        hypothesis.assume(free is not None)
+        self._agree(scen, 'tco', oracle, caps_around(
+            data.draw, oracle.least(),
+            (None, 1 - 1e-6, 1 - 1e-6, 1.0, 1 + 1e-6)))
+
+    @PROPERTY
     @hypothesis.given(scenarios())
     def test_vms(self, raw):
         scen, oracle, _free = self._free(raw, 'vms')
