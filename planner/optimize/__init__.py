@@ -55,7 +55,8 @@ the LP value is the bound of the LP relaxation over *all* patterns, a
 valid bound on the optimum. In one period without caps, node budgets
 (``budgets``) give a fleet close to the bound; otherwise, or when they
 find none close enough, the integer program over the generated patterns
-gives one; then the exact integer stage (``exact``), where
+gives one; the bound of whole node counts (``nodecuts``) raises the
+bound; then the exact integer stage (``exact``), where
 nodes may also run patterns column generation never produced, improves it
 or proves it within the requested gap.
 
@@ -63,8 +64,9 @@ One module per idea: ``problem`` (the candidates, the demand and the caps),
 ``master`` (the LP and the integer program over the patterns), ``pricing``
 (the patterns worth adding and the bounds that prove none is left),
 ``complete`` (every maximal pattern, when they are few), ``budgets``
-(node counts per configuration, the demand packed onto them), ``exact``
-(the integer program with free nodes), ``solver`` (column generation, whole
+(node counts per configuration, the demand packed onto them),
+``nodecuts`` (the bound of whole node counts), ``exact`` (the integer
+program with free nodes), ``solver`` (column generation, whole
 nodes, the caps' least values and the plan), ``clock`` (what the time
 limit cut short) and ``tabulate`` (the plan as the rows of a table).
 """

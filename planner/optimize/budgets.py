@@ -200,15 +200,27 @@ def fleet_within(problem, master, most, deadline):
         budget = node_budgets(problem, master, most, left / 4, above)
         if budget is None:
             return None
-        floored = floor_within(problem, master, budget)
-        if floored is not None:
-            fixed, spare, rest = floored
-            nodes = pack(problem, rest, spare,
-                         (deadline - time.monotonic()) / 2)
-            if nodes is not None:
-                for ci, counts in nodes:
-                    fixed[ci, counts] = fixed.get((ci, counts), 0) + 1
-                return fixed, sum(n * _unit(problem, ci)
-                                  for (ci, _c), n in fixed.items())
+        fleet = fleet_of(problem, master, budget, deadline)
+        if fleet is not None:
+            return fleet
         above = sum(_unit(problem, ci) * n for ci, n in budget.items())
     return None
+
+
+def fleet_of(problem, master, budget, deadline):
+    """A fleet of the nodes of ``budget`` ({ci: nodes}), or None.
+
+    The LP within the budget rounded down, the rest packed on the nodes
+    left. Returns ({(ci, counts): nodes}, TCO).
+    """
+    floored = floor_within(problem, master, budget)
+    if floored is None:
+        return None
+    fixed, spare, rest = floored
+    nodes = pack(problem, rest, spare, (deadline - time.monotonic()) / 2)
+    if nodes is None:
+        return None
+    for ci, counts in nodes:
+        fixed[ci, counts] = fixed.get((ci, counts), 0) + 1
+    return fixed, sum(n * _unit(problem, ci)
+                      for (ci, _c), n in fixed.items())

@@ -25,6 +25,7 @@ from planner.optimize import clock
 from planner.optimize import complete
 from planner.optimize import exact
 from planner.optimize import master as master_mod
+from planner.optimize import nodecuts
 from planner.optimize import pricing
 from planner.optimize import problem as problem_mod
 from planner import patterns
@@ -318,17 +319,20 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
         generate, progress)
     bound = generated.bound
 
-    def tell(what, best=None):
+    def tell(what, best=None, at=None):
+        # ``at``: a bound that rose inside a stage.
         if stage is not None:
-            stage(what, None if best is None else best.fun, bound)
+            stage(what, None if best is None else best.fun,
+                  bound if at is None else at)
 
     tell('column generation: %d patterns after %d rounds'
          % (len(master.columns), generated.rounds), None)
     # With TCO the master problem lets a cap grow (so that column
     # generation always has a fleet); the integer stages hold it.
     hard = master.elastic and bool(master.caps)
-    best = _incumbent(problem, master, generated.res, generated.layout,
-                      bound, deadline, gap, generate, tell)
+    best, bound = _incumbent(problem, master, generated.res,
+                             generated.layout, bound, deadline, gap,
+                             generate, tell)
     if best is not None and hard and _grows_a_cap(master, best):
         best = None
     tell('fleet from the patterns', best)
@@ -577,12 +581,12 @@ def _cut_nodes(problem, master, res, out_of_time, rounds):
 
 def _incumbent(problem, master, lp_res, lp_layout, bound, deadline, gap,
                mix=True, found=None):
-    """The best fleet of the patterns generated so far, or None.
+    """(the best fleet of the patterns generated so far or None, bound).
 
     ``mix``: leftover VMs may share free nodes (False for one workload per
-    node). ``found``: called as ``found(what, fleet)`` with each better
-    fleet before the longer integer program (so that progress shows a
-    fleet and its gap early).
+    node). ``found``: called as ``found(what, fleet, bound)`` with each
+    better fleet before the longer integer program (so that progress
+    shows a fleet and its gap early).
     """
     if pricing.farley_applies(problem, master):
         return _farley_incumbent(problem, master, lp_res, lp_layout, bound,
@@ -592,41 +596,49 @@ def _incumbent(problem, master, lp_res, lp_layout, bound, deadline, gap,
     mip, layout = master.solve_mip(remaining, gap)
     if mip.x is not None:
         best = _Solution(np.array(mip.x), float(mip.fun), layout)
-    return best
+    return best, bound
+
+
+def _proven(best, bound, gap):
+    """Whether ``best`` is proven within ``gap`` (or 0) of ``bound``."""
+    return best is not None and within(proven_gap(best.fun, bound), gap)
 
 
 def _farley_incumbent(problem, master, lp_res, lp_layout, bound, deadline,
                       gap, mix, found):
-    """The best fleet in one period without caps (TCO), or None.
+    """(the best fleet or None, bound): one period without caps (TCO).
 
     The LP rounded up at once, then fleets within node budgets
-    (:mod:`budgets`), then the LP rounded down with the rest covered, then
-    the integer program over the patterns; each only while the fleet at
-    hand is not within ``gap`` of the bound.
+    (:mod:`budgets`), the bound of whole node counts (:mod:`nodecuts`),
+    then the LP rounded down with the rest covered, then the integer
+    program over the patterns; each only while the fleet at hand is not
+    proven within ``gap``.
     """
-    def proven(best):
-        return best is not None and best.fun - bound <= gap * abs(best.fun)
-
     def better(vec, cost, best, what):
         if vec is None or (best is not None and cost >= best.fun):
             return best
         best = _Solution(vec, cost, master.layout())
-        if found is not None and not proven(best):
-            found(what, best)
+        if found is not None and not _proven(best, bound, gap):
+            found(what, best, bound)
         return best
 
     best = better(*_round_up(problem, master, lp_res, lp_layout), None,
                   'fleet rounded from the LP')
-    if mix and not proven(best):
+    if mix and not _proven(best, bound, gap):
         best = _budgeted(problem, master, best, bound, gap, deadline, found)
-    if proven(best):
-        return best
+    if mix and not _proven(best, bound, gap):
+        best, bound = _node_bound(problem, master, best, bound, lp_res,
+                                  deadline, gap)
+        if found is not None:
+            found('bound of whole node counts', best, bound)
+    if _proven(best, bound, gap):
+        return best, bound
     remaining = max(deadline - time.monotonic(), 1.0)
     best = better(*_residual(problem, master, lp_res, lp_layout,
                              remaining / 4, gap, mix), best,
                   'fleet rounded down from the LP, the rest covered')
-    if proven(best):
-        return best
+    if _proven(best, bound, gap):
+        return best, bound
     remaining = max(deadline - time.monotonic(), 1.0)
     if best is None or exact.free_nodes(problem, master, best.fun,
                                         False)[2]:
@@ -639,7 +651,7 @@ def _farley_incumbent(problem, master, lp_res, lp_layout, bound, deadline,
     vec, cost = (None, None) if x is None else _vector(problem, master, x)
     if vec is not None and (best is None or cost < best.fun):
         best = _Solution(vec, cost, master.layout())
-    return best
+    return best, bound
 
 
 # The node budgets first look for a fleet within this gap of the bound
@@ -668,13 +680,41 @@ def _budgeted(problem, master, best, bound, gap, deadline, found):
         if vec is None or (best is not None and cost >= best.fun):
             break
         best = _Solution(vec, cost, master.layout())
-        if best.fun - bound <= gap * abs(best.fun):
+        if _proven(best, bound, gap):
             break
         if found is not None:
-            found('fleet within node budgets', best)
+            found('fleet within node budgets', best, bound)
         # Then cheaper ones, while they are found.
         targets = [best.fun * (1 - _BUDGET_STEP)]
     return best
+
+
+# Share of the time left that the bound of whole node counts may take.
+_NODE_BOUND_SHARE = 0.8
+
+
+def _node_bound(problem, master, best, bound, lp_res, deadline, gap):
+    """The bound of whole node counts (:mod:`nodecuts`), when not proven.
+
+    Returns (best fleet, bound): the fleet at the bound's cost if one was
+    found there.
+    """
+    if not np.isfinite(bound) or _proven(best, bound, gap):
+        return best, bound
+    duals = -lp_res.ineqlin.marginals
+    pi = [max(0.0, duals[master.demand_row[w, 0]])
+          for w in range(len(problem.workloads))]
+    until = time.monotonic() + _NODE_BOUND_SHARE * (
+        deadline - time.monotonic())
+    fleets = []
+    bound = nodecuts.raise_bound(
+        problem, master, None if best is None else best.fun, bound, pi,
+        until, gap, lambda fleet, tco: fleets.append(fleet))
+    for fleet in fleets:
+        vec, cost = _fleet_vector(problem, master, fleet)
+        if vec is not None and (best is None or cost < best.fun):
+            best = _Solution(vec, cost, master.layout())
+    return best, bound
 
 
 def _fleet_vector(problem, master, fleet):
@@ -700,8 +740,7 @@ def _exact_stage(problem, master, best, bound, deadline, gap, hard, scen):
 
     Returns (best fleet, bound); raises Infeasible when no fleet exists.
     """
-    proven = best is not None and best.fun - bound <= gap * max(
-        abs(best.fun), 1e-9)
+    proven = _proven(best, bound, gap)
     remaining = deadline - time.monotonic()
     if not proven and remaining <= 0:
         clock.cut('the integer program with free nodes')
