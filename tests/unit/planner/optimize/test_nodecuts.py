@@ -49,8 +49,8 @@ class CutTestCase(testtools.TestCase):
         problem, oracle, _answer, master = _setup(raw)
         fleet = data.draw(st.sampled_from(oracle.box))
         counts = {ci: n for ci, n in enumerate(fleet) if n}
-        status, cut = nodecuts.separate(problem, master, counts,
-                                        time.monotonic() + 30)
+        status, cut = nodecuts.separate(
+            problem, master, counts, time.monotonic() + test_budgets.LONG)
         holds = oracle.served[0][fleet] == sum(oracle.demand[0])
         if holds:
             self.assertNotEqual('cut', status, fleet)
@@ -81,7 +81,8 @@ class RaiseBoundTestCase(testtools.TestCase):
         found = []
         start = 0.5 * answer.tco
         bound = nodecuts.raise_bound(
-            problem, master, None, start, pi, time.monotonic() + 30, 0.0,
+            problem, master, None, start, pi,
+            time.monotonic() + test_budgets.LONG, 0.0,
             lambda fleet, tco: found.append(tco))
         self.assertGreaterEqual(bound, start)
         self.assertLessEqual(bound, answer.tco * (1 + 1e-9))
