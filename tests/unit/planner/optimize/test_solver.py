@@ -76,6 +76,23 @@ class OptimizeTestCase(testtools.TestCase):
                 self.assertEqual(1, sum(1 for v in pattern.values() if v),
                                  pattern)
 
+    def test_generated_plan_is_feasible_and_bounded(self):
+        # The path of problems too large to list every pattern: column
+        # generation, node budgets, the bound of whole node counts.
+        scen = base.fleet_optimize.make_scenario(workloads=6, configs=8,
+                                                 seed=2)
+        problem = optimize.build(scen)
+        plan = optimize.solve(problem, scen=scen, time_limit=120, gap=0.0,
+                              every_pattern=False)
+        self._check_plan(scen, problem, plan)
+        self.assertLessEqual(plan.lp_bound, plan.objective * (1 + 1e-9))
+        listed = optimize.solve(problem, scen=scen, time_limit=120,
+                                gap=0.0)
+        # Whatever each path proves, neither bound passes the other's
+        # fleet.
+        self.assertLessEqual(plan.lp_bound, listed.objective * (1 + 1e-9))
+        self.assertLessEqual(listed.lp_bound, plan.objective * (1 + 1e-9))
+
     def test_brute_force_agrees(self):
         # Two workloads, one configuration: every fleet of up to 12 nodes
         # and every split of the VMs over them, by enumeration.
