@@ -47,11 +47,6 @@ from planner import patterns
 TRIES = 4
 
 
-def _unit(problem, ci):
-    cand = problem.candidates[ci]
-    return cand.capex + problem.energy(cand, problem.periods[0])
-
-
 def node_budgets(problem, master, most, time_limit, above=None):
     """Whole node counts {ci: n} costing at most ``most``, or None.
 
@@ -65,7 +60,7 @@ def node_budgets(problem, master, most, time_limit, above=None):
     for ci in range(nc):
         link[ci, master._n(ci, 0)] = 1.0
         link[ci, nvar + ci] = -1.0
-        link[nc, nvar + ci] = _unit(problem, ci)
+        link[nc, nvar + ci] = problem.node_cost(problem.candidates[ci])
     lower = np.concatenate([np.full(a_ub.shape[0] + nc, -np.inf),
                             [-np.inf if above is None
                              else above + 1e-6 * max(abs(above), 1.0)]])
@@ -203,7 +198,7 @@ def fleet_within(problem, master, most, deadline):
         fleet = fleet_of(problem, master, budget, deadline)
         if fleet is not None:
             return fleet
-        above = sum(_unit(problem, ci) * n for ci, n in budget.items())
+        above = _cost(problem, budget)
     return None
 
 
@@ -222,5 +217,13 @@ def fleet_of(problem, master, budget, deadline):
         return None
     for ci, counts in nodes:
         fixed[ci, counts] = fixed.get((ci, counts), 0) + 1
-    return fixed, sum(n * _unit(problem, ci)
-                      for (ci, _c), n in fixed.items())
+    nodes = {}
+    for (ci, _counts), n in fixed.items():
+        nodes[ci] = nodes.get(ci, 0) + n
+    return fixed, _cost(problem, nodes)
+
+
+def _cost(problem, nodes):
+    """TCO of ``nodes`` ({ci: nodes})."""
+    return sum(problem.node_cost(problem.candidates[ci]) * n
+               for ci, n in nodes.items())

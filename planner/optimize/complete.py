@@ -26,9 +26,7 @@ optimiser generates columns instead.
 import dataclasses
 
 import numpy as np
-from scipy import optimize as sp_optimize
 
-from planner.optimize import clock
 from planner.optimize import pricing
 from planner import patterns
 
@@ -94,19 +92,11 @@ def solve(master, time_limit, gap):
 
     Exact when the master holds every maximal pattern (:func:`add_all`).
     """
-    cost, a_ub, b_ub, layout = master._build()
-    _x0, s0, k0, nvar = layout
-    integrality = np.zeros(nvar)
-    integrality[:s0] = 1
-    upper = np.full(nvar, np.inf)
-    # The master lets a cap grow at a prohibitive price; here it holds.
-    upper[k0:] = 0.0
-    res = clock.milp(
-        'the integer program over every pattern', cost,
-        integrality=integrality,
-        bounds=sp_optimize.Bounds(np.zeros(nvar), upper),
-        constraints=sp_optimize.LinearConstraint(a_ub, -np.inf, b_ub),
-        options={'time_limit': max(time_limit, 0.5), 'mip_rel_gap': gap})
+    res, layout = master.solve_mip(
+        max(time_limit, 0.5), gap, hold_caps=True,
+        what='the integer program over every pattern')
+    s0 = layout[1]
+    cost = master._build()[0]
     out = Outcome()
     if res.status == 2:
         out.infeasible = True

@@ -210,16 +210,23 @@ class Master(object):
                                       'solved: %s' % res.message)
         return res, layout
 
-    def solve_mip(self, time_limit, gap):
+    def solve_mip(self, time_limit, gap, hold_caps=False,
+                  what='the integer program over the patterns'):
+        """The integer program over the patterns: (result, layout).
+
+        ``hold_caps``: no cap grows (the master lets one grow at a
+        prohibitive price otherwise).
+        """
         cost, a_ub, b_ub, layout = self._build()
         x0, s0, k0, nvar = layout
         integrality = np.zeros(nvar)
         integrality[:s0] = 1
+        upper = np.full(nvar, np.inf)
+        if hold_caps:
+            upper[k0:] = 0.0
         res = clock.milp(
-            'the integer program over the patterns', cost,
-            integrality=integrality,
-            bounds=sp_optimize.Bounds(np.zeros(nvar),
-                                      np.full(nvar, np.inf)),
+            what, cost, integrality=integrality,
+            bounds=sp_optimize.Bounds(np.zeros(nvar), upper),
             constraints=sp_optimize.LinearConstraint(a_ub, -np.inf, b_ub),
             options={'time_limit': time_limit, 'mip_rel_gap': gap})
         return res, layout

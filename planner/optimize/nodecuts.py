@@ -54,19 +54,14 @@ _ROUNDS = 30
 MAX_ROUNDS = 500
 
 
-def _unit(problem, ci):
-    cand = problem.candidates[ci]
-    return cand.capex + problem.energy(cand, problem.periods[0])
-
-
 class Bound(object):
     """The integer program over node counts, and its cuts."""
 
     def __init__(self, problem, master, lower):
         self.problem = problem
         self.master = master
-        self.cost = np.array([_unit(problem, ci)
-                              for ci in range(master.nc)])
+        self.cost = np.array([problem.node_cost(cand)
+                              for cand in problem.candidates])
         self.demand = np.array([problem.periods[0].vms.get(name, 0)
                                 for name in problem.workloads], dtype=float)
         self.lower = lower

@@ -209,7 +209,6 @@ def cover_duals(problem, master, duals):
     Farley bound at least as high.
     """
     out = np.array(duals, dtype=float)
-    period = problem.periods[0]
     sigma = (max(0.0, out[master.cut_row])
              if master.cut_row is not None else 0.0)
     pi = [max(0.0, out[master.demand_row[w, 0]])
@@ -217,9 +216,7 @@ def cover_duals(problem, master, duals):
     for (w, ci, _t), row in master.serve_row.items():
         out[row] = pi[w]
     for ci, cand in enumerate(problem.candidates):
-        out[master.link_row[ci, 0]] = (cand.capex
-                                       + problem.energy(cand, period)
-                                       - sigma)
+        out[master.link_row[ci, 0]] = problem.node_cost(cand) - sigma
     return out
 
 
@@ -238,8 +235,7 @@ def price_farley(problem, master, duals, value, priced, per_call):
     configuration left can lower theta; the patterns found on the way
     join the master problem.
     """
-    period = problem.periods[0]
-    cost = [c.capex + problem.energy(c, period) for c in problem.candidates]
+    cost = [problem.node_cost(c) for c in problem.candidates]
     sigma = (max(0.0, duals[master.cut_row])
              if master.cut_row is not None else 0.0)
     order = []

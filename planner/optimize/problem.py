@@ -58,6 +58,11 @@ class Problem:
         return (cand.watts / 1000.0 * self.pue * HOURS_PER_YEAR
                 * period.years * self.price_per_kwh)
 
+    def node_cost(self, cand, period=None):
+        """Capex of one node plus its energy over a period (the first)."""
+        return cand.capex + self.energy(
+            cand, self.periods[0] if period is None else period)
+
     def kw(self, cand):
         """Facility power of one node, PUE included."""
         return cand.watts / 1000.0 * self.pue

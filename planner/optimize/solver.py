@@ -110,9 +110,7 @@ def _cover(problem, master, vms, time_limit, gap):
     variables: min sum cost x, sum a x >= vms, x integer. Returns the
     pattern counts, or None.
     """
-    period = problem.periods[0]
-    unit = [problem.candidates[ci].capex
-            + problem.energy(problem.candidates[ci], period)
+    unit = [problem.node_cost(problem.candidates[ci])
             for ci, _t, _c in master.columns]
     rows, cols, vals = [], [], []
     for j, (_ci, _t, counts) in enumerate(master.columns):
@@ -177,7 +175,7 @@ def _residual(problem, master, lp_res, lp_layout, time_limit, gap,
     for j, (ci, _t, counts) in enumerate(master.columns):
         served += np.array(counts, dtype=float) * x[j]
         cand = problem.candidates[ci]
-        covered += x[j] * (cand.capex + problem.energy(cand, period))
+        covered += x[j] * problem.node_cost(cand)
     rest = {name: max(0, int(period.vms.get(name, 0) - served[w]))
             for w, name in enumerate(problem.workloads)}
     if any(rest.values()):
@@ -188,7 +186,8 @@ def _residual(problem, master, lp_res, lp_layout, time_limit, gap,
         more = _cover(problem, master, rest, time_limit / 2, sub_gap)
         cost = None
         if more is not None:
-            cost = sum(m * _unit(problem, ci) for m, (ci, _t, _c)
+            cost = sum(m * problem.node_cost(problem.candidates[ci])
+                       for m, (ci, _t, _c)
                        in zip(more, master.columns))
         # What is left over, on free nodes of the configurations the LP
         # uses: a node may hold the few VMs of several workloads.
@@ -199,22 +198,11 @@ def _residual(problem, master, lp_res, lp_layout, time_limit, gap,
             runs = _leftover(problem, master, configs, rest, cost,
                              time_limit - (time.monotonic() - started))
         if runs is not None:
-            for ci, counts, _n in runs:
-                master.add(ci, 0, counts)
-            index = {key: j for j, key in enumerate(master.columns)}
-            more = np.zeros(len(master.columns))
-            for ci, counts, n in runs:
-                more[index[ci, 0, tuple(counts)]] += n
+            more = _pattern_counts(master, runs)
         if more is None:
             return None, None
         x = np.concatenate([x, np.zeros(len(more) - len(x))]) + more
     return _vector(problem, master, x)
-
-
-def _unit(problem, ci):
-    """TCO of one node of candidate ci over the one period."""
-    cand = problem.candidates[ci]
-    return cand.capex + problem.energy(cand, problem.periods[0])
 
 
 def _leftover(problem, master, configs, rest, incumbent, time_limit):
@@ -719,14 +707,22 @@ def _node_bound(problem, master, best, bound, lp_res, deadline, gap):
 
 def _fleet_vector(problem, master, fleet):
     """The master's vector (and TCO) of {(ci, counts): nodes}, one period."""
-    for ci, counts in fleet:
+    return _vector(problem, master, _pattern_counts(
+        master, [(ci, counts, n) for (ci, counts), n in fleet.items()]))
+
+
+def _pattern_counts(master, runs):
+    """Nodes per master column of ``runs`` [(ci, counts, nodes)], one period.
+
+    Patterns the master lacks join it.
+    """
+    for ci, counts, _n in runs:
         master.add(ci, 0, counts)
-    index = {(ci, tuple(counts)): j
-             for j, (ci, _t, counts) in enumerate(master.columns)}
+    index = {key: j for j, key in enumerate(master.columns)}
     x = np.zeros(len(master.columns))
-    for key, n in fleet.items():
-        x[index[key]] += n
-    return _vector(problem, master, x)
+    for ci, counts, n in runs:
+        x[index[ci, 0, tuple(counts)]] += n
+    return x
 
 
 def _grows_a_cap(master, best):
