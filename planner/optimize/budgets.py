@@ -114,7 +114,10 @@ def pack(problem, rest, left, time_limit):
     """VM counts on ``left[ci]`` free nodes of each ci covering ``rest``.
 
     A feasibility program (the nodes are bought already). Returns
-    [(ci, counts)] of the busy nodes, or None.
+    [(ci, counts)] of the busy nodes, or None. As the pricing problem
+    does, it takes the node model's rows as they are and tightens them
+    by a hair only when the solver's tolerance let a node slip past
+    :func:`patterns.fits` (a node filling its DRAM cache exactly fits).
     """
     nw = len(problem.workloads)
     blocks, width = [], 0
@@ -129,19 +132,31 @@ def pack(problem, rest, left, time_limit):
                 width += len(rows[3])
     if not blocks:
         return None if np.any(rest > 0) else []
-    matrix, lower, upper, bounds = _pack_rows(rest, blocks, width, nw)
-    res = clock.milp(
-        'packing the VMs left over', np.zeros(width),
-        integrality=np.ones(width), bounds=sp_optimize.Bounds(0, bounds),
-        constraints=sp_optimize.LinearConstraint(matrix, lower, upper),
-        options={'time_limit': max(time_limit, 0.5)})
-    if res.x is None:
-        return None
+    for tighten in (0.0, 1e-9, 1e-8, 1e-7):
+        matrix, lower, upper, bounds = _pack_rows(rest, blocks, width, nw,
+                                                  tighten)
+        res = clock.milp(
+            'packing the VMs left over', np.zeros(width),
+            integrality=np.ones(width),
+            bounds=sp_optimize.Bounds(0, bounds),
+            constraints=sp_optimize.LinearConstraint(matrix, lower, upper),
+            options={'time_limit': max(time_limit, 0.5)})
+        if res.x is None:
+            return None
+        nodes = _nodes(problem, blocks, res.x)
+        if nodes is not None:
+            return nodes
+    return None
+
+
+def _nodes(problem, blocks, x):
+    """The busy free nodes of a solution, or None if one does not fit."""
+    nw = len(problem.workloads)
     nodes = []
     for ci, use, base, _rows in blocks:
         counts = [0] * nw
         for j, w in enumerate(use):
-            counts[w] = int(round(res.x[base + j]))
+            counts[w] = int(round(x[base + j]))
         if any(counts):
             if not patterns.fits(problem.candidates[ci].capacity,
                                  problem.demands, counts):
@@ -150,8 +165,11 @@ def pack(problem, rest, left, time_limit):
     return nodes
 
 
-def _pack_rows(rest, blocks, width, nw):
-    """The rows of :func:`pack`: cover ``rest``; each node within its own."""
+def _pack_rows(rest, blocks, width, nw, tighten):
+    """The rows of :func:`pack`: cover ``rest``; each node within its own.
+
+    ``tighten``: each node's capacities less this share of themselves.
+    """
     r_i, c_i, val, lower, upper = [], [], [], [], []
 
     def row(entries, low, high):
@@ -169,9 +187,8 @@ def _pack_rows(rest, blocks, width, nw):
     for ci, _use, base, (rows, lbs, ubs, var_ubs) in blocks:
         bounds[base:base + len(var_ubs)] = var_ubs
         for coeffs, low, high in zip(rows, lbs, ubs):
-            if np.isfinite(high) and high:
-                # The solver's tolerance must not let a node's row slip.
-                high -= 1e-9 * max(abs(high), 1.0)
+            if tighten and np.isfinite(high) and high:
+                high -= tighten * max(abs(high), 1.0)
             row([(base + j, v) for j, v in coeffs], low, high)
         if ci in previous:
             # Free nodes of a configuration are alike: order them.
