@@ -28,6 +28,11 @@ PROPERTY = hypothesis.settings(
 
 BUILTIN = scenario.load()
 
+# Seconds a solve may take where a test checks its answer or its proof, not
+# its speed: a time limit a busy machine reaches would make it fail by
+# timing (a solve ends as soon as it has its proof).
+LONG = 3600.0
+
 
 def scenario_of(workloads, configs=None, demand=None, economics=None):
     raw = {'name': 'test', 'workloads': workloads,

@@ -170,7 +170,8 @@ class AnytimeTestCase(testtools.TestCase):
         # Column generation's bound (Farley's, at the stabilised duals)
         # never passes the proven optimum of the same problem.
         scen, problem = _benchmark_problem()
-        plan = optimize.solve(problem, scen=scen, time_limit=60, gap=0.0)
+        plan = optimize.solve(problem, scen=scen, time_limit=base.LONG,
+                              gap=0.0)
         self.assertEqual('optimal', plan.status, plan.gap)
         master = master_mod.Master(problem)
         solver._seed(problem, master)

@@ -91,7 +91,8 @@ class ListingTestCase(testtools.TestCase):
     def test_too_many_patterns_generate_columns(self):
         scen = base.small_benchmark()
         problem = optimize.build(scen)
-        listed = optimize.solve(problem, scen=scen, time_limit=60, gap=0.0)
+        listed = optimize.solve(problem, scen=scen, time_limit=base.LONG,
+                                gap=0.0)
         self.assertEqual(0, listed.rounds)
         self.assertEqual('optimal', listed.status)
         self.useFixture(fixtures.MonkeyPatch(
@@ -119,7 +120,7 @@ class SmallProblemsTestCase(testtools.TestCase):
             scen = base.fleet_optimize.make_scenario(workloads=3, configs=4,
                                                      seed=seed)
             problem = optimize.build(scen)
-            plan = optimize.solve(problem, scen=scen, time_limit=60,
+            plan = optimize.solve(problem, scen=scen, time_limit=base.LONG,
                                   gap=0.0)
             self.assertEqual('optimal', plan.status, seed)
             self.assertLessEqual(plan.gap, 1e-6)

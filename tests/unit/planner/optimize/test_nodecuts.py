@@ -18,26 +18,9 @@ from hypothesis import strategies as st
 import numpy as np
 import testtools
 
-from planner import optimize
-from planner.optimize import master as master_mod
 from planner.optimize import nodecuts
-from planner.optimize import solver
-from tests.unit.planner.optimize import base
 from tests.unit.planner.optimize import test_budgets
 from tests.unit.planner.optimize import test_oracle
-
-
-def _setup(raw):
-    problem = optimize.build(base.scenario_of(**test_budgets._one_period(raw)))
-    try:
-        oracle = test_oracle.Oracle(problem)
-    except ValueError:
-        hypothesis.reject()
-    answer = oracle.best()
-    hypothesis.assume(answer is not None and answer.tco > 0)
-    master = master_mod.Master(problem)
-    solver._seed(problem, master)
-    return problem, oracle, answer, master
 
 
 class CutTestCase(testtools.TestCase):
@@ -46,7 +29,7 @@ class CutTestCase(testtools.TestCase):
     @test_oracle.PROPERTY
     @hypothesis.given(test_oracle.scenarios(periods=(1,)), st.data())
     def test_cuts_keep_every_fleet_that_holds_the_demand(self, raw, data):
-        problem, oracle, _answer, master = _setup(raw)
+        problem, oracle, _answer, master = test_budgets.with_optimum(raw)
         fleet = data.draw(st.sampled_from(oracle.box))
         counts = {ci: n for ci, n in enumerate(fleet) if n}
         status, cut = nodecuts.separate(
@@ -73,7 +56,7 @@ class RaiseBoundTestCase(testtools.TestCase):
     @hypothesis.settings(test_oracle.PROPERTY, max_examples=30)
     @hypothesis.given(test_oracle.scenarios(periods=(1,)))
     def test_below_the_optimum(self, raw):
-        problem, oracle, answer, master = _setup(raw)
+        problem, oracle, answer, master = test_budgets.with_optimum(raw)
         res, _layout = master.solve_lp()
         duals = -res.ineqlin.marginals
         pi = [max(0.0, duals[master.demand_row[w, 0]])

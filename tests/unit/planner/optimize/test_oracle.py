@@ -454,8 +454,8 @@ class OracleTestCase(testtools.TestCase):
     every_pattern = True
 
     def _solve(self, problem, scen):
-        return optimize.solve(problem, scen=scen, time_limit=30, gap=0.0,
-                              every_pattern=self.every_pattern)
+        return optimize.solve(problem, scen=scen, time_limit=base.LONG,
+                              gap=0.0, every_pattern=self.every_pattern)
 
     def _oracle(self, scen, objective):
         """The oracle of a scenario (too many fleets: a rejected example)."""
