@@ -101,7 +101,7 @@ from planner import population
 # ``binding`` values: append, never rename.
 CONSTRAINTS = ('mode', 'vcpu', 'memory', 'dram_cache', 'pmem_namespaces',
                'numa_nodes', 'socket_vcpu', 'socket_memory',
-               'socket_dram_cache')
+               'socket_dram_cache', 'shared_ratio', 'near_memory_rounding')
 
 # Floors of quotients that are integers on paper must not drop by one
 # through float rounding (0.9 x 240 / 24 is 8.999...).
@@ -561,8 +561,17 @@ class Fit:
     warnings: tuple
 
 
-def fit(node_, workload, policies, performance, t_hit=None):
+def fit(node_, workload, policies, performance, t_hit=None, admitted=None):
+    """The :class:`Fit` of one workload on one node.
+
+    :param admitted: (VMs, reason) Nova admits as nova-config configures
+        it (:func:`planner.novaconfig.admitted`); below the model's count,
+        it is the density, and its reason (``shared_ratio``,
+        ``near_memory_rounding``) the binding.
+    """
     vms, binding = density(node_, workload, policies)
+    if admitted is not None and admitted[0] < vms:
+        vms, binding = admitted
     t = per_vm_throughput(node_, workload, vms, policies, performance,
                           t_hit=t_hit)
     return Fit(
@@ -635,8 +644,12 @@ def calibrate(scenario):
     return result
 
 
-def compare(scenario):
+def compare(scenario, admitted=None):
     """Fits of every workload on the baseline and every other config.
+
+    :param admitted: {(config, workload): (VMs, reason)} that Nova admits
+        as configured (:func:`planner.novaconfig.admitted_counts`); the
+        densities are then those.
 
     :returns: a list of (Fit, relative_throughput, cost_vs_baseline) in
         scenario order, baseline first.
@@ -652,9 +665,11 @@ def compare(scenario):
         for workload in scenario.workloads.values():
             t_hit = cal[workload.name].t_hit if workload.name in cal else None
             this = fit(nodes[name], workload, policies, performance,
-                       t_hit=t_hit)
+                       t_hit=t_hit,
+                       admitted=(admitted or {}).get((name, workload.name)))
             base = fit(base_node, workload, policies, performance,
-                       t_hit=t_hit)
+                       t_hit=t_hit, admitted=(admitted or {}).get(
+                           (scenario.baseline, workload.name)))
             relative = (this.node_throughput / base.node_throughput
                         if base.node_throughput else math.nan)
             # A baseline priced at zero (prices left out) has no ratio.

@@ -51,183 +51,48 @@ the shared core (``placement.near_memory_inventory``,
 ``placement.near_memory_spec``).
 """
 
-import math
 import shlex
 
-import pandas as pd
 import yaml
 
 from nova_pmem_filters.core import classes
 from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import profile
 from nova_pmem_filters.core import providerconfig
 from nova_pmem_filters import inifile
 from nova_pmem_filters import novaopts
 from nova_pmem_filters import oscscript
 
+from planner import admission
 from planner import model
 
 COLUMNS = ('scope', 'target', 'key', 'value', 'command')
 
-# Precision of the printed allocation ratios.
-_RATIO_DIGITS = 4
+# The memory arithmetic lives in planner.admission (it imports no
+# oslo.config, for compare); these names were this module's first.
+_RATIO_DIGITS = admission.RATIO_DIGITS
+placement_admits = admission.placement_admits
+cell_admits = admission.cell_admits
+_numa_memory_target = admission.numa_memory_target
+host_reserve_mb = admission.host_reserve_mb
+memory_settings = admission.memory_settings
+memory_admits = admission.memory_admits
+_fmt = admission.fmt
+ratio_text = admission.ratio_text
+near_memory_inventory = admission.near_memory_inventory
+compute_memory = admission.compute_memory
+shared_ratio = admission.shared_ratio
+admitted = admission.admitted
+admitted_counts = admission.admitted_counts
+SHARED_RATIO = admission.SHARED_RATIO
+NEAR_MEMORY_ROUNDING = admission.NEAR_MEMORY_ROUNDING
 
 
 def aggregate_name(config_name):
     return 'pmem-%s' % config_name
 
 
-def placement_admits(total_mb, reserved_mb, ratio, flavor_mb):
-    """How many instances Placement admits on one MEMORY_MB inventory."""
-    capacity = (total_mb - reserved_mb) * ratio
-    return max(int(math.floor(capacity / flavor_mb + 1e-9)), 0)
-
-
-def cell_admits(cell_mb, ratio, instance_cell_mb):
-    """How many instance cells NUMATopologyFilter admits on one host cell.
-
-    By memory only, as Nova's ``_numa_fit_instance_cell`` compares it
-    (shared CPUs, no huge pages): ``usage + instance cell <= cell memory x
-    ram_allocation_ratio``, and an instance cell no larger than the cell.
-    """
-    if instance_cell_mb > cell_mb:
-        return 0
-    limit = cell_mb * ratio
-    count = max(int(math.floor(limit / instance_cell_mb)), 0)
-    # Settle float rounding with Nova's own comparison.
-    while (count + 1) * instance_cell_mb <= limit:
-        count += 1
-    while count and count * instance_cell_mb > limit:
-        count -= 1
-    return count
-
-
-def _numa_memory_target(node_, workload, policies):
-    """(cell MB, instance cell MB, slices) when a cell bound applies."""
-    if not workload.numa_nodes:
-        return None
-    sizing = model.cells(node_)
-    if sizing is None or workload.numa_nodes > sizing.cells:
-        return None
-    instance_mb = workload.ram_mb // workload.numa_nodes
-    if instance_mb > sizing.memory_mb:
-        return None
-    slices = model.cell_slices(node_, workload, policies)['socket_memory']
-    return sizing.memory_mb, instance_mb, slices
-
-
-def _ratio_between(low, high, admits):
-    """The shortest decimal ratio in [low, high) that ``admits``."""
-    for digits in range(_RATIO_DIGITS, _RATIO_DIGITS + 6):
-        scale = 10 ** digits
-        for ratio in (round((low + high) / 2.0, digits),
-                      math.ceil(low * scale) / scale):
-            if low <= ratio < high and admits(ratio):
-                return ratio
-    return None
-
-
-def host_reserve_mb(node_, policies, cells=False):
-    """``reserved_host_memory_mb``: the memory the plan leaves the host.
-
-    The plan counts ``(visible - host_reserve_gb) x memory_cap`` as what
-    VMs may use (a memory cap below 1 is the share of memory the operator
-    lets VMs consume; the field's 90% rule), so the host keeps the rest:
-    the reserve, and ``1 - memory_cap`` of what is left. On a configuration
-    that runs NUMA-bound workloads only ``host_reserve_gb`` is reserved
-    (``cells``): NUMATopologyFilter compares each cell's memory times
-    ``ram_allocation_ratio`` and never subtracts the reserve, so the cap
-    must be in the ratio for the cells to hold the planner's count.
-    """
-    total_mb = node_.visible_memory_gb * profile.MB_PER_GB
-    reserved_mb = policies.host_reserve_gb * profile.MB_PER_GB
-    if not cells and policies.memory_cap < 1:
-        reserved_mb += (1 - policies.memory_cap) * max(total_mb
-                                                       - reserved_mb, 0)
-    return int(round(reserved_mb))
-
-
-def memory_settings(node_, workload, policies, reserved_mb=None):
-    """(reserved_host_memory_mb, ram_allocation_ratio) for one workload.
-
-    The reserve is :func:`host_reserve_mb` unless ``reserved_mb`` is given
-    (for a NUMA-bound workload, the cells' reserve). The ratio is the one
-    that makes Placement's ``(total - reserved) x ratio`` what the plan
-    lets VMs use, in flavor RAM (``flavor RAM / RAM really used``, times
-    the memory cap where the reserve does not hold it). It is printed with
-    a few decimals; it is checked against Placement's own arithmetic and,
-    where rounding would move the count, replaced by the ratio that puts
-    the bound half-way between two instances. For a NUMA-bound workload
-    (``hw:numa_nodes``) it must also give NUMATopologyFilter's per-cell
-    memory bound the planner's count (:func:`cell_admits`); both bounds
-    hold at the exact ratio, and the shortest decimal where they still do
-    is taken (more decimals only when 4 do not reach).
-    """
-    total_mb = int(round(node_.visible_memory_gb * profile.MB_PER_GB))
-    cell = _numa_memory_target(node_, workload, policies)
-    if reserved_mb is None:
-        reserved_mb = host_reserve_mb(node_, policies,
-                                      cells=cell is not None)
-    flavor_mb = workload.ram_mb
-    target = model.limits(node_, workload, policies)['memory']
-
-    def admits(ratio):
-        if placement_admits(total_mb, reserved_mb, ratio,
-                            flavor_mb) != target:
-            return False
-        return cell is None or cell_admits(cell[0], ratio,
-                                           cell[1]) == cell[2]
-
-    usable = total_mb - reserved_mb
-    planned_mb = model.vm_memory_gb(node_, policies) * profile.MB_PER_GB
-    exact = (planned_mb / usable * workload.ram_gb / workload.used_gb
-             if usable > 0 else policies.memory_cap)
-    ratio = round(exact, _RATIO_DIGITS)
-    if admits(ratio) or usable <= 0:
-        return reserved_mb, ratio
-    low, high = target * flavor_mb / usable, (target + 1) * flavor_mb / usable
-    if cell is not None:
-        cell_mb, instance_mb, slices = cell
-        low = max(low, slices * instance_mb / cell_mb)
-        high = min(high, (slices + 1) * instance_mb / cell_mb)
-    found = _ratio_between(low, high, admits) if low < high else None
-    if found is None:
-        found = round((target + 0.5) * flavor_mb / usable, _RATIO_DIGITS)
-    return reserved_mb, found
-
-
-def _fmt(value):
-    if isinstance(value, float):
-        return ('%.*f' % (_RATIO_DIGITS, value)).rstrip('0').rstrip('.')
-    return str(value)
-
-
-def _ratio_text(ratio):
-    # memory_settings may need more than _RATIO_DIGITS decimals.
-    for digits in range(_RATIO_DIGITS, 17):
-        text = '%.*f' % (digits, ratio)
-        if float(text) == ratio:
-            break
-    return text.rstrip('0').rstrip('.')
-
-
 # Where nova-compute reads provider configs by default.
 PROVIDER_CONFIG_FILE = '/etc/nova/provider_config/nova-pmem-near-memory.yaml'
-
-
-def near_memory_inventory(config, policies, ram_allocation_ratio):
-    """The CUSTOM_NEAR_MEMORY_MB inventory of the hosts of ``config``.
-
-    Their near memory (:func:`profile.near_memory_gb`) as the scheduler
-    reads their aggregate's metadata: a configuration's DRAM, whatever the
-    kind (the near memory of a tiered one).
-    """
-    prof = model.host_profile(config)
-    return placement.near_memory_inventory(
-        config.mode, profile.near_memory_gb(config.mode, config.dram_gb,
-                                            prof.dram_cache_gb),
-        cache_overcommit_ratio=float(policies.cache_overcommit),
-        ram_allocation_ratio=ram_allocation_ratio)
 
 
 def provider_config_yaml(inventory):
@@ -237,32 +102,11 @@ def provider_config_yaml(inventory):
                           width=float('inf')).strip()
 
 
-def compute_memory(scen, config_name, workloads=None):
-    """(reserved_host_memory_mb, ram_allocation_ratio) of a configuration.
-
-    The reserve is what the plan leaves the host (:func:`host_reserve_mb`;
-    only ``host_reserve_gb`` where a NUMA-bound workload may run). The
-    ratio is the smallest any of ``workloads`` (default all) that may run
-    on it needs, so that none is over-admitted.
-    """
-    policies = scen.policies
-    config = scen.configs[config_name]
-    chosen = (list(scen.workloads.values()) if workloads is None
-              else workloads)
-    node_ = model.node(config, policies)
-    fitting = [w for w in chosen if w.request.allows(config.mode)]
-    cells = any(_numa_memory_target(node_, w, policies) is not None
-                for w in fitting)
-    reserved = host_reserve_mb(node_, policies, cells=cells)
-    if fitting:
-        return reserved, min(memory_settings(node_, w, policies,
-                                             reserved_mb=reserved)[1]
-                             for w in fitting)
-    total_mb = node_.visible_memory_gb * profile.MB_PER_GB
-    usable = total_mb - reserved
-    planned_mb = model.vm_memory_gb(node_, policies) * profile.MB_PER_GB
-    return reserved, (round(planned_mb / usable, _RATIO_DIGITS)
-                      if usable > 0 else policies.memory_cap)
+# The root disk of the flavors the plan creates, GB. Not 0: Nova's policy
+# os_compute_api:servers:create:zero_disk_flavor lets only admins boot a
+# zero-disk flavor from an image. The planner does not plan disk: hosts
+# need this much local disk (or shared storage) per VM.
+FLAVOR_DISK_GB = 10
 
 
 # Roles of the nova.conf rows: the schedulers, and the computes of one
@@ -328,7 +172,7 @@ def rows(scen, workloads=None, placement_accounting=False):
         target = 'nova.conf of the hosts in %s' % agg
         conf(role, target, 'DEFAULT', 'reserved_host_memory_mb', reserved)
         conf(role, target, 'DEFAULT', 'ram_allocation_ratio',
-             _ratio_text(ratio))
+             ratio_text(ratio))
         conf(role, target, 'DEFAULT', 'cpu_allocation_ratio',
              _fmt(float(policies.cpu_overcommit)))
         if placement_accounting:
@@ -367,9 +211,11 @@ def rows(scen, workloads=None, placement_accounting=False):
         flavor = workload.flavor_name
         add('flavor', workload.name, 'create',
             '%d vCPU, %d MB' % (workload.vcpus, workload.ram_mb),
-            'openstack flavor create --vcpus %d --ram %d --disk 0 %s'
-            % (workload.vcpus, workload.ram_mb, shlex.quote(flavor)),
-            object=flavor, flavor=(workload.vcpus, workload.ram_mb, 0))
+            'openstack flavor create --vcpus %d --ram %d --disk %d %s'
+            % (workload.vcpus, workload.ram_mb, FLAVOR_DISK_GB,
+               shlex.quote(flavor)),
+            object=flavor,
+            flavor=(workload.vcpus, workload.ram_mb, FLAVOR_DISK_GB))
         specs = dict(workload.extra_specs)
         if placement_accounting:
             specs.update(placement.near_memory_spec(workload.ram_mb,
@@ -397,6 +243,8 @@ def settings(scen, workloads=None, placement_accounting=False):
 
 def frame(plan_rows):
     """The public columns of ``plan_rows``, as a DataFrame."""
+    import pandas as pd
+
     return pd.DataFrame(plan_rows, columns=COLUMNS)
 
 

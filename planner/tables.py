@@ -18,6 +18,7 @@ reads the same everywhere. pandas is imported by the DataFrames only: the
 commands that list a table start without it.
 """
 
+import dataclasses
 import math
 
 from planner import model
@@ -53,6 +54,11 @@ BINDINGS = {
                      'hw:numa_nodes',
     'socket_dram_cache': 'near memory of one NUMA cell, for a flavor with '
                          'hw:numa_nodes',
+    'shared_ratio': 'the ram_allocation_ratio of hosts shared with other '
+                    'workloads (nova-config\'s role); --workload NAME plans '
+                    'hosts of the workload\'s own',
+    'near_memory_rounding': 'the CUSTOM_NEAR_MEMORY_MB request, rounded up '
+                            'to whole MB, of --placement-accounting',
 }
 
 COMPARISON_COLUMNS = (
@@ -137,7 +143,8 @@ def comparison(scen, fleet_kinds=(), columns=COMPARISON_COLUMNS):
     return _frame(comparison_rows(scen, fleet_kinds), columns)
 
 
-def comparison_rows(scen, fleet_kinds=()):
+def comparison_rows(scen, fleet_kinds=(), workloads=None,
+                    placement_accounting=False):
     """One row per (config, workload), baseline first.
 
     Each row has every column of COMPARE_COMMAND_COLUMNS (which holds
@@ -146,9 +153,19 @@ def comparison_rows(scen, fleet_kinds=()):
     :param fleet_kinds: node kinds of the current fleet
         (:func:`planner.fleet.load`), added as configs named
         ``fleet:<kind>``; they have no price or power.
+    :param workloads: the workloads planned together (default all): the
+        densities are those Nova admits with the settings ``nova-config``
+        prints for them (:func:`planner.admission.admitted_counts`), with
+        ``placement_accounting`` or without.
     """
+    from planner import admission
+
+    if workloads:
+        scen = dataclasses.replace(scen, workloads={
+            name: scen.workloads[name] for name in workloads})
+    admitted = admission.admitted_counts(scen, None, placement_accounting)
     rows = []
-    for fit, relative, cost_delta in model.compare(scen):
+    for fit, relative, cost_delta in model.compare(scen, admitted):
         config = scen.configs[fit.config]
         rows.append({
             'config': fit.config,
@@ -282,3 +299,46 @@ def configs_rows(scen):
                                 + population.warnings(node.findings)),
         })
     return rows
+
+
+def admission_notes(scen, workloads=None, placement_accounting=False):
+    """One line per (config, workload) Nova admits fewer of than planned.
+
+    Each names what takes the VMs off (the role's shared
+    ``ram_allocation_ratio``, a near-memory request rounded up) and the
+    density the planner counts for hosts of the workload's own, which
+    ``--workload NAME`` plans and configures.
+    """
+    from planner import admission
+
+    if workloads:
+        scen = dataclasses.replace(scen, workloads={
+            name: scen.workloads[name] for name in workloads})
+    lines = []
+    for (config, name), (count, reason) in admission.admitted_counts(
+            scen, None, placement_accounting).items():
+        if reason is None:
+            continue
+        workload = scen.workloads[name]
+        own, _ = admission.admitted(scen, config, workload, [workload],
+                                    placement_accounting)
+        planned, _ = model.density(
+            model.node(scen.configs[config], scen.policies), workload,
+            scen.policies)
+        if reason == admission.SHARED_RATIO:
+            _reserved, ratio = admission.compute_memory(
+                scen, config, list(scen.workloads.values()))
+            lines.append(
+                '%s: note shared_ratio: %s: %d VMs per node at the '
+                'ram_allocation_ratio %s shared with %s; %d on hosts of '
+                'its own (--workload %s)' % (
+                    config, name, count, admission.ratio_text(ratio),
+                    ', '.join(w for w in scen.workloads if w != name),
+                    own, name))
+        else:
+            lines.append(
+                '%s: note near_memory_rounding: %s: %d VMs per node: its '
+                'CUSTOM_NEAR_MEMORY_MB request, rounded up to whole MB, '
+                'divides the inventory %d times (%d without Placement '
+                'accounting)' % (config, name, count, count, planned))
+    return lines

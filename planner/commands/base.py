@@ -85,6 +85,15 @@ def number(option, text, positive=False):
     return value
 
 
+def check_workloads(scen, names):
+    """Refuse a ``--workload`` the scenario does not have (exit 2)."""
+    for name in names or ():
+        if name not in scen.workloads:
+            raise errors.ScenarioError(
+                '--workload', [], 'unknown workload %r (known: %s)'
+                % (name, ', '.join(sorted(scen.workloads))))
+
+
 def load_scenario(parsed_args):
     from planner import scenario
 

@@ -35,6 +35,16 @@ class Compare(base.ShortTableLister):
 
     def get_parser(self, prog_name):
         parser = base.add_scenario_argument(super().get_parser(prog_name))
+        parser.add_argument(
+            '--workload', action='append', default=None, metavar='NAME',
+            help='plan for this workload only (repeatable; default: all), '
+                 'as nova-config --workload: the densities are those Nova '
+                 'admits with the settings nova-config prints for them')
+        parser.add_argument(
+            '--placement-accounting', action='store_true',
+            help='count what Nova admits with nova-config '
+                 '--placement-accounting (the CUSTOM_NEAR_MEMORY_MB '
+                 'inventory and requests)')
         return base.add_fleet_argument(
             parser, required=False,
             purpose='also compare the node kinds of the current fleet '
@@ -51,8 +61,16 @@ class Compare(base.ShortTableLister):
         base.show_warnings(tables.findings_by_config(scen),
                            verbose_level=self.app.options.verbose_level,
                            full=parsed_args.long)
-        return tables.listing(tables.comparison_rows(scen, fleet_kinds=kinds),
-                              tables.COMPARE_COMMAND_COLUMNS)
+        base.check_workloads(scen, parsed_args.workload)
+        rows = tables.comparison_rows(
+            scen, fleet_kinds=kinds, workloads=parsed_args.workload,
+            placement_accounting=parsed_args.placement_accounting)
+        if self.app.options.verbose_level >= 1:
+            for line in tables.admission_notes(
+                    scen, parsed_args.workload,
+                    parsed_args.placement_accounting):
+                sys.stderr.write(line + '\n')
+        return tables.listing(rows, tables.COMPARE_COMMAND_COLUMNS)
 
 
 class Calibration(base.ShortTableLister):

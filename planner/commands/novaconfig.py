@@ -44,11 +44,7 @@ def _plan_rows(parsed_args):
     from planner import novaconfig
 
     scen = base.load_scenario(parsed_args)
-    for name in parsed_args.workload or ():
-        if name not in scen.workloads:
-            raise errors.ScenarioError(
-                '--workload', [], 'unknown workload %r (known: %s)'
-                % (name, ', '.join(sorted(scen.workloads))))
+    base.check_workloads(scen, parsed_args.workload)
     return scen, novaconfig.rows(
         scen, workloads=parsed_args.workload,
         placement_accounting=parsed_args.placement_accounting)

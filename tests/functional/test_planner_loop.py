@@ -20,14 +20,20 @@ flavor is booted until NoValidHost, and Nova must have admitted exactly the
 planner's ``vms_per_node``.
 """
 
+import configparser
 import dataclasses
+import os
+import re
 import shlex
+
+import fixtures
 
 from nova_pmem_filters.core import cache
 from nova_pmem_filters.core import extra_specs
 from planner import model
 from planner import novaconfig
 from planner import scenario
+from planner import tables
 from tests.functional import base
 from tests.unit import test_agreement
 
@@ -58,7 +64,8 @@ def planned_flavor(frame, workload_name):
     specs = {key: value for key, value in zip(rows.key, rows.value)
              if key != 'create'}
     return (int(create[create.index('--vcpus') + 1]),
-            int(create[create.index('--ram') + 1]), specs)
+            int(create[create.index('--ram') + 1]), specs,
+            int(create[create.index('--disk') + 1]))
 
 
 def apply_options(test, frame, scope, target, options):
@@ -106,9 +113,9 @@ class PlannerLoopBase(base.PmemTestBase):
         self._create_pmem_aggregate(base.Aggregate(
             agg, ['node1'], planned_aggregate(frame, agg)))
 
-        vcpus, ram_mb, specs = planned_flavor(frame, workload_name)
+        vcpus, ram_mb, specs, disk = planned_flavor(frame, workload_name)
         flavor = self._create_flavor(
-            name=workload_name, memory_mb=ram_mb, vcpu=vcpus, disk=0,
+            name=workload_name, memory_mb=ram_mb, vcpu=vcpus, disk=disk,
             extra_spec=specs)
         return node, flavor
 
@@ -231,3 +238,104 @@ class HotRatioLoopTest(PlannerLoopBase):
 
     def test_with_hot_ratio(self):
         self._agree(0.25, 12)
+
+
+def _snippet_options(text):
+    """{(section, option): value} of a nova.conf snippet, as printed."""
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    parser.optionxform = str
+    parser.read_string(text)
+    found = {('DEFAULT', k): v for k, v in parser.defaults().items()}
+    for section in parser.sections():
+        for key in parser.options(section):
+            if key not in parser.defaults():
+                found[(section, key)] = parser.get(section, key)
+    return found
+
+
+class PrintedPlanLoopTest(PlannerLoopBase):
+    """What ``compare`` prints is what the printed configuration admits.
+
+    For every built-in scenario, compute role and workload, with and
+    without Placement accounting: the in-process Nova is configured from
+    ``nova-config``'s default outputs for the whole scenario (the role's
+    nova.conf snippet, the script's aggregate and flavor, the provider
+    config file), the flavor is booted until NoValidHost, and the count
+    must be ``compare``'s ``vms_per_node`` for the same options.
+    """
+
+    # The CXL nodes hold up to 92 VMs, booted one by one.
+    TIMEOUT_SCALING_FACTOR = 4
+
+    def _printed(self, config_name, workload_name, accounting):
+        rows = novaconfig.rows(self.scenario,
+                               placement_accounting=accounting)
+        agg = novaconfig.aggregate_name(config_name)
+        role = novaconfig.compute_role(agg)
+        options = _snippet_options(novaconfig.nova_conf(rows, role))
+        options.update(_snippet_options(novaconfig.nova_conf(
+            rows, novaconfig.SCHEDULER_ROLE)))
+        for (section, key), value in options.items():
+            name = '[%s] %s' % (section, key)
+            if name in COMPUTE_OPTIONS or name in SCHEDULER_OPTIONS:
+                opt, group, cast = dict(COMPUTE_OPTIONS,
+                                        **SCHEDULER_OPTIONS)[name]
+                self.flags(**{opt: cast(value), 'group': group})
+        if accounting:
+            conf_dir = self.useFixture(fixtures.TempDir()).path
+            with open(os.path.join(conf_dir, 'near.yaml'), 'w') as f:
+                f.write(novaconfig.provider_config(rows, role))
+            self.flags(provider_config_location=conf_dir, group='compute')
+        return novaconfig.frame(rows), agg
+
+    def _check_printed(self, scenario_name, config_name, workload_name,
+                       accounting):
+        self.scenario = scenario.load(scenario_name)
+        frame, agg = self._printed(config_name, workload_name, accounting)
+        node = model.node(self.scenario.configs[config_name],
+                          self.scenario.policies)
+        host = base.Host('node1', vcpus=node.vcpus,
+                         memory_gb=node.visible_memory_gb, local_gb=4000)
+        self._start_sized_compute(host)
+        self._run_periodics()
+        self._create_pmem_aggregate(base.Aggregate(
+            agg, ['node1'], planned_aggregate(frame, agg)))
+        vcpus, ram_mb, specs, disk = planned_flavor(frame, workload_name)
+        flavor = self._create_flavor(
+            name=workload_name, memory_mb=ram_mb, vcpu=vcpus, disk=disk,
+            extra_spec=specs)
+        printed = {(r['config'], r['workload']): r['vms_per_node']
+                   for r in tables.comparison_rows(
+                       self.scenario, placement_accounting=accounting)}
+        promised = printed[(config_name, workload_name)]
+        what = '%s, %s on %s (placement accounting %s): compare prints %d' % (
+            scenario_name, workload_name, config_name, accounting, promised)
+        self.assertGreater(promised, 0, what)
+        admitted = self._boot_until_full(flavor, promised + 2)
+        self.assertEqual(promised, admitted,
+                         '%s, Nova admitted %d' % (what, admitted))
+
+
+def _printed_case(scenario_name, config_name, workload_name, accounting):
+    def test(self):
+        self._check_printed(scenario_name, config_name, workload_name,
+                            accounting)
+    return test
+
+
+def _add_printed_cases():
+    for scenario_name in scenario.builtin_names():
+        scen = scenario.load(scenario_name)
+        for config_name in scen.configs:
+            for workload_name in scen.workloads:
+                for accounting in (False, True):
+                    name = 'test_%s_%s_%s%s' % (
+                        scenario_name, config_name, workload_name,
+                        '_accounted' if accounting else '')
+                    setattr(PrintedPlanLoopTest,
+                            re.sub(r'[^0-9a-zA-Z_]', '_', name),
+                            _printed_case(scenario_name, config_name,
+                                          workload_name, accounting))
+
+
+_add_printed_cases()

@@ -91,7 +91,7 @@ class PlannerNumaTest(numa_base.NumaTestBase):
         self.start_numa_compute_aggregate(
             'node1', test_planner_loop.planned_aggregate(frame, agg))
 
-        vcpus, ram_mb, specs = test_planner_loop.planned_flavor(
+        vcpus, ram_mb, specs, _disk = test_planner_loop.planned_flavor(
             frame, workload_name)
         self.assertEqual(str(workload.numa_nodes), specs['hw:numa_nodes'])
         flavor = self._create_flavor(

@@ -164,7 +164,11 @@ class ObservationLoopTestCase(testtools.TestCase):
         # VMs); vCPUs and memory still bind at 20.
         self.assertEqual(before[('mm-192-512', 'mysql')],
                          after[('mm-192-512', 'mysql')])
-        self.assertEqual((20, 'vcpu+memory'), after[('mm-192-512', 'mysql')])
+        self.assertEqual((19, 'shared_ratio'),
+                         after[('mm-192-512', 'mysql')])
+        self.assertEqual((20, 'vcpu+memory'), density(
+            '--scenario', path, '--workload', 'mysql')[
+                ('mm-192-512', 'mysql')])
         # DRAM nodes have no cache: the ratio changes nothing there.
         self.assertEqual(before[('dram-384', 'redis')],
                          after[('dram-384', 'redis')])

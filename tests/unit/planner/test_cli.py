@@ -293,8 +293,10 @@ class CommandContentTestCase(CliTestCase):
         rows = self.rows('compare')
         self.assertEqual(['dram-384', 'dram-384', 'mm-192-512',
                           'mm-192-512'], [r['config'] for r in rows])
-        by_key = {(r['config'], r['workload']): r for r in rows}
         for workload, (n_dram, n_mm) in PUBLISHED_VMS.items():
+            # The published case: hosts that run one workload.
+            by_key = {(r['config'], r['workload']): r
+                      for r in self.rows('compare', '--workload', workload)}
             base = by_key['dram-384', workload]
             mm = by_key['mm-192-512', workload]
             self.assertEqual(n_dram, base['vms_per_node'])
@@ -306,12 +308,32 @@ class CommandContentTestCase(CliTestCase):
                 self.assertAlmostEqual(
                     row['node_cost'] / row['vms_per_node'],
                     row['cost_per_vm'], places=2)
-        self.assertEqual('mm-ratio', by_key['mm-192-512', 'redis'][
+        self.assertEqual('mm-ratio', by_key['mm-192-512', 'mysql'][
             'warnings'])
+
+    def test_compare_shared_hosts(self):
+        # Both workloads on each configuration's hosts, with the one
+        # ram_allocation_ratio nova-config prints for them: MySQL gets
+        # the ratio Redis needs, and each row that loses VMs says so.
+        rows = {(r['config'], r['workload']): r for r in self.rows('compare')}
+        for config, (n_dram, n_mm) in (('dram-384', (14, 15)),
+                                       ('mm-192-512', (19, 20))):
+            row = rows[config, 'mysql']
+            self.assertEqual((min(n_dram, n_mm), 'shared_ratio'),
+                             (row['vms_per_node'], row['binding']))
+        _out, err = self.run_ok('compare', '-f', 'json')
+        notes = [line for line in err.splitlines() if ': note ' in line]
+        self.assertEqual(
+            ['dram-384: note shared_ratio: mysql: 14 VMs per node at the '
+             'ram_allocation_ratio 1.3333 shared with redis; 15 on hosts of '
+             'its own (--workload mysql)',
+             'mm-192-512: note shared_ratio: mysql: 19 VMs per node at the '
+             'ram_allocation_ratio 1.3333 shared with redis; 20 on hosts of '
+             'its own (--workload mysql)'], notes)
 
     def test_compare_reports_population_warnings_on_stderr(self):
         _out, err = self.run_ok('compare', '-f', 'json')
-        lines = err.splitlines()
+        lines = [line for line in err.splitlines() if ': note ' not in line]
         self.assertEqual(1, len(lines), err)
         self.assertIn('mm-192-512', lines[0])
         self.assertIn('mm-ratio', lines[0])

@@ -31,6 +31,7 @@ from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import profile
 from nova_pmem_filters.core import scenario as document
+from planner import admission
 from planner import model
 from planner import novaconfig
 from planner import population
@@ -178,7 +179,7 @@ class FieldNotesExampleTestCase(testtools.TestCase):
 
     def test_comparison_table_is_the_model(self):
         frame = tables.comparison(self.scen)
-        fits = model.compare(self.scen)
+        fits = model.compare(self.scen, admission.admitted_counts(self.scen))
         self.assertEqual(len(fits), len(frame))
         for row, (fit, relative, _cost) in zip(frame.to_dict('records'),
                                                fits):
@@ -502,7 +503,9 @@ class NumaTestCase(testtools.TestCase):
         self.assertEqual(('mode', 'vcpu', 'memory', 'dram_cache',
                           'pmem_namespaces'), model.CONSTRAINTS[:5])
         self.assertEqual(('numa_nodes', 'socket_vcpu', 'socket_memory',
-                          'socket_dram_cache'), model.CONSTRAINTS[5:])
+                          'socket_dram_cache'), model.CONSTRAINTS[5:9])
+        self.assertEqual(('shared_ratio', 'near_memory_rounding'),
+                         model.CONSTRAINTS[9:])
 
     def test_no_numa_nodes_no_socket_limits(self):
         w = self.scen.workloads['redis']

@@ -87,7 +87,7 @@ class HotRatiosTestCase(testtools.TestCase):
         status, out, err = self.run_cli('nova-config', '--scenario', path,
                                         '-f', 'value', '-c', 'command')
         self.assertEqual(0, status, err)
-        self.assertIn('--disk 0 m1.db\n', out)
+        self.assertIn('--disk 10 m1.db\n', out)
         self.assertIn('pmem:hot_ratio=0.3 m1.db\n', out)
 
     def test_placement_accounted_flavor_keeps_its_request_consistent(self):

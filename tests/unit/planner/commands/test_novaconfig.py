@@ -202,7 +202,8 @@ class NovaConfigTestCase(testtools.TestCase):
             if r['key'] == 'create':
                 create = shlex.split(r['command'])
                 entry[0] = [create[create.index('--vcpus') + 1],
-                            create[create.index('--ram') + 1], '0']
+                            create[create.index('--ram') + 1],
+                            create[create.index('--disk') + 1]]
             else:
                 entry[1][r['key']] = r['value']
         self.assertEqual(

@@ -93,20 +93,24 @@ class HtmlTestCase(testtools.TestCase):
             self.assertEqual(expected, got)
 
     def test_published_densities(self):
-        columns = list(self.comparison.columns)
-        vms = columns.index('vms_per_node')
-        got = {(row[0], row[1]): row[vms]
-               for row in self.page.rows('comparison-table')}
+        # The published case: hosts that run one workload each.
         for workload, (dram, mm) in base.PUBLISHED_VMS.items():
-            self.assertEqual(str(dram), got[('dram-384', workload)])
-            self.assertEqual(str(mm), got[('mm-192-512', workload)])
+            got = {(row['config'], row['workload']): row['vms_per_node']
+                   for row in tables.comparison_rows(
+                       self.scen, workloads=[workload])}
+            self.assertEqual(dram, got[('dram-384', workload)])
+            self.assertEqual(mm, got[('mm-192-512', workload)])
 
     def test_cost_and_power_numbers(self):
+        # The page plans both workloads on each configuration's hosts.
         text = ' '.join(' '.join(row) for row in self.page.rows(
             'comparison-table'))
-        for value in ('982.29', '616.00', '916.80', '585.20', '26.82',
-                      '38.31', '13,752.00', '11,704.00', '-14.9%'):
+        for value in ('982.29', '616.00', '26.82', '38.31', '13,752.00',
+                      '11,704.00', '-14.9%', 'shared_ratio'):
             self.assertIn(value, text)
+        mysql = {row['config']: row['cost_per_vm'] for row in
+                 tables.comparison_rows(self.scen, workloads=['mysql'])}
+        self.assertEqual({'dram-384': 916.8, 'mm-192-512': 585.2}, mysql)
 
     def test_population_warnings_are_prominent(self):
         findings = tables.findings_by_config(self.scen)
