@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from nova_pmem_filters import fileutil
 from planner import errors
 from planner.simulate import engine
 
@@ -117,8 +118,7 @@ def read_csv(path, flavors):
     number, and so is the first beyond :data:`MAX_EVENTS` events.
     """
     try:
-        with open(path, 'rb') as handle:
-            data = handle.read()
+        data = fileutil.read_bytes(path)
     except OSError as exc:
         raise errors.TraceError('%s: cannot read the trace: %s'
                                 % (path, exc.strerror or exc))
