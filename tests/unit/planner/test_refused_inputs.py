@@ -98,3 +98,25 @@ class ReadBoundedTest(testtools.TestCase):
         self.assertEqual(b'x' * 10, fileutil.read_bytes(path, 10))
         self.assertRaises(fileutil.TooLarge, fileutil.read_bytes,
                           '/dev/zero', 10)
+
+
+class RefusedOptionTest(RefusedInputTest):
+
+    def test_band_beyond_a_fraction(self):
+        self.assert_refused(['search', '--band', '5'], '--band 5',
+                            'below 1')
+
+    def test_repeated_demand(self):
+        self.assert_refused(
+            ['optimize', '--demand', 'redis=10', '--demand', 'redis=20'],
+            "'redis' given twice")
+
+    def test_host_vcpus_not_positive(self):
+        for value in ('-4', '0'):
+            self.assert_refused(['simulate', '--host-vcpus', value],
+                                '--host-vcpus %s' % value, '1 or more')
+
+    def test_nodes_bounded(self):
+        self.assert_refused(
+            ['simulate', '--nodes', 'mm-192-512=100000000'],
+            '--nodes mm-192-512=100000000', 'at most 100000')
