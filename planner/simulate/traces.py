@@ -195,6 +195,10 @@ def _read_events(path, reader, flavors):
                 '(no boot above, or deleted already)' % (path, line, uuid))
         last = when
         events.append(engine.Event(when, kind, uuid, flavor))
+    if not events:
+        raise errors.TraceError(
+            '%s: no events after the header; a trace needs one boot at '
+            'least' % path)
     return events
 
 

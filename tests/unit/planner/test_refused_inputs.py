@@ -120,3 +120,8 @@ class RefusedOptionTest(RefusedInputTest):
         self.assert_refused(
             ['simulate', '--nodes', 'mm-192-512=100000000'],
             '--nodes mm-192-512=100000000', 'at most 100000')
+
+    def test_header_only_trace(self):
+        path = self.write('trace.csv', 'time,event,instance,flavor\n')
+        self.assert_refused(['simulate', '--trace', path], path,
+                            'no events')
