@@ -1020,6 +1020,11 @@ def _check_config(name, config, catalog, source):
             % (', '.join(sorted(kinds.KERNEL_TIERED)), config.mode,
                ', '.join(sorted(kinds.KERNEL_TIERED)),
                ', '.join(tiering.STATES)))
+    if not any(any(population.values()) for population in
+               config.populations(platform.sockets)):
+        raise ScenarioError(
+            source, path, 'a node needs memory: give at least one DIMM '
+            'a count of 1 or more')
     if config.per_socket is not None:
         _population_dimms(config.per_socket, catalog, source,
                           path + ['per_socket'])
@@ -1105,6 +1110,11 @@ def _check_workload(name, workload, source):
         raise ScenarioError(
             source, path + ['ram_gb'], 'a flavor has at '
             'least 1 MB of RAM, got %r GB' % workload.ram_gb)
+    if workload.used_gb is not None and workload.used_gb > workload.ram_gb:
+        raise ScenarioError(
+            source, path + ['used_gb'], 'a workload uses at most its '
+            'flavor\'s RAM: used_gb %r is more than ram_gb %r'
+            % (workload.used_gb, workload.ram_gb))
     if (workload.bound == BANDWIDTH_BOUND
             and workload.bandwidth_gbps is None):
         raise ScenarioError(

@@ -125,3 +125,20 @@ class RefusedOptionTest(RefusedInputTest):
         path = self.write('trace.csv', 'time,event,instance,flavor\n')
         self.assert_refused(['simulate', '--trace', path], path,
                             'no events')
+
+    def edited_scenario(self, old, new):
+        text = self.scenario_text()
+        self.assertIn(old, text)
+        return self.write('scenario.yaml', text.replace(old, new, 1))
+
+    def test_node_without_memory(self):
+        text = self.scenario_text()
+        first = text[text.index('per_socket: {'):].split('\n', 1)[0]
+        path = self.edited_scenario(first, 'per_socket: {ddr4-16: 0}')
+        self.assert_refused(['compare', '--scenario', path], path,
+                            'a node needs memory')
+
+    def test_workload_uses_more_than_its_flavor(self):
+        path = self.edited_scenario('used_gb: 24', 'used_gb: 64')
+        self.assert_refused(['compare', '--scenario', path], path,
+                            'used_gb 64 is more than ram_gb 32')
