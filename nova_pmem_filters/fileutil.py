@@ -87,3 +87,42 @@ def write_atomic(path, data, mode=None):
         discard([tmp])
         raise
     fsync_dir(directory)
+
+
+# The largest file any of the tools reads (a scenario, a trace, an
+# observation, a nova.conf): a device or a runaway file (/dev/zero) is
+# refused by its size, not read into memory.
+READ_LIMIT = 64 * 1024 * 1024
+
+
+class TooLarge(OSError):
+    """A file larger than the bound; ``strerror`` names the bound."""
+
+
+def read_bytes(path, limit=None):
+    """The content of ``path``: at most ``limit`` bytes.
+
+    ``limit``: :data:`READ_LIMIT` when None. Reads at most ``limit`` + 1
+    bytes, whatever the file is (a FIFO, a
+    device), so that memory stays bounded.
+
+    :raises TooLarge: (an OSError) when the file holds more than ``limit``
+        bytes; its ``strerror`` names the bound.
+    :raises OSError: when the file cannot be read.
+    """
+    if limit is None:
+        limit = READ_LIMIT
+    with open(path, 'rb') as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(0, 'larger than the %d MiB a file may hold'
+                       % (limit // (1024 * 1024)), path)
+    return data
+
+
+def read_text(path, limit=None):
+    """The UTF-8 text of ``path``, bounded as :func:`read_bytes`.
+
+    :raises UnicodeDecodeError: when the file is not UTF-8 text.
+    """
+    return read_bytes(path, limit).decode('utf-8')

@@ -45,6 +45,8 @@ import json
 import math
 import os
 
+from nova_pmem_filters import fileutil
+
 
 class DocumentError(ValueError):
     """A document that cannot be used; the message names the file and key.
@@ -384,8 +386,7 @@ def read_json(path, error):
     :raises DocumentError: an ``error`` naming the file.
     """
     try:
-        with open(path, encoding='utf-8') as f:
-            content = f.read()
+        content = fileutil.read_text(path)
     except OSError as exc:
         raise error(path, [], 'cannot read the file: %s' % exc.strerror)
     except UnicodeDecodeError:

@@ -757,12 +757,79 @@ def _yaml_class(name):
     """
     import yaml
 
-    cls = type(name, (getattr(yaml, name),), {})
+    members = {}
+    if name == 'SafeLoader':
+        members = {'compose_node': _compose_node,
+                   'compose_document': _compose_document,
+                   'construct_mapping': _construct_mapping}
+    cls = type(name, (getattr(yaml, name),), members)
     cls.add_implicit_resolver('tag:yaml.org,2002:float', _EXPONENT,
                               list('-+0123456789.'))
     if name == 'SafeLoader':
         cls.add_constructor('tag:yaml.org,2002:int', _construct_int)
     return cls
+
+
+# Aliases (``*name``) a document may hold, and the nodes it may hold once
+# they are expanded: a "billion laughs" of a few hundred bytes expands to
+# more than memory holds; no format of ours needs more than a few.
+ALIAS_LIMIT = 100
+EXPANDED_NODE_LIMIT = 1000000
+
+
+def _compose_node(loader, parent, index):
+    import yaml
+    if loader.check_event(yaml.events.AliasEvent):
+        loader.alias_count = getattr(loader, 'alias_count', 0) + 1
+        if loader.alias_count > ALIAS_LIMIT:
+            raise yaml.composer.ComposerError(
+                None, None, 'more than %d aliases (*name); a document may '
+                'hold at most %d' % (ALIAS_LIMIT, ALIAS_LIMIT),
+                loader.peek_event().start_mark)
+    return super(type(loader), loader).compose_node(parent, index)
+
+
+def _compose_document(loader):
+    import yaml
+    node = super(type(loader), loader).compose_document()
+    # The nodes as a reader of the data sees them, aliases expanded.
+    count, pending = 0, [node]
+    while pending:
+        current = pending.pop()
+        count += 1
+        if count > EXPANDED_NODE_LIMIT:
+            raise yaml.composer.ComposerError(
+                None, None, 'more than %d values once its aliases are '
+                'expanded; a document may hold at most %d'
+                % (EXPANDED_NODE_LIMIT, EXPANDED_NODE_LIMIT),
+                node.start_mark)
+        if isinstance(current, yaml.MappingNode):
+            for key, value in current.value:
+                pending.extend((key, value))
+        elif isinstance(current, yaml.SequenceNode):
+            pending.extend(current.value)
+    return node
+
+
+def _construct_mapping(loader, node, deep=False):
+    import yaml
+    if isinstance(node, yaml.MappingNode):
+        seen = set()
+        for key_node, _value in node.value:
+            if key_node.tag == 'tag:yaml.org,2002:merge':
+                continue
+            key = loader.construct_object(key_node, deep=True)
+            try:
+                repeated = key in seen
+            except TypeError:
+                # An unhashable key: the constructor names it.
+                break
+            if repeated:
+                raise yaml.constructor.ConstructorError(
+                    None, None, 'duplicate key %r: a key may appear once in '
+                    'a mapping' % (key,), key_node.start_mark)
+            seen.add(key)
+    return super(type(loader), loader).construct_mapping(node, deep=deep)
 
 
 def _construct_int(loader, node):
@@ -953,6 +1020,11 @@ def _check_config(name, config, catalog, source):
             % (', '.join(sorted(kinds.KERNEL_TIERED)), config.mode,
                ', '.join(sorted(kinds.KERNEL_TIERED)),
                ', '.join(tiering.STATES)))
+    if not any(any(population.values()) for population in
+               config.populations(platform.sockets)):
+        raise ScenarioError(
+            source, path, 'a node needs memory: give at least one DIMM '
+            'a count of 1 or more')
     if config.per_socket is not None:
         _population_dimms(config.per_socket, catalog, source,
                           path + ['per_socket'])
@@ -1038,6 +1110,11 @@ def _check_workload(name, workload, source):
         raise ScenarioError(
             source, path + ['ram_gb'], 'a flavor has at '
             'least 1 MB of RAM, got %r GB' % workload.ram_gb)
+    if workload.used_gb is not None and workload.used_gb > workload.ram_gb:
+        raise ScenarioError(
+            source, path + ['used_gb'], 'a workload uses at most its '
+            'flavor\'s RAM: used_gb %r is more than ram_gb %r'
+            % (workload.used_gb, workload.ram_gb))
     if (workload.bound == BANDWIDTH_BOUND
             and workload.bandwidth_gbps is None):
         raise ScenarioError(

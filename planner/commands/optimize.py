@@ -30,6 +30,19 @@ def _vm_count(text):
     return name, value
 
 
+def _demand(texts):
+    """{workload: VMs} of the --demand options; a workload given once."""
+    demand = {}
+    for text in texts:
+        name, value = _vm_count(text)
+        if name in demand:
+            raise errors.PlannerError(
+                '--demand %s: workload %r given twice; give each workload '
+                'once' % (text, name))
+        demand[name] = value
+    return demand
+
+
 class Optimize(base.ShortTableLister):
     """Choose the fleet that carries the demand at the lowest cost."""
 
@@ -108,7 +121,7 @@ class Optimize(base.ShortTableLister):
         from planner import optimize
 
         scen = base.load_scenario(parsed_args)
-        demand = (dict(_vm_count(d) for d in parsed_args.demand)
+        demand = (_demand(parsed_args.demand)
                   if parsed_args.demand else None)
         caps = {k: base.number('--' + k.replace('_', '-'), v) for k, v in (
             ('budget', parsed_args.budget),

@@ -12,7 +12,21 @@
 """search command."""
 
 from planner.commands import base
+from planner import errors
 from planner import progress
+
+
+def _band(text):
+    """--band's fraction: 0 or more and below 1."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not 0.0 <= value < 1.0:
+        raise errors.PlannerError(
+            '--band %s: expected a fraction of the budget, 0 or more and '
+            'below 1 (0.1 for +-10%%)' % text)
+    return value
 
 
 class Search(base.ShortTableLister):
@@ -76,6 +90,7 @@ class Search(base.ShortTableLister):
     def take_action(self, parsed_args):
         from planner import search
 
+        band = _band(parsed_args.band)
         scen = base.load_scenario(parsed_args)
         self._objective = parsed_args.objective
         with progress.for_command(self, parsed_args, 'search') as line:
@@ -83,6 +98,6 @@ class Search(base.ShortTableLister):
                 scen, parsed_args.platform, parsed_args.cpu,
                 workload=parsed_args.workload, dimms=parsed_args.dimm,
                 modes=parsed_args.modes, budget=parsed_args.budget,
-                band=parsed_args.band, objective=parsed_args.objective,
+                band=band, objective=parsed_args.objective,
                 limit=parsed_args.limit, progress=line.update)
         return base.frame_rows(result.frame)

@@ -25,7 +25,12 @@ PROGRESS_FROM = 20000
 EVENTS_PER_UPDATE = 1000
 
 
-def _pairs(option, values, convert):
+# The most nodes a simulation places VMs on (--nodes, in all): a fleet
+# beyond it is refused before it is built.
+MAX_NODES = 100000
+
+
+def _pairs(option, values, convert, limit=None):
     result = {}
     for text in values or ():
         name, sep, raw = text.partition('=')
@@ -37,7 +42,15 @@ def _pairs(option, values, convert):
             raise errors.PlannerError(
                 '%s %s: expected NAME=NUMBER, a number 0 or more'
                 % (option, text))
+        if name in result:
+            raise errors.PlannerError(
+                '%s %s: %r given twice; give each name once'
+                % (option, text, name))
         result[name] = value
+        if limit is not None and sum(result.values()) > limit:
+            raise errors.PlannerError(
+                '%s %s: more than %d in all; at most %d'
+                % (option, text, limit, limit))
     return result
 
 
@@ -132,8 +145,12 @@ class Simulate(base.ShortTableLister):
             near_memory=parsed_args.near_memory)
         mix = (_pairs('--mix', parsed_args.mix, int)
                if parsed_args.mix else None)
-        nodes = (_pairs('--nodes', parsed_args.nodes, int)
+        nodes = (_pairs('--nodes', parsed_args.nodes, int, MAX_NODES)
                  if parsed_args.nodes else None)
+        if parsed_args.host_vcpus is not None and parsed_args.host_vcpus < 1:
+            raise errors.PlannerError(
+                '--host-vcpus %d: expected a whole number of vCPUs, 1 or '
+                'more' % parsed_args.host_vcpus)
         events = None
         if parsed_args.trace:
             events = simulate.read_csv(parsed_args.trace,

@@ -26,6 +26,7 @@ from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import kinds
 from nova_pmem_filters.core import observation
 from nova_pmem_filters.core import scenario as document
+from nova_pmem_filters import fileutil
 from planner import errors
 from planner import observed
 from planner import population
@@ -316,8 +317,7 @@ def read_text(path=None):
     if not os.path.exists(path) and path in builtin_names():
         return _package_text(path + '.yaml'), 'built-in %s.yaml' % path
     try:
-        with open(path, encoding='utf-8') as f:
-            return f.read(), path
+        return fileutil.read_text(path), path
     except FileNotFoundError as exc:
         raise errors.ScenarioError(
             path, [], 'cannot read the file: %s; nor is it a built-in '

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from nova_pmem_filters import fileutil
 from planner import errors
 from planner.simulate import engine
 
@@ -117,8 +118,7 @@ def read_csv(path, flavors):
     number, and so is the first beyond :data:`MAX_EVENTS` events.
     """
     try:
-        with open(path, 'rb') as handle:
-            data = handle.read()
+        data = fileutil.read_bytes(path)
     except OSError as exc:
         raise errors.TraceError('%s: cannot read the trace: %s'
                                 % (path, exc.strerror or exc))
@@ -195,6 +195,10 @@ def _read_events(path, reader, flavors):
                 '(no boot above, or deleted already)' % (path, line, uuid))
         last = when
         events.append(engine.Event(when, kind, uuid, flavor))
+    if not events:
+        raise errors.TraceError(
+            '%s: no events after the header; a trace needs one boot at '
+            'least' % path)
     return events
 
 

@@ -1,0 +1,144 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Inputs the planner refuses: one line naming the input, exit 2 (issue 37).
+
+Each is refused before anything is written, and the hostile ones (an
+alias bomb, /dev/zero, a count that sizes the work) by a bound the
+message names, not by running out of time or memory.
+"""
+
+import os
+
+import fixtures
+import testtools
+
+from nova_pmem_filters.core import scenario as document
+from nova_pmem_filters import fileutil
+from planner import scenario
+from tests.unit import clitools
+
+# A "billion laughs": nine levels of nine aliases, 10**9 values.
+BOMB = 'a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n' + ''.join(
+    '%s: &%s [%s]\n' % (name, name, ', '.join(['*' + previous] * 13))
+    for previous, name in zip('abcdefgh', 'bcdefghi'))
+
+
+class RefusedInputTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+
+    def write(self, name, text):
+        path = os.path.join(self.dir, name)
+        with open(path, 'w') as f:
+            f.write(text)
+        return path
+
+    def scenario_text(self):
+        return scenario.read_text()[0]
+
+    def assert_refused(self, argv, *named):
+        """One line on stderr naming ``named``, exit 2, nothing written."""
+        out = os.path.join(self.dir, 'out')
+        before = sorted(os.listdir(self.dir))
+        status, stdout, stderr = clitools.run_cli(self, argv)
+        self.assertEqual(2, status, stderr)
+        self.assertEqual(1, len(stderr.splitlines()), stderr)
+        for word in named:
+            self.assertIn(word, stderr)
+        self.assertEqual(before, sorted(os.listdir(self.dir)))
+        self.assertFalse(os.path.exists(out))
+        return stderr
+
+    def test_duplicate_key(self):
+        text = self.scenario_text()
+        path = self.write('dup.yaml', text + '\nbaseline: anything\n')
+        self.assert_refused(['compare', '--scenario', path],
+                            path, "duplicate key 'baseline'")
+
+    def test_alias_bomb_by_alias_count(self):
+        self.assertLess(len(BOMB), 700)
+        path = self.write('bomb.yaml', BOMB)
+        self.assert_refused(['compare', '--scenario', path], path,
+                            'more than %d aliases' % document.ALIAS_LIMIT)
+
+    def test_alias_bomb_by_expanded_size(self):
+        # Few aliases, each expanding many: the expanded size is bounded.
+        text = 'a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n' + \
+            ''.join('%s: &%s [%s]\n' % (n, n, ', '.join(['*' + p] * 9))
+                    for p, n in zip('abcdefg', 'bcdefgh'))
+        path = self.write('bomb.yaml', text)
+        self.assert_refused(
+            ['compare', '--scenario', path], path,
+            'more than %d values' % document.EXPANDED_NODE_LIMIT)
+
+    def test_dev_zero_by_size(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.fileutil.READ_LIMIT', 1024 * 1024))
+        self.assert_refused(['compare', '--scenario', '/dev/zero'],
+                            '/dev/zero', 'larger than the 1 MiB')
+
+
+class ReadBoundedTest(testtools.TestCase):
+
+    def test_reads_at_most_the_limit(self):
+        path = self.useFixture(fixtures.TempDir()).join('ten')
+        with open(path, 'wb') as f:
+            f.write(b'x' * 10)
+        self.assertEqual(b'x' * 10, fileutil.read_bytes(path, 10))
+        self.assertRaises(fileutil.TooLarge, fileutil.read_bytes,
+                          '/dev/zero', 10)
+
+
+class RefusedOptionTest(RefusedInputTest):
+
+    def test_band_beyond_a_fraction(self):
+        self.assert_refused(['search', '--band', '5'], '--band 5',
+                            'below 1')
+
+    def test_repeated_demand(self):
+        self.assert_refused(
+            ['optimize', '--demand', 'redis=10', '--demand', 'redis=20'],
+            "'redis' given twice")
+
+    def test_host_vcpus_not_positive(self):
+        for value in ('-4', '0'):
+            self.assert_refused(['simulate', '--host-vcpus', value],
+                                '--host-vcpus %s' % value, '1 or more')
+
+    def test_nodes_bounded(self):
+        self.assert_refused(
+            ['simulate', '--nodes', 'mm-192-512=100000000'],
+            '--nodes mm-192-512=100000000', 'at most 100000')
+
+    def test_header_only_trace(self):
+        path = self.write('trace.csv', 'time,event,instance,flavor\n')
+        self.assert_refused(['simulate', '--trace', path], path,
+                            'no events')
+
+    def edited_scenario(self, old, new):
+        text = self.scenario_text()
+        self.assertIn(old, text)
+        return self.write('scenario.yaml', text.replace(old, new, 1))
+
+    def test_node_without_memory(self):
+        text = self.scenario_text()
+        first = text[text.index('per_socket: {'):].split('\n', 1)[0]
+        path = self.edited_scenario(first, 'per_socket: {ddr4-16: 0}')
+        self.assert_refused(['compare', '--scenario', path], path,
+                            'a node needs memory')
+
+    def test_workload_uses_more_than_its_flavor(self):
+        path = self.edited_scenario('used_gb: 24', 'used_gb: 64')
+        self.assert_refused(['compare', '--scenario', path], path,
+                            'used_gb 64 is more than ram_gb 32')
