@@ -102,11 +102,19 @@ class PlannerLoopBase(base.PmemTestBase):
                     COMPUTE_OPTIONS)
         self._apply(frame, 'scheduler', 'nova.conf of the schedulers',
                     SCHEDULER_OPTIONS)
+        return self._start_planned(frame, config_name, workload_name)
 
+    def _start_planned(self, frame, config_name, workload_name):
+        """A compute sized as the config's node, its aggregate, the flavor.
+
+        The aggregate's metadata and the flavor as ``frame`` (nova-config's
+        rows) prints them.
+        """
+        agg = novaconfig.aggregate_name(config_name)
         node = model.node(self.scenario.configs[config_name],
                           self.scenario.policies)
         host = base.Host('node1', vcpus=node.vcpus,
-                         memory_gb=node.visible_memory_gb, local_gb=2000)
+                         memory_gb=node.visible_memory_gb, local_gb=4000)
         self._start_sized_compute(host)
         self._run_periodics()
 
@@ -287,24 +295,14 @@ class PrintedPlanLoopTest(PlannerLoopBase):
             with open(os.path.join(conf_dir, 'near.yaml'), 'w') as f:
                 f.write(novaconfig.provider_config(rows, role))
             self.flags(provider_config_location=conf_dir, group='compute')
-        return novaconfig.frame(rows), agg
+        return novaconfig.frame(rows)
 
     def _check_printed(self, scenario_name, config_name, workload_name,
                        accounting):
         self.scenario = scenario.load(scenario_name)
-        frame, agg = self._printed(config_name, workload_name, accounting)
-        node = model.node(self.scenario.configs[config_name],
-                          self.scenario.policies)
-        host = base.Host('node1', vcpus=node.vcpus,
-                         memory_gb=node.visible_memory_gb, local_gb=4000)
-        self._start_sized_compute(host)
-        self._run_periodics()
-        self._create_pmem_aggregate(base.Aggregate(
-            agg, ['node1'], planned_aggregate(frame, agg)))
-        vcpus, ram_mb, specs, disk = planned_flavor(frame, workload_name)
-        flavor = self._create_flavor(
-            name=workload_name, memory_mb=ram_mb, vcpu=vcpus, disk=disk,
-            extra_spec=specs)
+        frame = self._printed(config_name, workload_name, accounting)
+        _node, flavor = self._start_planned(frame, config_name,
+                                            workload_name)
         printed = {(r['config'], r['workload']): r['vms_per_node']
                    for r in tables.comparison_rows(
                        self.scenario, placement_accounting=accounting)}
