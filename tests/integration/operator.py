@@ -30,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from nova_pmem_filters.core import extra_specs as pmem_specs
 from nova_pmem_filters.core import hostfile
@@ -501,6 +502,38 @@ def _state(cloud, aggregates, flavors):
     return found_aggs, found_flavors
 
 
+def _member_boots(results, cloud, flavor_name):
+    """Keystone's member user may boot a flavor the script created.
+
+    Nova's policy ``os_compute_api:servers:create:zero_disk_flavor`` lets
+    only admins boot a zero-disk flavor from an image: nova-api would
+    answer 403. Whether the server then finds a host is not the question
+    here; it is deleted at once.
+    """
+    from tests.integration import scenarios
+    member = api.Client(auth=api.MEMBER)
+    flavor = _flavors(cloud)[flavor_name]
+    try:
+        created = member.create_server({
+            'name': 'it-member-%s' % flavor_name,
+            'imageRef': scenarios.IMAGE, 'flavorRef': flavor['id'],
+            'networks': 'none'})
+    except Exception as exc:  # the refusal is what the check reports
+        created = {'refused': str(exc)}
+    server = (created or {}).get('server') or {}
+    results.check(
+        'a member user boots a flavor of nova-config script (disk %s GB)'
+        % flavor.get('disk'), bool(server.get('id')), str(created)[:300])
+    if server.get('id'):
+        member.delete('/servers/%s' % server['id'])
+        # Gone before the next scenario counts what the hosts hold.
+        for _ in range(300):
+            if not (member.request('GET', '/servers/%s' % server['id'],
+                                   ok=(200, 404)) or {}).get('server'):
+                break
+            time.sleep(0.2)
+
+
 def scenario_nova_config(cloud, results, work):
     """``nova-config script`` applied to this cloud, four times.
 
@@ -546,6 +579,7 @@ def scenario_nova_config(cloud, results, work):
             % (runs[0].returncode, runs[0].stderr.strip()[-300:],
                sorted(created_aggs), sorted(created_flavors), first,
                (aggs, flavors)))
+        _member_boots(results, cloud, sorted(flavors)[0])
         runs.append(apply())
         results.check(
             'nova-config script run again changes nothing',
