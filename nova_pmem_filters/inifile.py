@@ -40,6 +40,34 @@ class IniFile(object):
     def text(self):
         return '\n'.join(self.lines) + '\n'
 
+    def syntax_error(self):
+        """(line number, why) of the first line oslo.config cannot parse.
+
+        None for an ini file: blank lines, ``#`` and ``;`` comments,
+        ``[section]`` headers, ``option = value`` (or ``option: value``)
+        lines inside a section and their indented continuation lines. A
+        YAML or JSON file fails here (an option before any section, a
+        list item, a brace), before an edit could append sections to it.
+        """
+        section = assignment = False
+        for number, line in enumerate(self.lines, 1):
+            stripped = line.strip()
+            if not stripped or stripped[0] in '#;':
+                continue
+            if line[0].isspace():
+                if not assignment:
+                    return number, 'an indented line continues no option'
+                continue
+            if _SECTION.match(line):
+                section, assignment = True, False
+            elif not _OPTION.match(line):
+                return number, 'neither a [section] nor an option = value'
+            elif not section:
+                return number, 'an option before the first [section]'
+            else:
+                assignment = True
+        return None
+
     def _section_range(self, section):
         start = None
         for i, line in enumerate(self.lines):

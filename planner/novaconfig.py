@@ -328,14 +328,29 @@ def provider_config(plan_rows, role, comments=()):
     return ''.join('# %s\n' % c if c else '#\n' for c in comments) + body
 
 
+def _snippet(line, width=40):
+    line = line.strip()
+    return repr(line if len(line) <= width else line[:width - 3] + '...')
+
+
 def merge_nova_conf(text, plan_rows, role):
     """``text`` (a nova.conf) with the settings of ``role`` merged in.
 
     Every line already there is kept; options of the plan are set in
     place; our filters and weighers are added to the lists the file has
     (or to Nova's defaults). Merging twice changes nothing.
+
+    :raises ValueError: ``text`` is not an ini file
+        (:meth:`~nova_pmem_filters.inifile.IniFile.syntax_error`), in one
+        line that names the line.
     """
     ini = inifile.IniFile(text)
+    error = ini.syntax_error()
+    if error:
+        raise ValueError(
+            'not a nova.conf: line %d (%s): %s; allowed: [section] '
+            'headers, option = value lines and comments'
+            % (error[0], _snippet(ini.lines[error[0] - 1]), error[1]))
     for row in _role_rows(plan_rows, role):
         if row.get('nova_default'):
             # Nova's own line goes in only where the file has none

@@ -40,7 +40,6 @@ This module imports nothing from Nova.
 
 import contextlib
 import dataclasses
-import glob
 import json
 import math
 import os
@@ -397,17 +396,49 @@ def read_json(path, error):
         raise error(path, [], 'not valid JSON: %s' % exc)
 
 
+# A directory of documents (a fleet's host profiles, a cloud's
+# observations): at most this many files, of at most this many bytes in
+# all, so that a wrong directory is refused at once with memory bounded.
+FILE_COUNT_LIMIT = 100000
+DIRECTORY_BYTES_LIMIT = 1024 * 1024 * 1024
+
+
 def json_files(directory, error, what):
     """The ``*.json`` files of ``directory``, in name order.
 
     :param what: the kind of document, for the message of a directory
         without one.
-    :raises DocumentError: an ``error``, when ``directory`` is not one or
-        holds none.
+    :raises DocumentError: an ``error``, when ``directory`` is not one,
+        holds none, or holds more than :data:`FILE_COUNT_LIMIT` files or
+        :data:`DIRECTORY_BYTES_LIMIT` bytes of them.
     """
     if not os.path.isdir(directory):
         raise error(directory, [], 'not a directory')
-    paths = sorted(glob.glob(os.path.join(directory, '*.json')))
+    paths, size = [], 0
+    try:
+        entries = os.scandir(directory)
+    except OSError as exc:
+        raise error(directory, [], 'cannot read the directory: %s'
+                    % exc.strerror)
+    with entries:
+        for entry in entries:
+            if not entry.name.endswith('.json') or entry.name[0] == '.':
+                continue
+            paths.append(entry.path)
+            if len(paths) > FILE_COUNT_LIMIT:
+                raise error(directory, [], 'more than %d *.json files; '
+                            'allowed: at most %d %ss in one directory'
+                            % (FILE_COUNT_LIMIT, FILE_COUNT_LIMIT, what))
+            try:
+                size += entry.stat().st_size
+            except OSError:
+                continue  # reading it names the problem
+            if size > DIRECTORY_BYTES_LIMIT:
+                raise error(directory, [], 'its *.json files hold more '
+                            'than %d MiB; allowed: at most %d MiB of %ss'
+                            % (DIRECTORY_BYTES_LIMIT // (1024 * 1024),
+                               DIRECTORY_BYTES_LIMIT // (1024 * 1024),
+                               what))
     if not paths:
         raise error(directory, [], 'no *.json %s in the directory' % what)
-    return paths
+    return sorted(paths)

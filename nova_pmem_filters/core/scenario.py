@@ -291,14 +291,21 @@ DEMAND_SCHEMA = {'oneOf': [
     {'type': 'array', 'minItems': 1, 'items': PERIOD_SCHEMA},
 ]}
 
+# A scenario's configurations and workloads: every one is compared with
+# every other, so their number is bounded (the built-in ones have 2 to 4).
+CONFIG_LIMIT = 1000
+WORKLOAD_LIMIT = 1000
+
 SCENARIO_SCHEMA = _obj({
     'name': _NAME,
     'description': _TEXT,
     'source': _TEXT,
     'catalog': CATALOG_SCHEMA,
     'baseline': _NAME,
-    'configs': {**_named(CONFIG_SCHEMA), 'minProperties': 1},
-    'workloads': {**_named(WORKLOAD_SCHEMA), 'minProperties': 1},
+    'configs': {**_named(CONFIG_SCHEMA), 'minProperties': 1,
+                'maxProperties': CONFIG_LIMIT},
+    'workloads': {**_named(WORKLOAD_SCHEMA), 'minProperties': 1,
+                  'maxProperties': WORKLOAD_LIMIT},
     'policies': POLICIES_SCHEMA,
     'performance': PERFORMANCE_SCHEMA,
     'economics': ECONOMICS_SCHEMA,
@@ -882,7 +889,15 @@ def check_schema(data, schema, source):
     """Raise ScenarioError for the first key of ``data`` ``schema`` refuses.
 
     The first by depth, then by key path, so that the message is stable.
+    A mapping of more entries than its ``maxProperties`` is refused before
+    the rest is validated, which would take their number's time.
     """
+    for key, sub in schema.get('properties', {}).items():
+        value = data.get(key) if isinstance(data, dict) else None
+        limit = sub.get('maxProperties')
+        if limit is not None and isinstance(value, dict) \
+                and len(value) > limit:
+            raise ScenarioError(source, [key], _too_many(value, limit))
     import jsonschema
     validator = jsonschema.Draft202012Validator(schema)
     found = sorted(validator.iter_errors(data),
@@ -897,6 +912,10 @@ def check_schema(data, schema, source):
             # mapping of counts, not "expected an array").
             err = jsonschema.exceptions.best_match([err])
         raise ScenarioError(source, list(err.absolute_path), _describe(err))
+
+
+def _too_many(mapping, limit):
+    return '%d entries, allowed: at most %d' % (len(mapping), limit)
 
 
 def _allowed(schema):
@@ -944,6 +963,8 @@ def _rule(err):
         allowed = ', '.join(sorted(err.schema.get('properties', {})))
         return 'unknown key %s (allowed: %s)' % (
             ', '.join(repr(k) for k in extra), allowed)
+    if err.validator == 'maxProperties':
+        return _too_many(err.instance, err.validator_value)
     if err.validator == 'type':
         return 'expected %s, got %s' % (err.validator_value,
                                         _shown(err.instance))

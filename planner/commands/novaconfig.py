@@ -64,6 +64,32 @@ def _write(path, text, mode=None):
                                  % (path, exc.strerror or exc))
 
 
+def _read_conf(path):
+    """(text, permission bits) of a nova.conf to merge into, bounded.
+
+    :raises FileNotFoundError: there is none.
+    :raises planner.errors.PlannerError: it cannot be read, or is not text.
+    """
+    try:
+        text = fileutil.read_text(path)
+        return text, stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise errors.PlannerError('%s: %s' % (path, exc.strerror or exc))
+    except UnicodeDecodeError:
+        raise errors.PlannerError('%s: not UTF-8 text; a nova.conf is an '
+                                  'ini file' % path)
+
+
+def _merged(path, merge):
+    """``merge()``, its refusal of a file that is no ini file one line."""
+    try:
+        return merge()
+    except ValueError as exc:
+        raise errors.PlannerError('%s: %s' % (path, exc)) from None
+
+
 class NovaConfig(base.ShortTableLister):
     """Show the Nova settings (aggregates, flavors, nova.conf) of the plan.
 
@@ -203,13 +229,14 @@ class NovaConfigNovaConf(_ForRole):
         if parsed_args.merge_into:
             path = parsed_args.merge_into
             try:
-                with open(path) as f:
-                    before = f.read()
-                mode = stat.S_IMODE(os.stat(path).st_mode)
-            except OSError as exc:
+                before, mode = _read_conf(path)
+            except FileNotFoundError as exc:
                 raise errors.PlannerError('--merge-into %s: %s'
-                                          % (path, exc.strerror or exc))
-            after = novaconfig.merge_nova_conf(before, plan, role)
+                                          % (path, exc.strerror))
+            except errors.PlannerError as exc:
+                raise errors.PlannerError('--merge-into %s' % exc) from None
+            after = _merged('--merge-into ' + path, lambda: (
+                novaconfig.merge_nova_conf(before, plan, role)))
             if after != before:
                 # nova.conf may hold secrets: keep its permissions.
                 _write(path, after, mode=mode)
@@ -323,29 +350,32 @@ class NovaConfigKolla(_ForRole):
             self.app.stdout.write(novaconfig.kolla_file(
                 plan, role, comments=comments))
             return 0
-        for relative in paths:
-            self._write_into(parsed_args.output_dir, relative, plan, role,
-                             comments)
+        # Every file merged before one is written: a file that is no ini
+        # file refuses the run with nothing written.
+        merged = [self._merged_into(parsed_args.output_dir, relative, plan,
+                                    role, comments) for relative in paths]
+        for path, text, mode, existing in merged:
+            if text != existing:
+                _write(path, text, mode=mode)
         return 0
 
     @staticmethod
-    def _write_into(top, relative, plan, role, comments):
+    def _merged_into(top, relative, plan, role, comments):
+        """(path, text, mode, existing text) of one override file."""
         from planner import novaconfig
 
         path = os.path.join(top, relative)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path) as f:
-                existing = f.read()
-            mode = stat.S_IMODE(os.stat(path).st_mode)
+            existing, mode = _read_conf(path)
         except FileNotFoundError:
             existing, mode = None, 0o640
         except OSError as exc:
             raise errors.OutputError('cannot write %s: %s'
                                      % (path, exc.strerror or exc))
-        text = novaconfig.kolla_file(plan, role, existing, comments)
-        if text != existing:
-            _write(path, text, mode=mode)
+        text = _merged(path, lambda: novaconfig.kolla_file(
+            plan, role, existing, comments))
+        return path, text, mode, existing
 
 
 class NovaConfigOsa(_ForRole):

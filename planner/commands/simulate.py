@@ -19,8 +19,11 @@ from planner.commands import base
 from planner import errors
 from planner import progress
 
-# The replay shows progress from this many events on (planner.progress).
+# The replay shows progress from this many events on (planner.progress),
+# or from this many host evaluations (events x nodes given with --nodes):
+# each boot weighs every host, so a few events on a large fleet are long.
 PROGRESS_FROM = 20000
+PROGRESS_FROM_WORK = 10 ** 7
 # Events replayed between two progress updates.
 EVENTS_PER_UPDATE = 1000
 
@@ -172,11 +175,13 @@ class Simulate(base.ShortTableLister):
                                             seed=parsed_args.seed)
         line = progress.for_command(self, parsed_args, 'simulate')
         total = len(events) if events else 0
-        if total < PROGRESS_FROM:
+        hosts = sum(nodes.values()) if nodes else 1
+        if total < PROGRESS_FROM and total * hosts < PROGRESS_FROM_WORK:
             line.enabled = False
 
         def replayed(count):
-            if count % EVENTS_PER_UPDATE == 0 or count == total:
+            if (count % EVENTS_PER_UPDATE == 0 or count == total
+                    or count % max(1, PROGRESS_FROM_WORK // hosts) == 0):
                 line.update('events replayed', count, total)
 
         with line:

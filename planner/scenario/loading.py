@@ -28,6 +28,7 @@ from nova_pmem_filters.core import observation
 from nova_pmem_filters.core import scenario as document
 from nova_pmem_filters import fileutil
 from planner import errors
+from planner import model
 from planner import observed
 from planner import population
 from planner.scenario import types
@@ -162,6 +163,19 @@ def _check_populations(configs, source):
                    problems[0].source))
 
 
+def _check_host_reserve(configs, policies, source):
+    # What the host keeps for itself must leave memory for guests on
+    # every configuration, or every density is zero for a typo.
+    visible, name = min((model.node(config, policies).visible_memory_gb,
+                         name) for name, config in configs.items())
+    if policies.host_reserve_gb >= visible:
+        raise errors.ScenarioError(
+            source, ['policies', 'host_reserve_gb'],
+            '%g GB leaves no memory for guests on configuration %s '
+            '(%g GB); allowed: 0 to less than %g'
+            % (policies.host_reserve_gb, name, visible, visible))
+
+
 def workload_extra_specs(raw):
     """The flavor extra specs that express a workload's scenario entry."""
     return document.from_mapping(document.Workload, raw).extra_specs()
@@ -280,6 +294,7 @@ def parse(text, source, catalog=None, observations=None):
     workloads = {name: _build_workload(name, w, source, ratios)
                  for name, w in doc.workloads.items()}
     policies = types.Policies(**_given(doc.policies))
+    _check_host_reserve(configs, policies, source)
     performance = types.Performance(**_given(doc.performance, 'source'))
     economics = types.Economics(**_given(doc.economics))
     return types.Scenario(

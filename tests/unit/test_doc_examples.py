@@ -60,6 +60,9 @@ NOT_RUN = {
     ('doc/source/planner.rst', 'nova-pmem-planner fleet --scenario '
      'bad.yaml --fleet hosts/'):
         'a scenario the page describes',
+    ('doc/source/planner.rst', 'nova-pmem-planner compare --scenario '
+     'reserve.yaml'):
+        'run by test_refused_inputs, with the built-in scenario edited',
     ('doc/source/install.rst', 'nova-pmem-planner compare'):
         'shows the message of an install without the planner extra',
 }

@@ -309,3 +309,33 @@ class ReportProgressTestCase(testtools.TestCase):
             self.assertEqual(0, status, err)
             self.assertNotIn('[1/', err)
             self.assertNotIn('report: ', err)
+
+
+class SimulateProgressTestCase(testtools.TestCase):
+    """simulate's replay shows progress by the work: events x nodes."""
+
+    ARGV = ['simulate', '--nodes', 'mm-192-512=40', '--mix', 'redis=50',
+            '--days', '20', '--lifetime-days', '2', '-f', 'value', '-c',
+            'nodes']
+
+    def replay_lines(self):
+        status, out, err = clitools.run_cli(self, self.ARGV)
+        self.assertEqual(0, status, err)
+        return [line for line in err.splitlines()
+                if line.startswith('simulate: [')
+                and line.endswith('events replayed')]
+
+    def test_few_events_on_few_nodes_quiet(self):
+        self.assertEqual([], self.replay_lines())
+
+    def test_few_events_on_many_nodes_shown(self):
+        # The same few events on a fleet that makes them long enough: the
+        # bound is in host evaluations, so lowering it stands for a fleet
+        # of 100000 nodes.
+        self.useFixture(fixtures.MonkeyPatch(
+            'planner.commands.simulate.PROGRESS_FROM_WORK', 40 * 100))
+        lines = self.replay_lines()
+        self.assertTrue(lines)
+        total = lines[-1].split('/')[1].split(']')[0]
+        self.assertEqual('simulate: [%s/%s] events replayed' % (total, total),
+                         lines[-1])

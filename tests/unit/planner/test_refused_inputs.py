@@ -25,6 +25,7 @@ from nova_pmem_filters.core import scenario as document
 from nova_pmem_filters import fileutil
 from planner import scenario
 from tests.unit import clitools
+from tests.unit import paths
 
 # A "billion laughs": nine levels of nine aliases, 10**9 values.
 BOMB = 'a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n' + ''.join(
@@ -142,3 +143,102 @@ class RefusedOptionTest(RefusedInputTest):
         path = self.edited_scenario('used_gb: 24', 'used_gb: 64')
         self.assert_refused(['compare', '--scenario', path], path,
                             'used_gb 64 is more than ram_gb 32')
+
+    def test_host_reserve_larger_than_the_host(self):
+        path = self.edited_scenario('host_reserve_gb: 0',
+                                    'host_reserve_gb: 10000')
+        stderr = self.assert_refused(['compare', '--scenario', path], path,
+                                     'policies.host_reserve_gb',
+                                     'less than 384')
+        # As doc/source/planner.rst shows it.
+        with open(os.path.join(paths.ROOT, 'doc', 'source',
+                               'planner.rst')) as f:
+            self.assertIn('\n    ' + stderr.strip().replace(
+                path, 'reserve.yaml') + '\n', f.read())
+
+    def test_too_many_configurations(self):
+        lines = self.scenario_text().splitlines(True)
+        start = lines.index('configs:\n') + 1
+        end = start + 1
+        while lines[end].startswith('    '):
+            end += 1
+        first = ''.join(lines[start:end])
+        name = first.split(':')[0].strip()
+        copies = ''.join(first.replace(name, '%s-%d' % (name, i), 1)
+                         for i in range(document.CONFIG_LIMIT))
+        path = self.write('many.yaml', ''.join(lines[:start]) + copies
+                          + ''.join(lines[start:]))
+        self.assert_refused(['compare', '--scenario', path], path,
+                            'configs: %d entries'
+                            % (document.CONFIG_LIMIT + 2),
+                            'at most %d' % document.CONFIG_LIMIT)
+
+
+class RefusedMergeTest(RefusedInputTest):
+    """A file to merge nova.conf settings into that is no ini file."""
+
+    YAML = 'compute:\n  ram_allocation_ratio: 1.5\n'
+
+    def test_nova_conf_merge_into_yaml(self):
+        path = self.write('nova.yaml', self.YAML)
+        stderr = self.assert_refused(
+            ['nova-config', 'nova-conf', '--role',
+             'compute:pmem-mm-192-512', '--merge-into', path],
+            '--merge-into %s' % path, 'line 1', 'not a nova.conf',
+            'allowed: [section] headers')
+        self.assertNotIn('Traceback', stderr)
+        with open(path) as f:
+            self.assertEqual(self.YAML, f.read())
+
+    def test_kolla_override_that_is_yaml(self):
+        # The scheduler's override is a YAML file: nothing is written,
+        # neither it nor any other file of the run.
+        top = os.path.join(self.dir, 'config')
+        os.makedirs(os.path.join(top, 'nova'))
+        path = os.path.join(top, 'nova', 'nova-scheduler.conf')
+        with open(path, 'w') as f:
+            f.write(self.YAML)
+        self.assert_refused(['nova-config', 'kolla', '--output-dir', top],
+                            path, 'not a nova.conf')
+        self.assertEqual(['nova-scheduler.conf'],
+                         os.listdir(os.path.join(top, 'nova')))
+        with open(path) as f:
+            self.assertEqual(self.YAML, f.read())
+
+    def test_ini_file_is_merged(self):
+        path = self.write('nova.conf', '[DEFAULT]\n# kept\ndebug = true\n'
+                          '[filter_scheduler]\nenabled_filters = A,\n  B\n')
+        status, _, stderr = clitools.run_cli(self, [
+            'nova-config', 'nova-conf', '--role', 'compute:pmem-mm-192-512',
+            '--merge-into', path])
+        self.assertEqual(0, status, stderr)
+        with open(path) as f:
+            self.assertIn('# kept\ndebug = true\n', f.read())
+
+
+class RefusedDirectoryTest(RefusedInputTest):
+    """A fleet directory beyond the bounds on its files."""
+
+    def fleet(self, count, size=2):
+        fleet = os.path.join(self.dir, 'fleet')
+        os.makedirs(fleet)
+        for i in range(count):
+            with open(os.path.join(fleet, 'h%d.json' % i), 'w') as f:
+                f.write(' ' * size)
+        return fleet
+
+    def test_too_many_files(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.core.document.FILE_COUNT_LIMIT', 3))
+        fleet = self.fleet(4)
+        self.assert_refused(['fleet', '--fleet', fleet], fleet,
+                            'more than 3 *.json files',
+                            'at most 3 host profiles')
+
+    def test_too_many_bytes(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.core.document.DIRECTORY_BYTES_LIMIT',
+            1024 * 1024))
+        fleet = self.fleet(2, size=600 * 1024)
+        self.assert_refused(['fleet', '--fleet', fleet], fleet,
+                            'more than 1 MiB')
