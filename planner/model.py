@@ -69,7 +69,8 @@ Performance model (per-VM throughput relative to the same VM on DRAM):
   per-VM throughput while it holds all of it. Misses run at PMem latency
   (pessimistic: all of a miss is memory-bound). ``t_hit`` is the workload's
   ``throughput.memory_mode`` or, with a ``calibration``, solved from a
-  published node-throughput gain (see :func:`calibrate`).
+  node-throughput gain the scenario gives, published or assumed (see
+  :func:`calibrate`).
 * ``cxl_flat`` and ``cxl_kmem``: the same formula with the CXL device's
   idle latency (from the catalog) as the far latency:
   ``t = t_hit x (h + (1 - h) x dram_latency / cxl_latency)``; ``t_hit`` is
@@ -593,7 +594,8 @@ def fit(node_, workload, policies, performance, t_hit=None, admitted=None):
 class Calibration:
     workload: str
     config: str
-    published_gain: float
+    # calibration.node_gain: published, or an assumption (``source``).
+    node_gain: float
     source: str
     baseline_vms: int
     config_vms: int
@@ -603,7 +605,7 @@ class Calibration:
 
 
 def calibrate(scenario):
-    """Solve each calibrated workload's ``t_hit`` from its published gain.
+    """Solve each calibrated workload's ``t_hit`` from its node gain.
 
     A calibration says: on the first ``memory_mode`` configuration of the
     scenario, node throughput was ``node_gain`` times the baseline's. With
@@ -638,7 +640,7 @@ def calibrate(scenario):
             / (n_b * t_base))
         result[workload.name] = Calibration(
             workload=workload.name, config=target.name,
-            published_gain=cal['node_gain'], source=cal.get('source', ''),
+            node_gain=cal['node_gain'], source=cal.get('source', ''),
             baseline_vms=n_b, config_vms=n_m, hit_fraction=h, t_hit=t_hit,
             model_gain=model_gain)
     return result

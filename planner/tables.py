@@ -227,16 +227,21 @@ def _fleet_rows(scen, kinds):
     return rows
 
 
+# ``node_gain`` is the scenario's calibration.node_gain, published or
+# assumed (``reference`` says which). ``published_gain``, its old name,
+# keeps its place in the machine formats, which scripts read; it is the
+# same value and leaves the table.
 CALIBRATION_COLUMNS = (
     'workload', 'config', 'published_gain', 'source', 'baseline_vms',
-    'config_vms', 'hit_fraction', 'miss_factor', 't_hit', 'model_gain')
+    'config_vms', 'hit_fraction', 'miss_factor', 't_hit', 'model_gain',
+    'node_gain')
 # The calibration command's columns: the report's, then the source as a
 # short reference (:func:`planner.population.sources.short`).
 CALIBRATION_COMMAND_COLUMNS = CALIBRATION_COLUMNS + ('reference',)
 # The table of ``calibration`` without --long.
 CALIBRATION_SHORT_COLUMNS = (
-    'workload', 'config', 'published_gain', 'baseline_vms', 'config_vms',
-    't_hit', 'model_gain', 'reference')
+    'workload', 'config', 'baseline_vms', 'config_vms', 't_hit',
+    'model_gain', 'node_gain', 'reference')
 
 
 def calibration(scen):
@@ -247,7 +252,8 @@ def calibration(scen):
 def calibration_rows(scen):
     miss = model.miss_factor(scen.performance)
     rows = [{'workload': c.workload, 'config': c.config,
-             'published_gain': c.published_gain, 'source': c.source,
+             'published_gain': c.node_gain, 'node_gain': c.node_gain,
+             'source': c.source,
              'reference': sources.short(c.source),
              'baseline_vms': c.baseline_vms, 'config_vms': c.config_vms,
              'hit_fraction': round(c.hit_fraction, 3),

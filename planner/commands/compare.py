@@ -74,7 +74,11 @@ class Compare(base.ShortTableLister):
 
 
 class Calibration(base.ShortTableLister):
-    """Show how the performance model is calibrated on published gains."""
+    """Show how the performance model is calibrated on node gains.
+
+    Each workload's calibration.node_gain: published, or an assumption;
+    the reference column says which.
+    """
 
     fit_width = base.TABLE_WIDTH
 
@@ -92,8 +96,8 @@ class Calibration(base.ShortTableLister):
             # Not an error: the model then uses each workload's throughput
             # as the scenario gives it. Machine formats get an empty list.
             sys.stderr.write(
-                '%s: no calibration points: no workload gives a published '
-                'Memory-Mode gain (calibration:) with a memory_mode '
+                '%s: no calibration points: no workload gives a '
+                'Memory-Mode node gain (calibration:) with a memory_mode '
                 'configuration to fit it on; the model uses each '
                 'workload\'s throughput as given\n' % scen.name)
         return columns, rows

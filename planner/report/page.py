@@ -100,7 +100,7 @@ COMPARISON_HEADINGS = {
 CALIBRATION_HEADINGS = {
     'workload': 'workload',
     'config': 'calibrated on',
-    'published_gain': 'published node gain (\u00d7)',
+    'node_gain': 'node gain (\u00d7)',
     'source': 'source',
     'baseline_vms': 'baseline VMs (model)',
     'config_vms': 'config VMs (model)',
@@ -128,7 +128,7 @@ _MONEY_COLUMNS = frozenset(['node_cost', 'memory_cost', 'cost_per_vm'])
 # Decimals of ratio columns, as many as tables.py keeps, so that a column
 # reads evenly (1.000 and 0.811, not 1 and 0.811).
 _DIGITS = {'per_vm_throughput': 3, 'relative_throughput': 3,
-           'published_gain': 3, 'model_gain': 3, 'hit_fraction': 3,
+           'node_gain': 3, 'model_gain': 3, 'hit_fraction': 3,
            'miss_factor': 3, 't_hit': 4}
 # Columns of signed percentages, aligned like numbers.
 _NUMERIC_TEXT = frozenset(['cost_vs_baseline'])
@@ -498,11 +498,13 @@ def render_html(scen, report_frames, charts, version=None, simulation=None,
         _charts_section(charts),
         _simulation_section(simulation, simulation_png),
         '<section id="calibration"><h2>Calibration</h2>'
-        '<p class="note">Where a node-throughput gain is published, the '
+        '<p class="note">Where a node-throughput gain is given (published '
+        'or assumed, as the source says), the '
         'per-VM factor t_hit of the Memory-Mode node is solved so that the '
         'model reproduces it: gain = config VMs x t_hit x (h + (1 - h) x '
         'miss factor) / baseline VMs.</p>%s</section>'
-        % (_table(report_frames.calibration, CALIBRATION_HEADINGS,
+        % (_table(report_frames.calibration.drop(columns=['published_gain']),
+                  CALIBRATION_HEADINGS,
                   'calibration', wrap=('source',))
            if len(report_frames.calibration)
            else '<p>No workload of this scenario is calibrated.</p>'),

@@ -126,3 +126,19 @@ class PlannerDocsTestCase(testtools.TestCase):
         # Every boot of the trace found a host.
         self.assertEqual(0, rows['total']['rejected'])
         self.assertGreater(rows['total']['vms_mean'], 0)
+
+    def test_documented_cost_against_the_baseline(self):
+        # The number planner.rst gives for cost_vs_baseline_pct is the
+        # built-in example's, as compare prints it.
+        para = _paragraph(_read('doc', 'source', 'planner.rst'),
+                          'where ``cost_vs_baseline`` reads')
+        number, text = re.search(r'``(-?[0-9.]+)`` where '
+                                 r'``cost_vs_baseline`` reads ``([^`]+)``',
+                                 para).groups()
+        status, out, err = clitools.run_cli(self, ['compare', '-f', 'json'])
+        self.assertEqual(0, status, err)
+        rows = [r for r in json.loads(out) if r['config'] == 'mm-192-512']
+        self.assertTrue(rows)
+        for row in rows:
+            self.assertEqual(float(number), row['cost_vs_baseline_pct'])
+            self.assertEqual(text, row['cost_vs_baseline'])

@@ -138,7 +138,7 @@ class FieldNotesExampleTestCase(testtools.TestCase):
             n_dram = PUBLISHED_VMS[name]['dram-384']
             n_mm = PUBLISHED_VMS[name]['mm-192-512']
             self.assertEqual('mm-192-512', cal.config)
-            self.assertEqual(gain, cal.published_gain)
+            self.assertEqual(gain, cal.node_gain)
             self.assertAlmostEqual(gain, cal.model_gain, places=9)
             self.assertEqual((n_dram, n_mm),
                              (cal.baseline_vms, cal.config_vms))
