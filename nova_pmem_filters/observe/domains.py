@@ -45,6 +45,7 @@ import os
 import xml.etree.ElementTree as etree
 
 from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters import fileutil
 
 DEFAULT_DIR = '/run/libvirt/qemu'
 # Nova's metadata namespace (nova/virt/libvirt/config.py NOVA_NS); 1.0 is
@@ -157,8 +158,7 @@ def _declared(flavor, ns, name):
 def read_status(path):
     """The Nova instance of one status file (see :func:`parse_status`)."""
     try:
-        with open(path, 'rb') as f:
-            text = f.read()
+        text = fileutil.read_bytes(path)
     except OSError as exc:
         raise DomainError(path, 'cannot read the file: %s'
                           % (exc.strerror or exc))

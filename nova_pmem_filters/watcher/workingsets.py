@@ -76,13 +76,27 @@ def query_url(base_url, query=QUERY):
                         urllib.parse.urlencode({'query': query}))
 
 
+# The most bytes of one answer of Prometheus that are read: an instant
+# query of the working sets of every instance of a cloud is far smaller,
+# and the decision engine's memory stays bounded whatever answers.
+ANSWER_LIMIT = 64 * 1024 * 1024
+
+
+def _read(answer):
+    body = answer.read(ANSWER_LIMIT + 1)
+    if len(body) > ANSWER_LIMIT:
+        _raise('answered more than the %d bytes an answer may hold'
+               % ANSWER_LIMIT)
+    return body
+
+
 def _fetch(url, timeout, context):
     try:
         with urllib.request.urlopen(url, timeout=timeout,
                                     context=context) as answer:
-            return answer.read()
+            return _read(answer)
     except urllib.error.HTTPError as exc:
-        body = exc.read()
+        body = exc.read(ANSWER_LIMIT)
         try:
             error = json.loads(body.decode('utf-8')).get('error')
         except (ValueError, UnicodeDecodeError, AttributeError):

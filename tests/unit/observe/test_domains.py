@@ -116,3 +116,13 @@ class DomainsTestCase(testtools.TestCase):
         exc = self.assertRaises(domains.DomainError, domains.instances,
                                 missing)
         self.assertIn(missing, str(exc))
+
+    def test_an_endless_status_file_is_refused_bounded(self):
+        # /dev/zero stands for a file that never ends: read up to the
+        # bound, then refused naming the file and the bound.
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.fileutil.READ_LIMIT', 1024 * 1024))
+        exc = self.assertRaises(domains.DomainError, domains.read_status,
+                                '/dev/zero')
+        self.assertEqual('/dev/zero: cannot read the file: larger than the '
+                         '1 MiB a file may hold', str(exc))

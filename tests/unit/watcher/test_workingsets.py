@@ -13,6 +13,7 @@
 
 import urllib.parse
 
+import fixtures
 import testtools
 
 from nova_pmem_filters.watcher import workingsets
@@ -80,6 +81,16 @@ class WorkingSetsTestCase(testtools.TestCase):
         exc = self.assertRaises(workingsets.PrometheusError,
                                 workingsets.working_sets, url)
         self.assertIn("expected an instant vector, got 'matrix'", str(exc))
+
+    def test_answer_beyond_the_bound(self):
+        # A valid answer, larger than the bound: refused, not decoded.
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_pmem_filters.watcher.workingsets.ANSWER_LIMIT', 1000))
+        url, _ = self.serve(200, vector(*[
+            sample(str(MB), uuid='u%d' % i) for i in range(100)]))
+        exc = self.assertRaises(workingsets.PrometheusError,
+                                workingsets.working_sets, url)
+        self.assertIn('answered more than the 1000 bytes', str(exc))
 
     def test_unreachable(self):
         url = 'http://127.0.0.1:%d' % httpstub.closed_port()
