@@ -168,6 +168,7 @@ class Check(lister.Lister):
     log = None
 
     def get_parser(self, prog_name):
+        self._prog = prog_name
         # A bad option is one line, and the audit did not run (exit 3).
         parser = oneline.one_line_errors(
             super().get_parser(prog_name), 'nova-pmem-doctor help check',
@@ -258,9 +259,24 @@ class Check(lister.Lister):
         return COLUMNS, [tuple(getattr(f, c) for c in COLUMNS)
                          for f in findings]
 
+    def produce_output(self, parsed_args, column_names, data):
+        return oneline.known_columns(
+            super().produce_output, 'nova-pmem-doctor help check',
+            DoctorError)(parsed_args, column_names, data)
+
     def run(self, parsed_args):
         self.status = UNKNOWN
-        super().run(parsed_args)
+        try:
+            super().run(parsed_args)
+        except BrokenPipeError:
+            raise
+        except DoctorError as exc:
+            raise DoctorError(oneline.error_line(self._prog, exc)) from exc
+        except Exception as exc:
+            if self.app.options.debug:
+                raise
+            raise DoctorError(oneline.unexpected_line(self._prog,
+                                                      exc)) from exc
         return self.status
 
 
@@ -281,9 +297,14 @@ class DoctorApp(app.App):
                 'nova_pmem_doctor.cli'),
             deferred_help=True)
         self._last_error = None
+        # The line of a --log-file that cannot be written, if any.
+        self._log_file_refused = None
 
     def configure_logging(self):
-        super().configure_logging()
+        self._log_file_refused = oneline.configure_logging(
+            self, super().configure_logging)
+        if self._log_file_refused:
+            raise DoctorError(self._log_file_refused)
         if self.options.verbose_level <= 1 and not self.options.debug:
             for name in QUIET_LOGGERS:
                 logging.getLogger(name).setLevel(logging.CRITICAL)
@@ -313,7 +334,9 @@ class DoctorApp(app.App):
                                           for a in argv)
         if not asks_help and not self._names_command(remainder):
             argv = [DEFAULT_COMMAND] + list(argv)
-        return super().run(argv)
+        result = super().run(argv)
+        # cliff's status of a failure to start is 1, a finding's here.
+        return UNKNOWN if self._log_file_refused else result
 
     def _names_command(self, argv):
         if not argv:
@@ -352,7 +375,8 @@ def main(argv=None):
     except CLOUD_ERRORS as exc:
         # openstacksdk reads the cloud named by --os-cloud or OS_CLOUD
         # while the options are registered.
-        sys.stderr.write('%s\n' % _cloud_error(exc))
+        sys.stderr.write(oneline.error_line(DoctorApp.NAME,
+                                            _cloud_error(exc)) + '\n')
         return UNKNOWN
     return doctor.run(argv)
 
