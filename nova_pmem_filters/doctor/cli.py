@@ -95,16 +95,50 @@ def _reason(exc):
     return ' '.join(message.split(' (HTTP ')[0].split())
 
 
-def _cloud_error(exc, identity=None):
+def _auth(conn):
+    """(auth type, auth_url) of the connection's cloud; None if unknown."""
+    config = getattr(getattr(conn, 'config', None), 'config', None) or {}
+    return (config.get('auth_type'),
+            (config.get('auth') or {}).get('auth_url'))
+
+
+# keystoneauth's auth types that present a token Keystone may refuse with
+# a 404; every other one that posts to {auth_url}/auth/tokens gets its 404
+# from an auth_url that is not Keystone's.
+TOKEN_AUTH_TYPES = ('token', 'v2token', 'v3token')
+
+
+def _not_keystone(exc, status, url, auth_type):
+    """Whether the auth_url answered 404: it is no identity endpoint."""
+    if isinstance(exc, ksa_exceptions.DiscoveryFailure):
+        # keystoneauth found no API version at the auth_url: what it
+        # raises from names the 404.
+        return getattr(exc.__context__, 'http_status', None) == 404
+    return (status == 404 and auth_type is not None
+            and auth_type not in TOKEN_AUTH_TYPES
+            and (url or '').rstrip('/').endswith('/auth/tokens'))
+
+
+def _cloud_error(exc, identity=None, auth=(None, None)):
     """One line for what openstacksdk or keystoneauth raised.
 
     :param identity: (user, project, roles) of the token the cloud refused
         a request with (``_identity``), to say what the user lacks.
+    :param auth: (auth type, auth_url) of the cloud (``_auth``), to tell
+        a refused token from an auth_url that is not Keystone's.
     """
     status = getattr(exc, 'status_code', None) or getattr(exc, 'http_status',
                                                           None)
     url = getattr(exc, 'url', None) or getattr(
         getattr(exc, 'response', None), 'url', None)
+    auth_type, auth_url = auth
+    if _not_keystone(exc, status, url, auth_type):
+        return ('the auth_url %s answered HTTP 404%s: it is not a Keystone '
+                'identity endpoint; give the URL of Keystone\'s identity '
+                'API, which ends in /v3 (e.g. '
+                'https://keystone.example.com:5000/v3)'
+                % (auth_url or '(unknown)',
+                   ' to POST %s' % url if url else ''))
     if isinstance(exc, (ksa_exceptions.ConnectFailure,
                         ksa_exceptions.ConnectTimeout,
                         ksa_exceptions.DiscoveryFailure)):
@@ -253,7 +287,8 @@ class Check(lister.Lister):
                                    observations=observations,
                                    thresholds=thresholds)
         except CLOUD_ERRORS as exc:
-            raise DoctorError(_cloud_error(exc, _identity(conn)))
+            raise DoctorError(_cloud_error(exc, _identity(conn),
+                                           _auth(conn)))
         findings = checks.run(snap)
         self.status = checks.exit_status(findings)
         return COLUMNS, [tuple(getattr(f, c) for c in COLUMNS)
