@@ -66,17 +66,27 @@ def run(prog, stderr, debug, call, expected, unexpected_status):
     except Exception as exc:
         for cls, status in expected:
             if isinstance(exc, cls):
-                stderr.write('%s: error: %s\n' % (prog, _line(exc)))
+                stderr.write(error_line(prog, exc) + '\n')
                 return exc.exit_code if status is None else status
         if debug:
             raise
-        stderr.write('%s: error: unexpected %s: %s (use --debug)\n'
-                     % (prog, type(exc).__name__, _line(exc)[:300]))
+        stderr.write(unexpected_line(prog, exc) + '\n')
         return unexpected_status
 
 
 def _line(exc):
     return ' '.join(str(exc).split())
+
+
+def error_line(prog, message):
+    """``PROG: error: MESSAGE``, the message on one line."""
+    return '%s: error: %s' % (prog, _line(message))
+
+
+def unexpected_line(prog, exc):
+    """The one line of an exception no one expected (a bug)."""
+    return '%s: error: unexpected %s: %s (use --debug)' % (
+        prog, type(exc).__name__, _line(exc)[:300])
 
 
 def version():
@@ -110,6 +120,38 @@ def seconds(limit):
     return parse
 
 
+def log_file_problem(path):
+    """Why the log file ``path`` (``--log-file``) cannot be written, or None.
+
+    cliff opens it when it sets up logging, and a path it cannot open
+    ends the tool with the bare errno (status 1). It is opened to append,
+    as logging does: a file that does not exist is created.
+    """
+    if not path:
+        return None
+    try:
+        with open(path, 'a'):
+            pass
+    except OSError as exc:
+        return '--log-file %s: cannot write it: %s' % (
+            path, exc.strerror or exc)
+    return None
+
+
+def configure_logging(app, configure):
+    """``configure()`` (a cliff app's own), its ``--log-file`` checked first.
+
+    Returns the one line of a log file that cannot be written, the logging
+    then set up for the console only (where cliff prints the line), or
+    None.
+    """
+    problem = log_file_problem(app.options.log_file)
+    if problem:
+        app.options.log_file = None
+    configure()
+    return error_line(app.NAME, problem) if problem else None
+
+
 def one_line_errors(parser, help_command, error_class):
     """Make ``parser`` raise ``error_class`` with one line; returns it.
 
@@ -139,6 +181,25 @@ def unknown_column(word, known, help_command):
             if close else '')
     return usage_error('unknown column %r%s (columns: %s)'
                        % (word, hint, ', '.join(known)), help_command)
+
+
+def known_columns(call, help_command, error_class):
+    """``call`` (a cliff ``produce_output``), refusing an unknown column.
+
+    cliff drops a ``-c`` it does not know when another one is known, and
+    raises a ValueError (exit 1) when none is; it sorts by the
+    ``--sort-column`` names it knows and ignores the others: one usage
+    error (``error_class``, the line without the program's name) here.
+    """
+
+    def wrapper(parsed_args, column_names, data):
+        for name in ((getattr(parsed_args, 'columns', None) or [])
+                     + (getattr(parsed_args, 'sort_columns', None) or [])):
+            if name not in column_names:
+                raise error_class(unknown_column(name, column_names,
+                                                 help_command))
+        return call(parsed_args, column_names, data)
+    return wrapper
 
 
 # The formats of cliff's listings, for the argparse commands.

@@ -52,25 +52,35 @@ class MissingExtra(Exception):
     """
 
 
-def known_columns(call, prog):
-    """``call`` (a cliff ``produce_output``), refusing an unknown column.
+class CouldNotRun(Exception):
+    """An error no one expected (a bug): one line, exit status 3."""
 
-    cliff drops a ``-c`` it does not know when another one is known, and
-    raises a ValueError (exit 1) when none is; it sorts by the
-    ``--sort-column`` names it knows and ignores the others: one usage
-    error here.
+
+def one_line_failures(call, prog, debug):
+    """``call`` (a command's ``run``), whose failures read ``PROG: error:``.
+
+    The errors in what the user gave (exit 2) and the others (3) alike;
+    ``debug`` (``--debug``) lets an unexpected error through, for cliff to
+    show its traceback.
     """
 
     @functools.wraps(call)
-    def wrapper(parsed_args, column_names, data):
-        for name in ((getattr(parsed_args, 'columns', None) or [])
-                     + (getattr(parsed_args, 'sort_columns', None) or [])):
-            if name not in column_names:
-                raise UsageError('%s: error: %s' % (
-                    prog, oneline.unknown_column(
-                        name, column_names, '%s help %s' % (
-                            NAME, prog.partition(' ')[2]))))
-        return call(parsed_args, column_names, data)
+    def wrapper(*args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except (UsageError, MissingExtra, BrokenPipeError):
+            # Their line names the command already; cliff handles a
+            # closed pipe.
+            raise
+        except errors.PlannerError as exc:
+            raise UsageError(oneline.error_line(prog, exc)) from exc
+        except errors.MissingLibrary as exc:
+            raise errors.MissingLibrary(
+                oneline.error_line(prog, exc)) from exc
+        except Exception as exc:
+            if debug:
+                raise
+            raise CouldNotRun(oneline.unexpected_line(prog, exc)) from exc
     return wrapper
 
 
@@ -164,6 +174,8 @@ class PlannerApp(app.App):
         self.command_manager.add_command('help', HelpCommand)
         self._last_error = None
         self._no_command = False
+        # The line of a --log-file that cannot be written, if any.
+        self._log_file_refused = None
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
         parser = super().build_option_parser(
@@ -172,6 +184,12 @@ class PlannerApp(app.App):
         parser._option_string_actions['--version'].version = '%s %s' % (
             self.NAME, version)
         return oneline.plain_parser(parser)
+
+    def configure_logging(self):
+        self._log_file_refused = oneline.configure_logging(
+            self, super().configure_logging)
+        if self._log_file_refused:
+            raise UsageError(self._log_file_refused)
 
     def print_help_if_requested(self):
         if self.deferred_help and self.options.deferred_help:
@@ -188,10 +206,13 @@ class PlannerApp(app.App):
                 get_parser(prog_name), '%s help %s' % (self.NAME, name),
                 UsageError)
         cmd.get_parser = parser_of_one_line_errors
-        cmd.run = naming_the_extra(cmd.run)
+        cmd.run = one_line_failures(naming_the_extra(cmd.run),
+                                    '%s %s' % (self.NAME, name),
+                                    self.options.debug)
         if hasattr(cmd, 'produce_output'):
-            cmd.produce_output = known_columns(cmd.produce_output,
-                                               '%s %s' % (self.NAME, name))
+            cmd.produce_output = oneline.known_columns(
+                cmd.produce_output, '%s help %s' % (self.NAME, name),
+                errors.PlannerError)
 
     def unknown_command(self, word):
         """One line for a command name we do not have, with close ones."""
@@ -211,7 +232,9 @@ class PlannerApp(app.App):
 
     def run(self, argv):
         result = super().run(argv)
-        return oneline.EXIT_USAGE if self._no_command else result
+        if self._no_command or self._log_file_refused:
+            return oneline.EXIT_USAGE
+        return result
 
     def clean_up(self, cmd, result, err):
         self._last_error = err

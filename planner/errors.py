@@ -11,8 +11,10 @@
 #    under the License.
 """Errors in what the user asked the planner for.
 
-Every error of the planner is a :class:`PlannerError` with a one-line
-message: the CLI prints it and exits with status 2.
+Every error in what the user asked for is a :class:`PlannerError` with a
+one-line message: the CLI prints it and exits with status 2. A library an
+option needs that is not installed is a :class:`MissingLibrary`: the
+planner could not run (exit 3).
 """
 
 from nova_pmem_filters.core import scenario
@@ -40,3 +42,10 @@ class Infeasible(PlannerError):
 
 class OutputError(PlannerError):
     """An output path that cannot be written; the message is one line."""
+
+
+class MissingLibrary(Exception):
+    """A library an option needs is not installed; names what to install.
+
+    Not the user's error: the planner could not run (exit status 3).
+    """

@@ -117,10 +117,10 @@ def run(scenario_ref, points, jobs=None, dask_address=None,
     if dask_address:
         try:
             from dask import distributed
-        except ImportError:
-            raise errors.PlannerError(
-                '--dask needs dask.distributed: pip install '
-                '"dask[distributed]"')
+        except ImportError as exc:
+            raise errors.MissingLibrary(
+                "--dask needs dask.distributed, which is not installed: "
+                "pip install 'dask[distributed]'") from exc
         try:
             client = distributed.Client(dask_address, timeout=30)
         except (OSError, TimeoutError) as exc:

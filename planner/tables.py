@@ -78,6 +78,15 @@ COMPARISON_SHORT_COLUMNS = (
     'relative_throughput', 'warnings')
 
 
+def counted(count, word, text=None):
+    """``1 file``, ``2 files``: a count and its noun, singular for one.
+
+    :param text: the count as shown, if not ``%d`` of it (``1.5``).
+    """
+    return '%s %s%s' % ('%d' % count if text is None else text, word,
+                        '' if count == 1 else 's')
+
+
 def _round(value, digits):
     if value is None or (isinstance(value, float) and not
                          math.isfinite(value)):

@@ -125,7 +125,15 @@ _NON_NEGATIVE = {'type': 'number', 'minimum': 0, 'maximum': NUMBER_LIMIT}
 _POSITIVE_INT = {'type': 'integer', 'minimum': 1, 'maximum': NUMBER_LIMIT}
 _COUNT = {'type': 'integer', 'minimum': 0, 'maximum': NUMBER_LIMIT}
 _TEXT = {'type': 'string'}
-_NAME = {'type': 'string', 'pattern': r'^[A-Za-z0-9][A-Za-z0-9._-]*$'}
+_NAME_PATTERN = r'^[A-Za-z0-9][A-Za-z0-9._-]*$'
+_LABEL_PATTERN = r'^[A-Za-z0-9_]+$'
+# What each pattern allows, in the words of a message.
+_PATTERN_WORDS = {
+    _NAME_PATTERN: 'a name of letters, digits, ".", "_" and "-" that '
+                   'starts with a letter or a digit',
+    _LABEL_PATTERN: 'a label of letters, digits and "_"',
+}
+_NAME = {'type': 'string', 'pattern': _NAME_PATTERN}
 _GENERATIONS = {'type': 'array', 'items': {'enum': ['100', '200']},
                 'uniqueItems': True}
 
@@ -214,7 +222,7 @@ CONFIG_SCHEMA = _obj({
 }, required=['platform', 'cpu', 'mode'])
 
 VPMEM_SCHEMA = _obj({'label': {'type': 'string',
-                               'pattern': r'^[A-Za-z0-9_]+$'},
+                               'pattern': _LABEL_PATTERN},
                      'size_gb': _POSITIVE},
                     required=['label', 'size_gb'])
 
@@ -985,7 +993,8 @@ def _rule(err):
         if types:
             return 'expected %s, got %r' % (' or '.join(types), err.instance)
     if err.validator == 'pattern':
-        return '%r does not match %s' % (err.instance, err.validator_value)
+        return 'expected %s, got %r' % (_PATTERN_WORDS[err.validator_value],
+                                        err.instance)
     return err.message
 
 

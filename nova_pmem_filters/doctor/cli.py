@@ -95,16 +95,50 @@ def _reason(exc):
     return ' '.join(message.split(' (HTTP ')[0].split())
 
 
-def _cloud_error(exc, identity=None):
+def _auth(conn):
+    """(auth type, auth_url) of the connection's cloud; None if unknown."""
+    config = getattr(getattr(conn, 'config', None), 'config', None) or {}
+    return (config.get('auth_type'),
+            (config.get('auth') or {}).get('auth_url'))
+
+
+# keystoneauth's auth types that present a token Keystone may refuse with
+# a 404; every other one that posts to {auth_url}/auth/tokens gets its 404
+# from an auth_url that is not Keystone's.
+TOKEN_AUTH_TYPES = ('token', 'v2token', 'v3token')
+
+
+def _not_keystone(exc, status, url, auth_type):
+    """Whether the auth_url answered 404: it is no identity endpoint."""
+    if isinstance(exc, ksa_exceptions.DiscoveryFailure):
+        # keystoneauth found no API version at the auth_url: what it
+        # raises from names the 404.
+        return getattr(exc.__context__, 'http_status', None) == 404
+    return (status == 404 and auth_type is not None
+            and auth_type not in TOKEN_AUTH_TYPES
+            and (url or '').rstrip('/').endswith('/auth/tokens'))
+
+
+def _cloud_error(exc, identity=None, auth=(None, None)):
     """One line for what openstacksdk or keystoneauth raised.
 
     :param identity: (user, project, roles) of the token the cloud refused
         a request with (``_identity``), to say what the user lacks.
+    :param auth: (auth type, auth_url) of the cloud (``_auth``), to tell
+        a refused token from an auth_url that is not Keystone's.
     """
     status = getattr(exc, 'status_code', None) or getattr(exc, 'http_status',
                                                           None)
     url = getattr(exc, 'url', None) or getattr(
         getattr(exc, 'response', None), 'url', None)
+    auth_type, auth_url = auth
+    if _not_keystone(exc, status, url, auth_type):
+        return ('the auth_url %s answered HTTP 404%s: it is not a Keystone '
+                'identity endpoint; give the URL of Keystone\'s identity '
+                'API, which ends in /v3 (e.g. '
+                'https://keystone.example.com:5000/v3)'
+                % (auth_url or '(unknown)',
+                   ' to POST %s' % url if url else ''))
     if isinstance(exc, (ksa_exceptions.ConnectFailure,
                         ksa_exceptions.ConnectTimeout,
                         ksa_exceptions.DiscoveryFailure)):
@@ -168,6 +202,7 @@ class Check(lister.Lister):
     log = None
 
     def get_parser(self, prog_name):
+        self._prog = prog_name
         # A bad option is one line, and the audit did not run (exit 3).
         parser = oneline.one_line_errors(
             super().get_parser(prog_name), 'nova-pmem-doctor help check',
@@ -252,15 +287,31 @@ class Check(lister.Lister):
                                    observations=observations,
                                    thresholds=thresholds)
         except CLOUD_ERRORS as exc:
-            raise DoctorError(_cloud_error(exc, _identity(conn)))
+            raise DoctorError(_cloud_error(exc, _identity(conn),
+                                           _auth(conn)))
         findings = checks.run(snap)
         self.status = checks.exit_status(findings)
         return COLUMNS, [tuple(getattr(f, c) for c in COLUMNS)
                          for f in findings]
 
+    def produce_output(self, parsed_args, column_names, data):
+        return oneline.known_columns(
+            super().produce_output, 'nova-pmem-doctor help check',
+            DoctorError)(parsed_args, column_names, data)
+
     def run(self, parsed_args):
         self.status = UNKNOWN
-        super().run(parsed_args)
+        try:
+            super().run(parsed_args)
+        except BrokenPipeError:
+            raise
+        except DoctorError as exc:
+            raise DoctorError(oneline.error_line(self._prog, exc)) from exc
+        except Exception as exc:
+            if self.app.options.debug:
+                raise
+            raise DoctorError(oneline.unexpected_line(self._prog,
+                                                      exc)) from exc
         return self.status
 
 
@@ -281,9 +332,14 @@ class DoctorApp(app.App):
                 'nova_pmem_doctor.cli'),
             deferred_help=True)
         self._last_error = None
+        # The line of a --log-file that cannot be written, if any.
+        self._log_file_refused = None
 
     def configure_logging(self):
-        super().configure_logging()
+        self._log_file_refused = oneline.configure_logging(
+            self, super().configure_logging)
+        if self._log_file_refused:
+            raise DoctorError(self._log_file_refused)
         if self.options.verbose_level <= 1 and not self.options.debug:
             for name in QUIET_LOGGERS:
                 logging.getLogger(name).setLevel(logging.CRITICAL)
@@ -313,7 +369,9 @@ class DoctorApp(app.App):
                                           for a in argv)
         if not asks_help and not self._names_command(remainder):
             argv = [DEFAULT_COMMAND] + list(argv)
-        return super().run(argv)
+        result = super().run(argv)
+        # cliff's status of a failure to start is 1, a finding's here.
+        return UNKNOWN if self._log_file_refused else result
 
     def _names_command(self, argv):
         if not argv:
@@ -352,7 +410,8 @@ def main(argv=None):
     except CLOUD_ERRORS as exc:
         # openstacksdk reads the cloud named by --os-cloud or OS_CLOUD
         # while the options are registered.
-        sys.stderr.write('%s\n' % _cloud_error(exc))
+        sys.stderr.write(oneline.error_line(DoctorApp.NAME,
+                                            _cloud_error(exc)) + '\n')
         return UNKNOWN
     return doctor.run(argv)
 

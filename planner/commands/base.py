@@ -18,6 +18,7 @@ planner's modules that use them are imported by the command that runs, in
 its methods (tests/unit/test_startup.py).
 """
 
+import argparse
 import math
 import re
 import sys
@@ -85,12 +86,41 @@ def number(option, text, positive=False):
     return value
 
 
+# The seeds of a synthetic trace: numpy takes any whole number 0 or more;
+# 32 bits are a seed every tool that replays a trace can take.
+MAX_SEED = 2 ** 32 - 1
+
+
+def seed(text):
+    """An argparse type: a seed, a whole number from 0 to 2**32-1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(
+            'expected a whole number from 0 to %d (2**32-1), got %r'
+            % (MAX_SEED, text))
+    return value
+
+
+def finite(text):
+    """An argparse type: a number, negative or not, but finite."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError('expected a number, got %r' % text)
+    return value
+
+
 def check_workloads(scen, names):
     """Refuse a ``--workload`` the scenario does not have (exit 2)."""
     for name in names or ():
         if name not in scen.workloads:
-            raise errors.ScenarioError(
-                '--workload', [], 'unknown workload %r (known: %s)'
+            raise errors.PlannerError(
+                '--workload: unknown workload %r (known: %s)'
                 % (name, ', '.join(sorted(scen.workloads))))
 
 

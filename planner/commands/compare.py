@@ -58,10 +58,11 @@ class Compare(base.ShortTableLister):
             from planner import fleet
 
             kinds = fleet.load(parsed_args.fleet)
+        # A refused --workload is one line: before the warnings.
+        base.check_workloads(scen, parsed_args.workload)
         base.show_warnings(tables.findings_by_config(scen),
                            verbose_level=self.app.options.verbose_level,
                            full=parsed_args.long)
-        base.check_workloads(scen, parsed_args.workload)
         rows = tables.comparison_rows(
             scen, fleet_kinds=kinds, workloads=parsed_args.workload,
             placement_accounting=parsed_args.placement_accounting)

@@ -13,21 +13,30 @@
 
 import math
 
+from nova_pmem_filters.core import scenario as document
 from planner.commands import base
 from planner import errors
 from planner import progress
 
 
 def _vm_count(text):
+    """(workload, VMs) of one --demand; the count as a scenario's.
+
+    A whole number, written with an exponent or not (``1e3`` is 1000, as
+    in the scenario file), at most the scenario's bound on every number.
+    """
     name, sep, count = text.partition('=')
     try:
-        value = int(count)
+        value = float(count)
     except ValueError:
-        value = -1
-    if not sep or not name or value < 0:
+        value = -1.0
+    if sep and name and value > document.NUMBER_LIMIT:
+        raise errors.PlannerError('--demand %s: expected at most %s VMs' % (
+            text, document.short_number(document.NUMBER_LIMIT)))
+    if not sep or not name or not value >= 0 or not value.is_integer():
         raise errors.PlannerError('--demand %s: expected WORKLOAD=VMS, a '
                                   'whole number of VMs' % text)
-    return name, value
+    return name, int(value)
 
 
 def _demand(texts):
@@ -92,7 +101,17 @@ class Optimize(base.ShortTableLister):
 
         return optimize.short_columns(column_names)
 
+    def _shown(self, value):
+        """A value of the minimised objective, as the objective reads.
+
+        The solver minimises the TCO, or minus the VMs (or throughput)
+        served: those read positive, their lower bound an upper one.
+        """
+        # + 0.0: no "-0".
+        return (value if self._objective == 'tco' else -value) + 0.0
+
     def _progress(self, rounds, columns, value, bound):
+        value, bound = self._shown(value), self._shown(bound)
         if self.app.options.verbose_level > 1:
             self.app.stderr.write('[round %d] %d patterns, LP %.6g, bound '
                                   '%.6g\n' % (rounds, columns, value, bound))
@@ -104,10 +123,10 @@ class Optimize(base.ShortTableLister):
         # The figures first: a terminal line too long is cut at its end.
         text = what
         if incumbent is not None:
-            text = 'best fleet %.6g' % incumbent
+            text = 'best fleet %.6g' % self._shown(incumbent)
             if math.isfinite(bound):
-                text += ', bound %.6g, gap %s' % (bound, _gap(incumbent,
-                                                              bound))
+                text += ', bound %.6g, gap %s' % (
+                    self._shown(bound), _gap(incumbent, bound))
             text += ' (%s)' % what
         if self.app.options.verbose_level > 1:
             self.app.stderr.write('[stage] %s\n' % text)
@@ -120,6 +139,7 @@ class Optimize(base.ShortTableLister):
     def take_action(self, parsed_args):
         from planner import optimize
 
+        self._objective = parsed_args.objective
         scen = base.load_scenario(parsed_args)
         demand = (_demand(parsed_args.demand)
                   if parsed_args.demand else None)

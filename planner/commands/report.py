@@ -100,8 +100,8 @@ class Report(lister.Lister):
                 extra['simulation'] = self._simulate(scen, total)
             artifacts = report.build(scen, png=not parsed_args.no_png,
                                      progress=build_step, **extra)
-            self._progress(total, total, 'write: %d files to %s'
-                           % (len(artifacts), out))
+            self._progress(total, total, 'write: %s to %s'
+                           % (tables.counted(len(artifacts), 'file'), out))
             try:
                 written = report.write(artifacts, out)
             except OSError as exc:

@@ -96,8 +96,9 @@ class Simulate(base.ShortTableLister):
         parser.add_argument('--lifetime-days', default='30', metavar='DAYS',
                             help='mean VM lifetime of the synthetic trace '
                                  '(default: %(default)s)')
-        parser.add_argument('--seed', default=0, type=int,
-                            help='seed of the synthetic trace '
+        parser.add_argument('--seed', default=0, type=base.seed,
+                            help='seed of the synthetic trace, a whole '
+                                 'number from 0 to 2**32-1 '
                                  '(default: %(default)s)')
         parser.add_argument('--write-trace', metavar='CSV',
                             help='also write the replayed trace as CSV')
@@ -113,14 +114,19 @@ class Simulate(base.ShortTableLister):
                  'CUSTOM_NEAR_MEMORY_MB')
         progress.add_argument(parser)
         defaults = simulate.Scheduler()
-        for option, field in (
-                ('--cache-overcommit-ratio', 'cache_overcommit_ratio'),
-                ('--ram-weight-multiplier', 'ram_weight_multiplier'),
-                ('--cpu-weight-multiplier', 'cpu_weight_multiplier'),
-                ('--tier-weight-multiplier', 'tier_weight_multiplier'),
+        # The ratio is checked where it is used (above 0); a multiplier
+        # may be any number, negative too, as Nova's.
+        for option, field, kind in (
+                ('--cache-overcommit-ratio', 'cache_overcommit_ratio', str),
+                ('--ram-weight-multiplier', 'ram_weight_multiplier',
+                 base.finite),
+                ('--cpu-weight-multiplier', 'cpu_weight_multiplier',
+                 base.finite),
+                ('--tier-weight-multiplier', 'tier_weight_multiplier',
+                 base.finite),
                 ('--cache-headroom-weight-multiplier',
-                 'cache_headroom_weight_multiplier')):
-            parser.add_argument(option, metavar='VALUE',
+                 'cache_headroom_weight_multiplier', base.finite)):
+            parser.add_argument(option, metavar='VALUE', type=kind,
                                 default=str(getattr(defaults, field)),
                                 help='as the Nova option of that name '
                                      '(default: %(default)s)')
@@ -140,14 +146,19 @@ class Simulate(base.ShortTableLister):
             cache_overcommit_ratio=number(
                 '--cache-overcommit-ratio',
                 parsed_args.cache_overcommit_ratio, positive=True),
-            ram_weight_multiplier=float(parsed_args.ram_weight_multiplier),
-            cpu_weight_multiplier=float(parsed_args.cpu_weight_multiplier),
-            tier_weight_multiplier=float(parsed_args.tier_weight_multiplier),
-            cache_headroom_weight_multiplier=float(
+            ram_weight_multiplier=parsed_args.ram_weight_multiplier,
+            cpu_weight_multiplier=parsed_args.cpu_weight_multiplier,
+            tier_weight_multiplier=parsed_args.tier_weight_multiplier,
+            cache_headroom_weight_multiplier=(
                 parsed_args.cache_headroom_weight_multiplier),
             near_memory=parsed_args.near_memory)
         mix = (_pairs('--mix', parsed_args.mix, int)
                if parsed_args.mix else None)
+        if mix is not None and not any(mix.values()):
+            # Nothing to boot: no trace to draw and no fleet to choose.
+            raise errors.PlannerError(
+                '--mix %s: no workload has a VM; give at least one workload '
+                'a count above 0' % ' --mix '.join(parsed_args.mix))
         nodes = (_pairs('--nodes', parsed_args.nodes, int, MAX_NODES)
                  if parsed_args.nodes else None)
         if parsed_args.host_vcpus is not None and parsed_args.host_vcpus < 1:

@@ -29,6 +29,7 @@ from planner.optimize import nodecuts
 from planner.optimize import pricing
 from planner.optimize import problem as problem_mod
 from planner import patterns
+from planner import tables
 
 
 _MAX_ROUNDS = 200
@@ -801,9 +802,9 @@ def _infeasible(problem, scen, master, deadline, gap):
     """Why no fleet exists: each cap too small, with the least it needs."""
     if not master.caps:
         return 'no fleet of whole nodes of the candidates meets the demand'
-    words = {'budget': ('the capex budget of %s', ''),
-             'power_kw': ('the power cap of %s kW (PUE included)', ' kW'),
-             'rack_units': ('the cap of %s rack units', ' rack units')}
+    words = {'budget': 'the capex budget of %s',
+             'power_kw': 'the power cap of %s (PUE included)',
+             'rack_units': 'the cap of %s'}
     short, least = [], []
     seen = set()
     for kind, _t, value in master.caps:
@@ -811,13 +812,12 @@ def _infeasible(problem, scen, master, deadline, gap):
             continue
         seen.add(kind)
         need, proven = _least(problem, scen, kind, deadline, gap)
-        cap, unit = words[kind]
         if need is None:
             continue
-        text = '%s%s' % (_num(need), unit)
+        text = _amount(kind, need)
         if need > value * (1 + 1e-9) + 1e-9:
             short.append('%s is too small: the demand needs at least %s%s'
-                         % (cap % _num(value), text,
+                         % (words[kind] % _amount(kind, value), text,
                             '' if proven else ' (a proven lower bound)'))
         else:
             least.append('%s %s' % (kind.replace('_', ' '), text))
@@ -860,6 +860,15 @@ def _least(problem, scen, kind, deadline, gap):
 
 def _num(value):
     return ('%d' % value) if float(value).is_integer() else '%.6g' % value
+
+
+def _amount(kind, value):
+    """A value of a cap, with its unit: ``1 rack unit``, ``3.5 kW``."""
+    if kind == 'rack_units':
+        return tables.counted(value, 'rack unit', _num(value))
+    if kind == 'power_kw':
+        return '%s kW' % _num(value)
+    return _num(value)
 
 
 def _plan(problem, master, vec, layout, lp_bound, converged, started,

@@ -115,6 +115,22 @@ class PlannerTest(ExitCase):
         status, out, err = self.planner('compare')
         self.assertOneLine(CANNOT_RUN, status, out, err, 'a bug')
 
+    def test_every_error_names_the_program(self):
+        # PROG: error: (doc/source/cli.rst), for what a command refuses as
+        # for what its parser does.
+        for argv, prog in ((['compare', '--bogus'], 'nova-pmem-planner '
+                            'compare'),
+                           (['compare', '--scenario', '/nonexistent.yaml'],
+                            'nova-pmem-planner compare'),
+                           (['optimize', '--demand', 'x'],
+                            'nova-pmem-planner optimize'),
+                           (['nova-config', 'nova-conf', '--workload', 'x'],
+                            'nova-pmem-planner nova-config nova-conf'),
+                           (['--bogus'], 'nova-pmem-planner')):
+            status, out, err = self.planner(*argv)
+            self.assertOneLine(USAGE, status, out, err)
+            self.assertTrue(err.startswith(prog + ': error: '), err)
+
 
 class DoctorTest(ExitCase):
 
@@ -134,10 +150,25 @@ class DoctorTest(ExitCase):
         # 2 is the cloud's errors: a monitoring check tells them apart.
         cloud = self.useFixture(doctor_tests.StubCloud(cases.clean()))
         for argv, part in ((['--bogus'], '--bogus'),
-                           (['-c', 'nosuchcolumn'], 'nosuchcolumn'),
-                           (['--fleet', '/nonexistent'], '/nonexistent')):
+                           (['-c', 'nosuchcolumn'], "'nosuchcolumn'"),
+                           (['--fleet', '/nonexistent'], '/nonexistent'),
+                           (['--act-above', '-1'], '--act-above')):
             status, out, err = cloud.doctor(*argv)
             self.assertOneLine(CANNOT_RUN, status, out, err, part)
+            # PROG: error:, as cli.rst says of every tool.
+            self.assertTrue(err.startswith(
+                'nova-pmem-doctor check: error: '), err)
+        status, out, err = cloud.doctor('--os-cloud', 'nosuch')
+        self.assertOneLine(CANNOT_RUN, status, out, err,
+                           'nova-pmem-doctor: error: no usable cloud')
+
+    def test_log_file_that_cannot_be_written(self):
+        cloud = self.useFixture(doctor_tests.StubCloud(cases.clean()))
+        path = os.path.join(cloud.dir, 'nonexistent', 'x.log')
+        status, out, err = cloud.doctor('--log-file', path)
+        self.assertOneLine(CANNOT_RUN, status, out, err)
+        self.assertEqual('nova-pmem-doctor: error: --log-file %s: cannot '
+                         'write it: No such file or directory\n' % path, err)
 
     def test_could_not_run(self):
         self.assertMissingExtra('doctor', ['check'], 'openstack')

@@ -273,6 +273,30 @@ class ReaderTestCase(testtools.TestCase):
             self.assertLessEqual(schema.get('maximum', math.inf),
                                  document.NUMBER_LIMIT, path)
 
+    def test_a_name_is_refused_in_words_not_a_regex(self):
+        text = document.dumps(_small()).replace('  dram:', '  dram 384:', 1)
+        exc = self.assertBad(
+            text, 'configs', 'expected a name of letters, digits, ".", "_" '
+            'and "-" that starts with a letter or a digit, got \'dram 384\'',
+            base_catalog())
+        self.assertNotIn('[A-Za-z', str(exc))
+
+    def test_every_pattern_has_words(self):
+        def patterns(schema):
+            if isinstance(schema, dict):
+                if isinstance(schema.get('pattern'), str):
+                    yield schema['pattern']
+                for value in schema.values():
+                    yield from patterns(value)
+            elif isinstance(schema, list):
+                for value in schema:
+                    yield from patterns(value)
+
+        found = set(patterns(document.SCENARIO_SCHEMA))
+        self.assertEqual(2, len(found))
+        for pattern in found:
+            self.assertIn(pattern, document._PATTERN_WORDS)
+
     def test_short_numbers(self):
         for value, text in ((10 ** 20, '1e+20'), (1e20, '1e+20'),
                             (0.25, '0.25'), (11704, '11704'),

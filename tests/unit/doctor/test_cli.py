@@ -167,13 +167,14 @@ class StubCloud(fixtures.Fixture):
     """A stub cloud serving ``snap`` and a clouds.yaml naming it 'stub'."""
 
     def __init__(self, snap, refuse=None, url=None, password=False,
-                 user=None, token=None):
+                 user=None, token=None, identity='/identity/v3'):
         """A stub cloud; Keystone refuses every password unless ``user``.
 
         :param user: (name, project, roles) Keystone issues a token to,
             for its password (implies password auth).
         :param token: a token for keystoneauth's token plugin (v3token),
             which Keystone refuses.
+        :param identity: the path of the auth_url under ``url``.
         """
         super().__init__()
         self.snap = snap
@@ -182,6 +183,7 @@ class StubCloud(fixtures.Fixture):
         self.password = password or bool(user)
         self.user = user
         self.token = token
+        self.identity = identity
 
     def _setUp(self):
         if self.url is None:
@@ -202,7 +204,7 @@ class StubCloud(fixtures.Fixture):
             name, project = self.user[:2] if self.user else ('admin',
                                                              'admin')
             auth = {'auth_type': 'password', 'auth': {
-                'auth_url': self.url + '/identity/v3', 'username': name,
+                'auth_url': self.url + self.identity, 'username': name,
                 'password': 'right' if self.user else 'wrong',
                 'project_name': project,
                 'user_domain_name': 'Default',
@@ -357,6 +359,25 @@ class CliTestCase(testtools.TestCase):
             *cloud.doctor(), 'Keystone refused the token (HTTP 404 from %s'
             '/identity/v3/auth/tokens: Failed to validate token): it '
             'expired, was revoked' % cloud.url)
+
+    def test_auth_url_that_is_not_keystone(self):
+        # Password auth against a URL that answers 404 to everything: not
+        # a token Keystone refused, but no Keystone there.
+        stub = self.useFixture(httpstub.StubServer(
+            lambda *_a: (404, {'error': 'not found'})))
+        for path, posted in (('/v3', ' to POST %s/v3/auth/tokens'
+                              % stub.url),
+                             ('/identity', '')):
+            cloud = self.useFixture(StubCloud(
+                None, url=stub.url, password=True, identity=path))
+            status, out, err = cloud.doctor()
+            self.assert_one_line(
+                status, out, err,
+                'nova-pmem-doctor check: error: the auth_url %s%s answered '
+                'HTTP 404%s: it is not a Keystone identity endpoint; give '
+                "the URL of Keystone's identity API, which ends in /v3"
+                % (stub.url, path, posted))
+            self.assertNotIn('token', err.replace('auth/tokens', ''))
 
     def test_not_admin(self):
         # A token without a user (admin_token): what the doctor needs.

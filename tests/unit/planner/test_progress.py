@@ -19,6 +19,7 @@ import io
 import json
 import logging
 import os
+import re
 
 import fixtures
 import testtools
@@ -247,6 +248,27 @@ class OptimizeProgressTestCase(testtools.TestCase):
             self.assertEqual(0, status, err)
             self.assertEqual('', err, option)
 
+    def test_a_maximised_objective_reads_positive(self):
+        # The solver minimises minus the VMs served: its figures are shown
+        # as the VMs they are, the best fleet's the VMs it serves.
+        self._generate()
+        status, out, err = clitools.run_cli(self, [
+            '-vv', 'optimize', '--objective', 'vms', '--budget', '90000',
+            '--no-single', '-f', 'json'])
+        self.assertEqual(0, status, err)
+        lines = [ln for ln in err.splitlines()
+                 if ln.startswith(('[round ', '[stage] best fleet '))]
+        self.assertTrue(lines, err)
+        figures = [float(f) for ln in lines
+                   for f in re.findall(r'(?:LP|bound|fleet) (-?[0-9.e+]+)',
+                                       ln)]
+        self.assertTrue(figures)
+        self.assertEqual([], [f for f in figures if f < 0], lines)
+        total = [r for r in json.loads(out) if r['config'] == 'total'][0]
+        best = [ln for ln in lines if ln.startswith('[stage] best fleet ')]
+        self.assertEqual(total['redis'] + total['mysql'],
+                         float(best[-1].split()[3].rstrip(',')), best)
+
     def test_very_verbose_logs_lines_instead(self):
         self._generate()
         status, out, err = run_on_terminal(
@@ -297,7 +319,7 @@ class ReportProgressTestCase(testtools.TestCase):
         self.assertTrue([t for t in texts if t.startswith(
             'report: [2/%d] simulate: replaying the trace, ' % total)])
         self.assertTrue(texts[-1].startswith(
-            'report: [%d/%d] write: 1 files' % (total, total)))
+            'report: [%d/%d] write: 1 file to ' % (total, total)))
         # No line per step on a terminal.
         self.assertNotIn('[3/%d] tables' % total, err.replace('\r', '\n')
                          .split('\n')[0])

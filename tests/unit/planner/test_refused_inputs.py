@@ -16,7 +16,10 @@ alias bomb, /dev/zero, a count that sizes the work) by a bound the
 message names, not by running out of time or memory.
 """
 
+import json
 import os
+import re
+import sys
 
 import fixtures
 import testtools
@@ -55,6 +58,8 @@ class RefusedInputTest(testtools.TestCase):
         status, stdout, stderr = clitools.run_cli(self, argv)
         self.assertEqual(2, status, stderr)
         self.assertEqual(1, len(stderr.splitlines()), stderr)
+        # PROG: error:, PROG the command (doc/source/cli.rst).
+        self.assertRegex(stderr, r'^nova-pmem-planner( [a-z-]+)*: error: ')
         for word in named:
             self.assertIn(word, stderr)
         self.assertEqual(before, sorted(os.listdir(self.dir)))
@@ -242,3 +247,128 @@ class RefusedDirectoryTest(RefusedInputTest):
         fleet = self.fleet(2, size=600 * 1024)
         self.assert_refused(['fleet', '--fleet', fleet], fleet,
                             'more than 1 MiB')
+
+
+class RefusedValueTest(RefusedInputTest):
+    """Values refused with the option named, not a library's words."""
+
+    def test_seed_out_of_range(self):
+        for value in ('-1', '4294967296', 'x'):
+            self.assert_refused(['simulate', '--seed', value],
+                                'argument --seed', repr(value),
+                                'from 0 to 4294967295 (2**32-1)')
+
+    def test_weight_multiplier_not_a_number(self):
+        for option in ('--ram-weight-multiplier', '--cpu-weight-multiplier',
+                       '--tier-weight-multiplier',
+                       '--cache-headroom-weight-multiplier'):
+            for value in ('abc', 'nan', 'inf'):
+                self.assert_refused(['simulate', option, value],
+                                    'argument %s' % option,
+                                    "expected a number, got %r" % value)
+
+    def test_log_file_that_cannot_be_written(self):
+        path = os.path.join(self.dir, 'nonexistent', 'x.log')
+        stderr = self.assert_refused(['--log-file', path, 'configs'])
+        self.assertEqual('nova-pmem-planner: error: --log-file %s: cannot '
+                         'write it: No such file or directory\n' % path,
+                         stderr)
+        stderr = self.assert_refused(['--log-file', self.dir, 'configs'])
+        self.assertIn('--log-file %s: cannot write it: Is a directory'
+                      % self.dir, stderr)
+
+    def test_mix_of_no_vm(self):
+        self.assert_refused(['simulate', '--mix', 'redis=0', '--mix',
+                             'mysql=0'], '--mix redis=0 --mix mysql=0',
+                            'no workload has a VM')
+
+    def test_demand_not_a_whole_number(self):
+        self.assert_refused(['optimize', '--demand', 'redis=1.5'],
+                            '--demand redis=1.5', 'a whole number of VMs')
+        for value in ('1e20', '1' + '0' * 400, '1e400'):
+            self.assert_refused(['optimize', '--demand', 'redis=' + value],
+                                '--demand redis=' + value,
+                                'at most 1e+15 VMs')
+
+    def test_unknown_workload(self):
+        stderr = self.assert_refused(['compare', '--workload', 'x'])
+        self.assertIn(": error: --workload: unknown workload 'x' (known: "
+                      "mysql, redis)\n", stderr)
+        self.assertNotIn('(top level)', stderr)
+
+    def test_a_scenario_error_names_the_command(self):
+        path = self.write('bad.yaml', self.scenario_text().replace(
+            '  dram-384:', '  dram 384:', 1))
+        stderr = self.assert_refused(['compare', '--scenario', path])
+        self.assertTrue(stderr.startswith(
+            'nova-pmem-planner compare: error: %s: configs: expected a '
+            'name of' % path), stderr)
+
+
+class AcceptedValueTest(testtools.TestCase):
+
+    def test_demand_with_an_exponent(self):
+        # As in the scenario file: 1e3 is the whole number 1000.
+        status, out, err = clitools.run_cli(self, [
+            'optimize', '--demand', 'redis=1e3', '--demand', 'mysql=2.0e1',
+            '--no-single', '--no-progress', '-f', 'json'])
+        self.assertEqual(0, status, err)
+        total = [r for r in json.loads(out) if r['config'] == 'total'][0]
+        self.assertEqual((1000, 20), (total['redis'], total['mysql']))
+
+    def test_seed_at_the_ends_of_its_range(self):
+        for seed in ('0', '4294967295'):
+            status, out, err = clitools.run_cli(self, [
+                'simulate', '--seed', seed, '--mix', 'redis=5', '--nodes',
+                'mm-192-512=1', '--days', '5', '--no-progress',
+                '--ram-weight-multiplier', '-1.5', '-f', 'json'])
+            self.assertEqual(0, status, err)
+            self.assertTrue(json.loads(out))
+
+
+class CouldNotRunTest(testtools.TestCase):
+    """A library an option needs is missing: exit 3, not the user's fault."""
+
+    def test_sweep_dask_without_dask(self):
+        # None in sys.modules: the import fails as if it was not installed.
+        self.useFixture(fixtures.MonkeyPatch('sys.modules', dict(
+            sys.modules, dask=None)))
+        status, out, err = clitools.run_cli(self, [
+            'sweep', '--power-price', '0.1', '--dask', 'tcp://127.0.0.1:1'])
+        self.assertEqual((3, ''), (status, out), err)
+        self.assertEqual(
+            "nova-pmem-planner sweep: error: --dask needs dask.distributed, "
+            "which is not installed: pip install 'dask[distributed]'\n", err)
+
+    def test_an_unexpected_error_names_the_command(self):
+        from planner.commands import compare
+
+        def broken(*_args):
+            raise RuntimeError('a bug')
+        self.patch(compare.Compare, 'take_action', broken)
+        status, out, err = clitools.run_cli(self, ['compare'])
+        self.assertEqual((3, ''), (status, out), err)
+        self.assertEqual('nova-pmem-planner compare: error: unexpected '
+                         'RuntimeError: a bug (use --debug)\n', err)
+
+
+class PluralTest(testtools.TestCase):
+
+    def test_counted(self):
+        from planner import tables
+
+        self.assertEqual(['0 files', '1 file', '2 files', '1 rack unit',
+                          '1.5 rack units'],
+                         [tables.counted(0, 'file'),
+                          tables.counted(1, 'file'),
+                          tables.counted(2, 'file'),
+                          tables.counted(1.0, 'rack unit', '1'),
+                          tables.counted(1.5, 'rack unit', '1.5')])
+
+    def test_a_cap_of_one_rack_unit(self):
+        status, out, err = clitools.run_cli(self, [
+            'optimize', '--rack-units', '1', '--no-progress'])
+        self.assertEqual(2, status, err)
+        self.assertIn('the cap of 1 rack unit is too small', err)
+        self.assertRegex(err, r'needs at least \d+ rack units')
+        self.assertIsNone(re.search(r'\b1 rack units', err), err)

@@ -393,7 +393,8 @@ class SearchCommandTestCase(testtools.TestCase):
             status, out, err = self._main(*base + ['--budget', budget])
             self.assertEqual(2, status, err)
             self.assertEqual('', out)
-            self.assertEqual(['--budget: must be at most 1e+15, got 1e+300'],
+            self.assertEqual(['nova-pmem-planner search: error: --budget: '
+                              'must be at most 1e+15, got 1e+300'],
                              err.splitlines())
 
     def test_nothing_found_shows_short_numbers(self):
@@ -410,6 +411,7 @@ class SearchCommandTestCase(testtools.TestCase):
             capture_output=True, text=True, timeout=120)
         self.assertEqual(2, proc.returncode, proc.stderr)
         self.assertEqual('', proc.stdout)
-        self.assertEqual(['--objective: unknown objective \'nope\' '
+        self.assertEqual(['nova-pmem-planner search: error: '
+                          '--objective: unknown objective \'nope\' '
                           '(known: cost_per_vm, vms_per_node, vms_per_kw, '
                           'node_throughput)'], proc.stderr.splitlines())

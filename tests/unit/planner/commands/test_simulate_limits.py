@@ -38,7 +38,8 @@ class SimulateLimitsTestCase(testtools.TestCase):
             self.assertEqual('', out)
             self.assertEqual(1, len(err.splitlines()), err)
             self.assertRegex(
-                err, r'^--days %s: a synthetic trace of about \S+ events '
+                err, r'^nova-pmem-planner simulate: error: --days %s: '
+                     r'a synthetic trace of about \S+ events '
                      r'\(a boot and a delete per VM: 1000 VMs of the mix '
                      r'living 30 days on average\), more than the 1000000 '
                      r'events a simulation replays; ' % shown)

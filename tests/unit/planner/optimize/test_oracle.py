@@ -61,7 +61,7 @@ CAPS = ('budget', 'power_kw', 'rack_units')
 # How an Infeasible message names each cap.
 CAP_WORDS = {'budget': 'the capex budget of %s',
              'power_kw': 'the power cap of %s kW (PUE included)',
-             'rack_units': 'the cap of %s rack units'}
+             'rack_units': 'the cap of %s'}
 
 # Relative tolerance of the comparisons with the solver.
 TOL = 1e-6
@@ -72,6 +72,14 @@ MAX_BOX = 3000
 def num(value):
     """A number as the optimiser's messages print it."""
     return ('%d' % value) if float(value).is_integer() else '%.6g' % value
+
+
+def cap_text(cap, value):
+    """How an Infeasible message names a cap of ``value``."""
+    text = num(value)
+    if cap == 'rack_units':
+        text += ' rack unit' if value == 1 else ' rack units'
+    return CAP_WORDS[cap] % text
 
 
 def close(a, b, tol=TOL):
@@ -509,7 +517,7 @@ class OracleTestCase(testtools.TestCase):
         for cap in CAPS:
             if caps[cap] is None:
                 continue
-            words = re.escape(CAP_WORDS[cap] % num(caps[cap]))
+            words = re.escape(cap_text(cap, caps[cap]))
             said = words + r'( in period \S+)? is too small'
             if within(least[cap], caps[cap]):
                 self.assertIsNone(

@@ -78,7 +78,8 @@ class ScenarioFileTestCase(testtools.TestCase):
             self, ['compare', '--scenario', path])
         self.assertEqual(2, status, err)
         self.assertEqual('', out)
-        self.assertEqual(message + '\n', err)
+        self.assertEqual('nova-pmem-planner compare: error: %s\n' % message,
+                         err)
         return message
 
 
