@@ -21,7 +21,6 @@ import stat
 
 from cliff import command
 
-from nova_pmem_filters import fileutil
 from planner.commands import base
 from planner import errors
 
@@ -56,14 +55,6 @@ def _origin(parsed_args, scen, what):
             'by nova-pmem-planner %s.' % ' '.join(parsed_args.argv_words)]
 
 
-def _write(path, text, mode=None):
-    try:
-        fileutil.write_atomic(path, text, mode=mode)
-    except OSError as exc:
-        raise errors.OutputError('cannot write %s: %s'
-                                 % (path, exc.strerror or exc))
-
-
 class NovaConfig(base.ShortTableLister):
     """Show the Nova settings (aggregates, flavors, nova.conf) of the plan.
 
@@ -71,8 +62,6 @@ class NovaConfig(base.ShortTableLister):
     nova-config provider-config print the same rows in forms that run as
     printed.
     """
-
-    fit_width = base.TABLE_WIDTH
 
     def short_columns(self, column_names):
         return [c for c in column_names if c != 'command']
@@ -169,7 +158,7 @@ class NovaConfigScript(_Generated):
             parsed_args, scen, 'The aggregates and flavors') + [
             'Idempotent: creates what is missing, sets what differs.'])
         if parsed_args.output:
-            _write(parsed_args.output, text, mode=0o755)
+            base.write_file(self, parsed_args.output, text, mode=0o755)
         else:
             self.app.stdout.write(text)
         return 0
@@ -212,7 +201,9 @@ class NovaConfigNovaConf(_ForRole):
             after = novaconfig.merge_nova_conf(before, plan, role)
             if after != before:
                 # nova.conf may hold secrets: keep its permissions.
-                _write(path, after, mode=mode)
+                base.write_file(self, path, after, mode=mode)
+            else:
+                base.tell(self, '%s unchanged: it has the settings' % path)
             return 0
         self.app.stdout.write(novaconfig.nova_conf(plan, role, _origin(
             parsed_args, scen, 'nova.conf settings (%s)' % role)))
@@ -257,7 +248,7 @@ class NovaConfigProviderConfig(_Generated):
             parsed_args, scen, 'Provider config (%s)' % parsed_args.role) + [
             'For %s on each host.' % novaconfig.PROVIDER_CONFIG_FILE])
         if parsed_args.output:
-            _write(parsed_args.output, text, mode=0o644)
+            base.write_file(self, parsed_args.output, text, mode=0o644)
         else:
             self.app.stdout.write(text)
         return 0
@@ -328,8 +319,7 @@ class NovaConfigKolla(_ForRole):
                              comments)
         return 0
 
-    @staticmethod
-    def _write_into(top, relative, plan, role, comments):
+    def _write_into(self, top, relative, plan, role, comments):
         from planner import novaconfig
 
         path = os.path.join(top, relative)
@@ -345,7 +335,9 @@ class NovaConfigKolla(_ForRole):
                                      % (path, exc.strerror or exc))
         text = novaconfig.kolla_file(plan, role, existing, comments)
         if text != existing:
-            _write(path, text, mode=mode)
+            base.write_file(self, path, text, mode=mode)
+        else:
+            base.tell(self, '%s unchanged: it has the settings' % path)
 
 
 class NovaConfigOsa(_ForRole):
@@ -393,7 +385,7 @@ class NovaConfigOsa(_ForRole):
             _origin(parsed_args, scen, 'OpenStack-Ansible variables (%s)'
                     % role) + [where])
         if parsed_args.output:
-            _write(parsed_args.output, text, mode=0o644)
+            base.write_file(self, parsed_args.output, text, mode=0o644)
         else:
             self.app.stdout.write(text)
         return 0
