@@ -72,10 +72,10 @@ COMPARISON_COLUMNS = (
 COMPARE_COMMAND_COLUMNS = COMPARISON_COLUMNS + ('cost_vs_baseline_pct',
                                                 'currency')
 # What a reader decides by: the table of ``compare`` without --long (it
-# fits 120 columns; power, memory and costs are in --long).
+# fits 100 columns; the mode, power, memory and costs are in --long).
 COMPARISON_SHORT_COLUMNS = (
-    'config', 'workload', 'mode', 'vms_per_node', 'binding', 'cost_per_vm',
-    'relative_throughput', 'warnings')
+    'config', 'workload', 'vms_per_node', 'binding', 'cost_per_vm',
+    'vms_per_kw', 'relative_throughput', 'warnings')
 
 
 def counted(count, word, text=None):

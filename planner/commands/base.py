@@ -20,13 +20,14 @@ its methods (tests/unit/test_startup.py).
 
 import argparse
 import math
-import re
 import sys
 import textwrap
 
 from cliff import lister
 
 from nova_pmem_filters.core import scenario as document
+from nova_pmem_filters import fileutil
+from planner.commands import fit
 from planner import errors
 from planner import model
 from planner.population import sources
@@ -150,7 +151,7 @@ def show_warnings(findings_by_config, stream=None, verbose_level=1,
                   full=False):
     """Print population warnings once per configuration on stderr.
 
-    One line each, its source a short reference (the ids of the docs'
+    One message each, its source a short reference (the ids of the docs'
     table of sources, :func:`planner.population.sources.short`), or the
     whole citation with ``full`` (``--long``); none at verbose level 0
     (``-q``).
@@ -158,11 +159,47 @@ def show_warnings(findings_by_config, stream=None, verbose_level=1,
     if verbose_level < 1:
         return
     stream = stream or sys.stderr
-    for name, findings in findings_by_config.items():
-        for f in findings:
-            stream.write('%s: %s %s: %s [%s]\n' % (
-                name, f.severity, f.code, f.message,
-                f.source if full else sources.short(f.source)))
+    show_messages(stream, ['%s: %s %s: %s [%s]' % (
+        name, f.severity, f.code, f.message,
+        f.source if full else sources.short(f.source))
+        for name, findings in findings_by_config.items()
+        for f in findings])
+
+
+def show_messages(stream, messages):
+    """Each message on ``stream``, wrapped between words to its width.
+
+    The terminal's width (COLUMNS), else
+    :data:`planner.commands.fit.DEFAULT_WIDTH`; the lines after a
+    message's first are indented.
+    """
+    width = fit.terminal_width(stream) or fit.DEFAULT_WIDTH
+    for text in messages:
+        stream.write(fit.message(text, width) + '\n')
+
+
+def write_file(command, path, data, mode=None):
+    """Write ``data`` to ``path`` atomically and say so on stderr.
+
+    One line, ``COMMAND: wrote PATH (N bytes)``, as report lists the files
+    it wrote; none with -q.
+
+    :raises planner.errors.OutputError: the file cannot be written.
+    """
+    if isinstance(data, str):
+        data = data.encode('utf-8')
+    try:
+        fileutil.write_atomic(path, data, mode=mode)
+    except OSError as exc:
+        raise errors.OutputError('cannot write %s: %s'
+                                 % (path, exc.strerror or exc)) from exc
+    tell(command, 'wrote %s (%d bytes)' % (path, len(data)))
+
+
+def tell(command, text):
+    """``COMMAND: text`` on the command's stderr; nothing with -q."""
+    if command.app.options.verbose_level >= 1:
+        command.app.stderr.write('%s: %s\n' % (command.cmd_name, text))
 
 
 def binding_help():
@@ -203,74 +240,6 @@ def _keeping_lines(formatter_class):
     return Formatter
 
 
-# The widest line of a default table (without --long): a terminal of 120
-# columns shows it unwrapped; cliff fits it to a narrower one.
-TABLE_WIDTH = 120
-# Where a cell's text may wrap: after a space, a comma, a "+", a ";" or
-# a "/".
-_BREAKS = re.compile(r'(?<=[ ,+;/])')
-
-
-def _wrap(text, width):
-    """``text`` in lines of at most ``width``, broken after a separator."""
-    lines, line = [], ''
-    for piece in _BREAKS.split(text):
-        if line and len((line + piece).rstrip()) > width:
-            lines.append(line.rstrip())
-            line = ''
-        while len(piece.rstrip()) > width:
-            # No separator in reach: the piece is cut.
-            lines.append(piece[:width])
-            piece = piece[width:]
-        line += piece
-    return '\n'.join(lines + [line.rstrip()])
-
-
-def _text_width(value):
-    return max((len(ln) for ln in str(value).splitlines()), default=0)
-
-
-def fit_rows(column_names, rows, width):
-    """``rows`` with text cells wrapped so that the table fits ``width``.
-
-    The widest text columns are narrowed to one width, the largest that
-    fits (a column is never narrower than its header); numbers are never
-    wrapped. Rows that already fit are returned as they are.
-    """
-    rows = [tuple(row) for row in rows]
-    count = len(column_names)
-    room = width - 3 * count - 1
-    natural = [max([len(name)] + [_text_width(row[i]) for row in rows])
-               for i, name in enumerate(column_names)]
-    if sum(natural) <= room:
-        return rows
-    # A text column is narrowed down to its longest piece between
-    # separators, and cut only where that does not fit.
-    fixed = [max([len(name)] + [_text_width(row[i]) for row in rows
-                                if not isinstance(row[i], str)])
-             for i, name in enumerate(column_names)]
-    pieces = [max([f] + [len(p.rstrip()) for row in rows
-                         if isinstance(row[i], str)
-                         for p in _BREAKS.split(row[i])])
-              for i, f in enumerate(fixed)]
-    if sum(pieces) <= room:
-        fixed = pieces
-
-    def used(limit):
-        return sum(max(f, min(n, limit)) for f, n in zip(fixed, natural))
-
-    limit = max(natural)
-    while limit > 1 and used(limit) > room:
-        limit -= 1
-    limits = [max(f, min(n, limit)) for f, n in zip(fixed, natural)]
-    # What one width leaves over goes to the widest column.
-    widest = natural.index(max(natural))
-    limits[widest] += max(room - used(limit), 0)
-    return [tuple(_wrap(v, limits[i]) if isinstance(v, str)
-                  and _text_width(v) > limits[i] else v
-                  for i, v in enumerate(row)) for row in rows]
-
-
 class _BlankMissing(object):
     """A cliff formatter that shows a missing value as an empty cell.
 
@@ -291,7 +260,13 @@ class _BlankMissing(object):
                             if c in tables.MONEY_COLUMNS else c
                             for c in column_names]
         if self._width:
-            rows = fit_rows(column_names, rows, self._width)
+            column_names, rows = fit.fit(column_names, rows, self._width)
+            if any('\n' in name for name in column_names):
+                return fit.print_table(column_names, rows, stdout)
+            # Fitted between words here: cliff's own fitting to the
+            # terminal would cut them.
+            parsed_args = argparse.Namespace(**vars(parsed_args))
+            parsed_args.max_width = sys.maxsize
         return self._formatter.emit_list(column_names, rows, stdout,
                                          parsed_args)
 
@@ -351,18 +326,24 @@ class ShortTableLister(Lister):
                  '-f json|yaml|csv|value, always have every column)')
         return parser
 
-    # The width a default table is fitted to (its text cells wrapped, see
-    # fit_rows), or None: a table whose cells must stay whole (a command
-    # to copy) is not fitted.
-    fit_width = None
+    # False for a table whose cells must stay whole (a command to copy):
+    # it is not fitted.
+    fitted = True
 
     def table_width(self, parsed_args):
-        # --long is the wide view; --max-width (or CLIFF_MAX_TERM_WIDTH)
-        # is cliff's.
-        if (parsed_args.formatter == 'table' and not parsed_args.long
-                and not getattr(parsed_args, 'max_width', 0)):
-            return self.fit_width
-        return None
+        """The terminal's width (--max-width, COLUMNS), else 100 or None.
+
+        Without --long, a table off a terminal fits
+        :data:`planner.commands.fit.DEFAULT_WIDTH`; with it (the wide
+        view) it is fitted only to a terminal.
+        """
+        if parsed_args.formatter != 'table' or not self.fitted:
+            return None
+        width = fit.terminal_width(self.app.stdout,
+                                   getattr(parsed_args, 'max_width', 0))
+        if width is None and not parsed_args.long:
+            return fit.DEFAULT_WIDTH
+        return width
 
     def produce_output(self, parsed_args, column_names, data):
         if (parsed_args.formatter == 'table' and not parsed_args.long

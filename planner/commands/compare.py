@@ -20,8 +20,6 @@ from planner import tables
 class Compare(base.ShortTableLister):
     """Compare the baseline configuration with its cost-matched candidates."""
 
-    fit_width = base.TABLE_WIDTH
-
     _epilog = (
         'node_cost, memory_cost and cost_per_vm are in %s (the currency '
         'column; a scenario\'s own prices are taken to be in it too). '
@@ -67,10 +65,9 @@ class Compare(base.ShortTableLister):
             scen, fleet_kinds=kinds, workloads=parsed_args.workload,
             placement_accounting=parsed_args.placement_accounting)
         if self.app.options.verbose_level >= 1:
-            for line in tables.admission_notes(
-                    scen, parsed_args.workload,
-                    parsed_args.placement_accounting):
-                sys.stderr.write(line + '\n')
+            base.show_messages(sys.stderr, tables.admission_notes(
+                scen, parsed_args.workload,
+                parsed_args.placement_accounting))
         return tables.listing(rows, tables.COMPARE_COMMAND_COLUMNS)
 
 
@@ -80,8 +77,6 @@ class Calibration(base.ShortTableLister):
     Each workload's calibration.node_gain: published, or an assumption;
     the reference column says which.
     """
-
-    fit_width = base.TABLE_WIDTH
 
     def short_columns(self, column_names):
         return tables.CALIBRATION_SHORT_COLUMNS
@@ -96,18 +91,16 @@ class Calibration(base.ShortTableLister):
         if not rows:
             # Not an error: the model then uses each workload's throughput
             # as the scenario gives it. Machine formats get an empty list.
-            sys.stderr.write(
+            base.show_messages(sys.stderr, [
                 '%s: no calibration points: no workload gives a '
                 'Memory-Mode node gain (calibration:) with a memory_mode '
                 'configuration to fit it on; the model uses each '
-                'workload\'s throughput as given\n' % scen.name)
+                'workload\'s throughput as given' % scen.name])
         return columns, rows
 
 
 class Configs(base.ShortTableLister):
     """List the scenario's node configurations and their population checks."""
-
-    fit_width = base.TABLE_WIDTH
 
     def short_columns(self, column_names):
         return tables.CONFIGS_SHORT_COLUMNS

@@ -19,6 +19,9 @@ from planner import observed
 class HotRatios(base.ShortTableLister):
     """Recommend each flavor's pmem:hot_ratio from observed working sets."""
 
+    # Its command column is copied as it is printed.
+    fitted = False
+
     def get_parser(self, prog_name):
         from planner import scenario
 

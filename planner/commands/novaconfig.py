@@ -56,14 +56,6 @@ def _origin(parsed_args, scen, what):
             'by nova-pmem-planner %s.' % ' '.join(parsed_args.argv_words)]
 
 
-def _write(path, text, mode=None):
-    try:
-        fileutil.write_atomic(path, text, mode=mode)
-    except OSError as exc:
-        raise errors.OutputError('cannot write %s: %s'
-                                 % (path, exc.strerror or exc))
-
-
 def _read_conf(path):
     """(text, permission bits) of a nova.conf to merge into, bounded.
 
@@ -97,8 +89,6 @@ class NovaConfig(base.ShortTableLister):
     nova-config provider-config print the same rows in forms that run as
     printed.
     """
-
-    fit_width = base.TABLE_WIDTH
 
     def short_columns(self, column_names):
         return [c for c in column_names if c != 'command']
@@ -195,7 +185,7 @@ class NovaConfigScript(_Generated):
             parsed_args, scen, 'The aggregates and flavors') + [
             'Idempotent: creates what is missing, sets what differs.'])
         if parsed_args.output:
-            _write(parsed_args.output, text, mode=0o755)
+            base.write_file(self, parsed_args.output, text, mode=0o755)
         else:
             self.app.stdout.write(text)
         return 0
@@ -239,7 +229,9 @@ class NovaConfigNovaConf(_ForRole):
                 novaconfig.merge_nova_conf(before, plan, role)))
             if after != before:
                 # nova.conf may hold secrets: keep its permissions.
-                _write(path, after, mode=mode)
+                base.write_file(self, path, after, mode=mode)
+            else:
+                base.tell(self, '%s unchanged: it has the settings' % path)
             return 0
         self.app.stdout.write(novaconfig.nova_conf(plan, role, _origin(
             parsed_args, scen, 'nova.conf settings (%s)' % role)))
@@ -284,7 +276,7 @@ class NovaConfigProviderConfig(_Generated):
             parsed_args, scen, 'Provider config (%s)' % parsed_args.role) + [
             'For %s on each host.' % novaconfig.PROVIDER_CONFIG_FILE])
         if parsed_args.output:
-            _write(parsed_args.output, text, mode=0o644)
+            base.write_file(self, parsed_args.output, text, mode=0o644)
         else:
             self.app.stdout.write(text)
         return 0
@@ -356,7 +348,9 @@ class NovaConfigKolla(_ForRole):
                                     role, comments) for relative in paths]
         for path, text, mode, existing in merged:
             if text != existing:
-                _write(path, text, mode=mode)
+                base.write_file(self, path, text, mode=mode)
+            else:
+                base.tell(self, '%s unchanged: it has the settings' % path)
         return 0
 
     @staticmethod
@@ -423,7 +417,7 @@ class NovaConfigOsa(_ForRole):
             _origin(parsed_args, scen, 'OpenStack-Ansible variables (%s)'
                     % role) + [where])
         if parsed_args.output:
-            _write(parsed_args.output, text, mode=0o644)
+            base.write_file(self, parsed_args.output, text, mode=0o644)
         else:
             self.app.stdout.write(text)
         return 0

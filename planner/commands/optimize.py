@@ -99,7 +99,7 @@ class Optimize(base.ShortTableLister):
     def short_columns(self, column_names):
         from planner import optimize
 
-        return optimize.short_columns(column_names)
+        return optimize.short_columns(column_names, self._periods)
 
     def _shown(self, value):
         """A value of the minimised objective, as the objective reads.
@@ -152,6 +152,7 @@ class Optimize(base.ShortTableLister):
         problem = optimize.build(scen, objective=parsed_args.objective,
                                  demand=demand, configs=parsed_args.config,
                                  **caps)
+        self._periods = len(problem.periods)
         self._line = progress.for_command(self, parsed_args, 'optimize')
         # With -vv the rounds and stages are logged a line each instead.
         self._line.enabled &= self.app.options.verbose_level < 2

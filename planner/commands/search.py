@@ -32,8 +32,6 @@ def _band(text):
 class Search(base.ShortTableLister):
     """Rank every valid DIMM population of a platform and CPU in a budget."""
 
-    fit_width = base.TABLE_WIDTH
-
     def short_columns(self, column_names):
         from planner import search
 

@@ -13,8 +13,6 @@
 
 import io
 
-from nova_pmem_filters import fileutil
-
 from planner.commands import base
 from planner import errors
 from planner import progress
@@ -207,20 +205,14 @@ class Simulate(base.ShortTableLister):
         if parsed_args.write_trace:
             out = io.StringIO()
             simulate.write_csv(run.events, out)
-            self._write(parsed_args.write_trace, out.getvalue().encode())
+            base.write_file(self, parsed_args.write_trace,
+                            out.getvalue())
         if parsed_args.timeline:
-            self._write(parsed_args.timeline, run.result.timeline.to_csv(
-                index=False).encode())
+            base.write_file(self, parsed_args.timeline,
+                            run.result.timeline.to_csv(index=False))
         if parsed_args.chart:
-            self._write(parsed_args.chart, simulate.chart_png(
+            base.write_file(self, parsed_args.chart, simulate.chart_png(
                 run.result.timeline, 'Simulated fleet of scenario %s'
                 % scen.name))
         columns = simulate.SUMMARY_COLUMNS
         return columns, [tuple(r[c] for c in columns) for r in run.rows]
-
-    def _write(self, path, data):
-        try:
-            fileutil.write_atomic(path, data)
-        except OSError as exc:
-            raise errors.OutputError('cannot write %s: %s'
-                                     % (path, exc.strerror or exc)) from exc

@@ -11,8 +11,6 @@
 #    under the License.
 """sweep command."""
 
-from nova_pmem_filters import fileutil
-
 from planner.commands import base
 from planner import errors
 from planner import sweep
@@ -85,12 +83,8 @@ class Sweep(base.ShortTableLister):
                          dask_address=parsed_args.dask,
                          time_limit=time_limit)
         if parsed_args.chart:
-            try:
-                fileutil.write_atomic(parsed_args.chart, sweep.chart_png(
-                    rows, 'Sweep of %s' % (parsed_args.scenario or
-                                           'the built-in scenario')))
-            except OSError as exc:
-                raise errors.OutputError('cannot write %s: %s' % (
-                    parsed_args.chart, exc.strerror or exc)) from exc
+            base.write_file(self, parsed_args.chart, sweep.chart_png(
+                rows, 'Sweep of %s' % (parsed_args.scenario or
+                                       'the built-in scenario')))
         return sweep.COLUMNS, [tuple(r[c] for c in sweep.COLUMNS)
                                for r in rows]

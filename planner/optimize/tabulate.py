@@ -20,9 +20,9 @@ TRAILING_COLUMNS = ('vcpu_util', 'memory_util', 'dram_cache_util',
                     'lp_bound', 'gap', 'status', 'time_limited')
 # Then, per workload, the VMs of its demand the fleet does not serve.
 UNMET = 'unmet:'
-# The table without --long: these and the VMs of each workload.
-SHORT_COLUMNS = ('fleet', 'period', 'config', 'nodes', 'memory_util',
-                 'dram_cache_util', 'tco', 'gap')
+# The table without --long: these and the VMs of each workload (it fits
+# 100 columns with three workloads); the period too when there are several.
+SHORT_COLUMNS = ('fleet', 'config', 'nodes', 'memory_util', 'tco')
 
 
 def columns(problem):
@@ -36,10 +36,10 @@ def columns(problem):
             + [UNMET + w for w in problem.workloads])
 
 
-def short_columns(column_names):
+def short_columns(column_names, periods=1):
     fixed = set(LEADING_COLUMNS) | set(TRAILING_COLUMNS)
     return [c for c in column_names
-            if c in SHORT_COLUMNS
+            if c in SHORT_COLUMNS or (c == 'period' and periods > 1)
             or (c not in fixed and not c.startswith(UNMET))]
 
 

@@ -19,12 +19,17 @@ import fixtures
 from planner import cli
 
 
-def run_cli(test, argv):
+def run_cli(test, argv, columns=None):
     """Run the planner in-process; returns (exit status, stdout, stderr).
 
     cliff adds a console handler to the root logger on every run and sets
-    its level; both are put back when the test ends.
+    its level; both are put back when the test ends. The output is that
+    of a pipe without COLUMNS (tables 100 wide), or with COLUMNS set to
+    ``columns``.
     """
+    test.useFixture(fixtures.EnvironmentVariable(
+        'COLUMNS', None if columns is None else str(columns)))
+    test.useFixture(fixtures.EnvironmentVariable('CLIFF_MAX_TERM_WIDTH'))
     root = logging.getLogger()
     test.addCleanup(setattr, root, 'handlers', list(root.handlers))
     test.addCleanup(root.setLevel, root.level)
@@ -34,3 +39,40 @@ def run_cli(test, argv):
             fixtures.MonkeyPatch('sys.stderr', err):
         status = cli.main(list(argv))
     return status, out.getvalue(), err.getvalue()
+
+
+def table(out):
+    """(headers, columns) of the first cliff table in ``out``.
+
+    A header that the planner wrapped over several lines is read back
+    whole: its lines joined, directly after an ``_`` and with a space
+    otherwise. Each column is the list of its lines under the header,
+    top to bottom (a cell wrapped over several lines is several of them).
+    """
+    lines = out.splitlines()
+    borders = [i for i, line in enumerate(lines) if line.startswith('+')]
+    edges = [i for i, char in enumerate(lines[borders[0]]) if char == '+']
+
+    def cells(line):
+        return [line[a + 1:b].strip() for a, b in zip(edges, edges[1:])]
+
+    head = [cells(line) for line in lines[borders[0] + 1:borders[1]]]
+    body = [cells(line) for line in lines[borders[1] + 1:borders[2]]]
+    headers = []
+    for i in range(len(edges) - 1):
+        text = ''
+        for part in (row[i] for row in head if row[i]):
+            text += part if not text or text.endswith('_') else ' ' + part
+        headers.append(text)
+    return headers, [[row[i] for row in body] for i in range(len(headers))]
+
+
+def messages(err):
+    """The messages on ``err``: a wrapped one's indented lines joined."""
+    found = []
+    for line in err.splitlines():
+        if line.startswith(' ') and found:
+            found[-1] += ' ' + line.strip()
+        else:
+            found.append(line)
+    return found

@@ -239,7 +239,7 @@ class CalibrationWithoutPointsTestCase(PlannerTestCase):
         status, out, err = self.run_cli('calibration', '--scenario',
                                         'cxl-cost-matched')
         self.assertEqual((0, ''), (status, out))
-        self.assertEqual(1, len(err.splitlines()), err)
+        self.assertEqual(1, len(clitools.messages(err)), err)
         self.assertIn('cxl-cost-matched: no calibration points', err)
 
     def test_machine_formats_are_empty(self):

@@ -78,7 +78,8 @@ class WarningLinesTestCase(testtools.TestCase):
         return out, err
 
     def assert_short(self, err):
-        lines = [line for line in err.splitlines() if ': note ' not in line]
+        lines = [line for line in clitools.messages(err)
+                 if ': note ' not in line]
         self.assertEqual(1, len(lines), err)
         line = lines[0]
         self.assertLessEqual(len(line), MAX_LINE, line)
@@ -97,7 +98,8 @@ class WarningLinesTestCase(testtools.TestCase):
 
     def test_compare_long_cites_in_full(self):
         _out, err = self.run_ok('compare', '--long')
-        lines = [line for line in err.splitlines() if ': note ' not in line]
+        lines = [line for line in clitools.messages(err)
+                 if ': note ' not in line]
         self.assertEqual(1, len(lines), err)
         cited = test_citations._CITATION.search(lines[0]).group(1)
         self.assertIn(sources.SOURCES['intel-pmem-video'].url, cited)
