@@ -27,11 +27,11 @@ from planner import errors
 COLUMNS = ('flavor', 'instances', 'windows', 'p50', 'p95', 'max',
            'declared', 'workload', 'recommended', 'under_declared',
            'command', 'held_back')
-# The default table: what the recommendation is made of (p95), the
-# command to run, whole, or why there is none; the rest of the
-# distribution under --long.
+# The default table: what the recommendation is made of (p95) and the
+# command to run, whole, within 120 columns; the rest of the distribution
+# and held_back under --long (a held-back row is also said on stderr).
 SHORT_COLUMNS = ('flavor', 'instances', 'p95', 'declared', 'recommended',
-                 'command', 'held_back')
+                 'command')
 
 # Digits of the distribution's figures in the listing.
 _DIGITS = 4

@@ -77,7 +77,11 @@ class HotRatios(base.ShortTableLister):
                               observations=parsed_args.observations)
                 if parsed_args.scenario else None)
         columns = observed.COLUMNS
-        return columns, [tuple(r[c] for c in columns)
-                         for r in observed.rows(
-                             ratios, scen, parsed_args.placement_accounting,
-                             int(min_instances))]
+        found = observed.rows(ratios, scen, parsed_args.placement_accounting,
+                              int(min_instances))
+        for row in found:
+            if row['held_back']:
+                self.app.stderr.write(
+                    '%s: no recommendation: %s (--min-instances)\n'
+                    % (row['flavor'], row['held_back']))
+        return columns, [tuple(r[c] for c in columns) for r in found]

@@ -83,19 +83,22 @@ class HotRatiosTestCase(testtools.TestCase):
         status, out, err = clitools.run_cli(self, (
             'hot-ratios', '--observations', self.obs, '--scenario', path,
             '-f', 'json'))
-        self.assertEqual((0, ''), (status, err))
+        self.assertEqual(0, status, err)
         row, = json.loads(out)
+        self.assertIn('m1.db: no recommendation', err)
         # How many were seen, the distribution, and why no value.
         self.assertEqual(
             (2, 0.58, 0.3, None, None, None, '2 instances, fewer than 3'),
             tuple(row[c] for c in ('instances', 'p95', 'declared',
                                    'recommended', 'under_declared',
                                    'command', 'held_back')))
-        # The default table shows why.
+        # The default table has no command for it, and stderr says why.
         status, out, err = clitools.run_cli(self, (
             'hot-ratios', '--observations', self.obs))
         self.assertEqual(0, status, err)
-        self.assertIn('2 instances, fewer than 3', out)
+        self.assertEqual('m1.db: no recommendation: 2 instances, fewer '
+                         'than 3 (--min-instances)\n', err)
+        self.assertIn('m1.db', out)
         self.assertNotIn('openstack flavor set', out)
         # One instance is enough when asked.
         status, out, err = clitools.run_cli(self, (
