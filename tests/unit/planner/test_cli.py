@@ -56,7 +56,7 @@ SHORT_TABLES = {
     'compare': ['config', 'workload', 'mode', 'vms_per_node', 'binding',
                 'cost_per_vm', 'relative_throughput', 'warnings'],
     'search': ['rank', 'config', 'vms_per_node', 'binding',
-               'cost_per_vm', 'warnings'],
+               'cost_per_vm', 'warnings', 'equivalents'],
     'calibration': ['workload', 'config', 'published_gain', 'baseline_vms',
                     'config_vms', 't_hit', 'model_gain', 'reference'],
     'configs': ['config', 'mode', 'population', 'dram_gb', 'pmem_gb',
