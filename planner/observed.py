@@ -26,10 +26,10 @@ from planner import errors
 
 COLUMNS = ('flavor', 'instances', 'windows', 'p50', 'p95', 'max',
            'declared', 'workload', 'recommended', 'under_declared',
-           'command')
+           'command', 'held_back')
 # The default table: what the recommendation is made of (p95) and the
 # command to run, whole, within 120 columns; the rest of the distribution
-# under --long.
+# and held_back under --long (a held-back row is also said on stderr).
 SHORT_COLUMNS = ('flavor', 'instances', 'p95', 'declared', 'recommended',
                  'command')
 
@@ -126,13 +126,16 @@ def set_command(flavor, value, ram_mb=None, specs=None):
                                accounted=ram_mb is not None).command()
 
 
-def rows(ratios, scen=None, placement_accounting=False):
+def rows(ratios, scen=None, placement_accounting=False,
+         min_instances=observation.MIN_INSTANCES):
     """One dict per observed flavor, with its declaration in ``scen``.
 
     A flavor is matched to the scenario workload whose ``flavor`` (default:
     the workload's name, as ``nova-config`` creates it) is its name. With
     ``placement_accounting`` the command of a matched flavor also sets its
-    near-memory request (:func:`set_command`).
+    near-memory request (:func:`set_command`). A flavor observed in fewer
+    than ``min_instances`` instances gets no recommendation, no command
+    and ``held_back`` says why.
     """
     workloads = {}
     if scen is not None:
@@ -142,7 +145,8 @@ def rows(ratios, scen=None, placement_accounting=False):
     for flavor, found in sorted(ratios.items()):
         workload = workloads.get(flavor)
         declared = workload.hot_ratio if workload is not None else None
-        recommended = found.recommended
+        held_back = found.held_back(min_instances)
+        recommended = None if held_back else found.recommended
         result.append({
             'flavor': flavor, 'instances': found.instances,
             'windows': found.windows,
@@ -153,12 +157,13 @@ def rows(ratios, scen=None, placement_accounting=False):
             'declared': declared,
             'workload': workload.name if workload is not None else None,
             'recommended': recommended,
-            'under_declared': (None if declared is None else
+            'under_declared': (None if declared is None or held_back else
                                observation.under_declared(declared,
                                                           found.ratios)),
-            'command': set_command(
+            'command': None if held_back else set_command(
                 flavor, recommended,
                 workload.ram_mb if placement_accounting and workload
                 else None,
-                workload.extra_specs if workload is not None else None)})
+                workload.extra_specs if workload is not None else None),
+            'held_back': held_back})
     return result

@@ -98,11 +98,12 @@ DIMM_CODES = frozenset(['pmem-unsupported-cpu', 'pmem-unsupported-platform',
 COLUMNS = ('rank', 'config', 'mode', 'population', 'visible_memory_gb',
            'dram_cache_gb', 'vms_per_node', 'binding', 'node_cost',
            'cost_vs_budget', 'cost_per_vm', 'node_watts', 'vms_per_kw',
-           'node_throughput', 'warnings')
+           'node_throughput', 'warnings', 'equivalents')
 # The table of ``search`` without --long; the config name spells the mode
 # (dram-, mm-, ad-) and the population out.
 SHORT_COLUMNS = ('rank', 'config', 'vms_per_node', 'binding',
-                 'cost_per_vm', 'vms_per_kw', 'node_throughput', 'warnings')
+                 'cost_per_vm', 'vms_per_kw', 'node_throughput', 'warnings',
+                 'equivalents')
 
 # Relative tolerance of the band edges: a population priced exactly at an
 # edge is in, whatever order its prices were added in.
@@ -440,8 +441,55 @@ def _round(value, digits):
     return round(float(value), digits)
 
 
+def module_class(dimm):
+    """What the rules and the model read of a module: all but its name.
+
+    Modules of different vendors with the same class (capacity, price,
+    watts, bandwidth, latency, lanes...) are interchangeable in a plan.
+    """
+    return (dimm.type, dimm.generation, dimm.capacity_gb, dimm.price,
+            dimm.watts, dimm.bandwidth_gbps, dimm.latency_ns, dimm.lanes)
+
+
+def equivalence_key(config):
+    """Populations with the same key differ only in equivalent modules."""
+    counts = collections.Counter()
+    for dimm, n in config.per_socket.items():
+        counts[module_class(dimm)] += int(n)
+    return config.mode, tuple(sorted(
+        (cls, n) for cls, n in counts.items() if n))
+
+
+def _representatives(names, nodes):
+    """One population of each equivalence class, and how many it folds.
+
+    A class is placed where the first of its members is in ``names``, and
+    named by its member with the fewest module types (3 x one vendor's
+    module rather than a mix of vendors), then by name.
+
+    :returns: [(name, how many equivalent populations it stands for
+        besides itself)], in the order of ``names``.
+    """
+    members = {}
+    for name in names:
+        members.setdefault(equivalence_key(nodes[name].config),
+                           []).append(name)
+
+    def simplest(name):
+        per = nodes[name].config.per_socket
+        return sum(1 for n in per.values() if n), name
+
+    return [(min(group, key=simplest), len(group) - 1)
+            for group in members.values()]
+
+
 def rank(fits, nodes, objective, budget, limit=None):
     """The ranked table of the search command.
+
+    Populations that differ only in equivalent modules (:func:`module_class`:
+    the same figures from another vendor) have the same measures: one row
+    stands for them all, the first in the ranking, and ``equivalents``
+    says how many others it stands for.
 
     :param fits: model.Fit of each population, by configuration name.
     :param nodes: model.Node of each population, by configuration name.
@@ -458,11 +506,11 @@ def rank(fits, nodes, objective, budget, limit=None):
     keys = keys.sort_values([c for c, _ in order],
                             ascending=[up for _, up in order],
                             kind='mergesort')
-    names = list(keys['config'])
+    kept = _representatives(list(keys['config']), nodes)
     if limit:
-        names = names[:limit]
+        kept = kept[:limit]
     rows = []
-    for index, name in enumerate(names, start=1):
+    for index, (name, equivalents) in enumerate(kept, start=1):
         fit = fits[name]
         rows.append({
             'rank': index,
@@ -481,6 +529,7 @@ def rank(fits, nodes, objective, budget, limit=None):
             'vms_per_kw': _round(fit.vms_per_kw, 2),
             'node_throughput': _round(fit.node_throughput, 3),
             'warnings': ','.join(fit.warnings),
+            'equivalents': equivalents,
         })
     # object columns keep None (an infinite cost per VM) as None, not NaN.
     return pd.DataFrame(rows, columns=COLUMNS, dtype=object)

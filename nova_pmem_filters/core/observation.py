@@ -109,8 +109,12 @@ METHODS = (DAMON, REFERENCE_BITS)
 STARTED_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 # The recommended pmem:hot_ratio covers this share of the observations ...
 RECOMMEND_QUANTILE = 0.95
-# ... rounded up to a multiple of this step.
+# ... rounded up to a multiple of this step ...
 RECOMMEND_STEP = 0.05
+# ... from at least this many distinct instances of the flavor: the 95th
+# percentile of one or two instances is their maximum, a guess about the
+# next one.
+MIN_INSTANCES = 3
 # The version of the ``tiering`` object (a version-1 extension): it gains
 # keys, never loses or changes one.
 TIERING_VERSION = 1
@@ -590,6 +594,14 @@ class FlavorRatios:
     @property
     def recommended(self):
         return recommend(self.ratios)
+
+    def held_back(self, min_instances=MIN_INSTANCES):
+        """Why no value is recommended from so few instances, or None."""
+        if self.instances >= min_instances:
+            return None
+        return '%d instance%s, fewer than %d' % (
+            self.instances, '' if self.instances == 1 else 's',
+            min_instances)
 
 
 def by_flavor(docs):

@@ -114,6 +114,12 @@ def names(items, limit=MAX_LISTED):
     return shown
 
 
+def are(items):
+    """``items`` joined with "and", then "is" or "are" by their number."""
+    items = list(items)
+    return '%s %s' % (' and '.join(items), 'is' if len(items) == 1 else 'are')
+
+
 def suggest(word, choices, cutoff):
     """The closest of ``choices`` to a misspelt ``word``, or None."""
     match = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)

@@ -263,6 +263,19 @@ def _cell_text(column, value):
     return '-' if value in (None, '') else str(value)
 
 
+def _near_text(near_mb, doc, what):
+    """``of near memory N MB``, or why the near memory is not known."""
+    if near_mb is not None:
+        return 'of near memory %s MB' % _fmt(near_mb)
+    if doc.profile is None:
+        why = 'no --profile'
+    elif what == 'cell':
+        why = 'the profile gives no size per cell'
+    else:
+        why = 'the profile gives none'
+    return '(near memory unknown: %s)' % why
+
+
 def table_lines(doc, columns=COLUMNS):
     """A short table of the instances, the host and the gaps.
 
@@ -276,13 +289,13 @@ def table_lines(doc, columns=COLUMNS):
     lines = ['  '.join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
              for r in rows]
     h = doc.host
-    lines.append('host %s: working set %s MB of near memory %s MB, window '
-                 '%gs' % (doc.hostname, _fmt(h.working_set_mb),
-                          _fmt(h.near_memory_mb), doc.window_s))
+    lines.append('host %s: working set %s MB %s, window %gs' % (
+        doc.hostname, _fmt(h.working_set_mb),
+        _near_text(h.near_memory_mb, doc, 'host'), doc.window_s))
     for cell in h.cells:
-        lines.append('cell %s: working set %s MB of near memory %s MB'
+        lines.append('cell %s: working set %s MB %s'
                      % (cell.id, _fmt(cell.working_set_mb),
-                        _fmt(cell.near_memory_mb)))
+                        _near_text(cell.near_memory_mb, doc, 'cell')))
     far = doc.far_memory.to_dict()
     shown = ['%s %s' % (k, _fmt(v)) for k, v in sorted(far.items())
              if v is not None]

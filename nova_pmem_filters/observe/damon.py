@@ -85,6 +85,10 @@ def _write(path, value):
         f.write(str(value))
 
 
+# Why DAMON is not usable on a kernel that has none: nothing to act on.
+ABSENT = 'absent (a kernel without CONFIG_DAMON_SYSFS)'
+
+
 def usable(admin=ADMIN):
     """(bool, reason): whether we may use DAMON without disturbing others.
 
@@ -93,8 +97,7 @@ def usable(admin=ADMIN):
     """
     path = os.path.join(admin, 'kdamonds', 'nr_kdamonds')
     if not os.path.isdir(admin):
-        return False, ('%s: absent (a kernel without CONFIG_DAMON_SYSFS)'
-                       % admin)
+        return False, '%s: %s' % (admin, ABSENT)
     try:
         raw = _read(path)
     except OSError as exc:

@@ -111,8 +111,28 @@ def choose_method(method, backends, paths):
         return DAMON, None
     if method == DAMON:
         return None, 'damon: not usable: %s' % reason
-    LOG.info('DAMON not usable (%s): measuring with reference bits', reason)
+    _fell_back(reason)
     return REFERENCE_BITS, None
+
+
+# The reasons for measuring with reference bits already logged at INFO.
+_TOLD = set()
+
+
+def _fell_back(reason):
+    """Log why ``auto`` measures with reference bits.
+
+    A kernel without DAMON is what it is: a debug line. Another reason (a
+    kdamond of someone else, no root) is one the operator may act on: once
+    at INFO per process, then debug lines, so that a service does not
+    repeat it every window.
+    """
+    msg = 'DAMON not usable (%s): measuring with reference bits'
+    if str(reason).endswith(damon.ABSENT) or reason in _TOLD:
+        LOG.debug(msg, reason)
+        return
+    _TOLD.add(reason)
+    LOG.info(msg, reason)
 
 
 def _profile_section(prof):

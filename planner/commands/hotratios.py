@@ -13,6 +13,7 @@
 
 from nova_pmem_filters.core import observation
 from planner.commands import base
+from planner import errors
 from planner import observed
 
 
@@ -44,6 +45,13 @@ class HotRatios(base.ShortTableLister):
                  '--placement-accounting writes them): the command of a '
                  'flavor of the scenario sets that request too, for the '
                  'recommended ratio')
+        parser.add_argument(
+            '--min-instances', metavar='N',
+            default=str(observation.MIN_INSTANCES),
+            help='recommend only for flavors observed in at least N '
+                 'distinct instances; the others are listed with no '
+                 'recommendation and held_back says why (default: %d)'
+                 % observation.MIN_INSTANCES)
         return parser
 
     def short_columns(self, column_names):
@@ -52,6 +60,13 @@ class HotRatios(base.ShortTableLister):
     def take_action(self, parsed_args):
         from planner import scenario
 
+        min_instances = base.number('--min-instances',
+                                    parsed_args.min_instances,
+                                    positive=True)
+        if min_instances != int(min_instances):
+            raise errors.PlannerError(
+                '--min-instances %s: expected a whole number of instances, '
+                '1 or more' % parsed_args.min_instances)
         docs = observed.read(parsed_args.observations)
         ratios = observation.by_flavor(docs)
         if not ratios:
@@ -65,6 +80,11 @@ class HotRatios(base.ShortTableLister):
                               observations=parsed_args.observations)
                 if parsed_args.scenario else None)
         columns = observed.COLUMNS
-        return columns, [tuple(r[c] for c in columns)
-                         for r in observed.rows(
-                             ratios, scen, parsed_args.placement_accounting)]
+        found = observed.rows(ratios, scen, parsed_args.placement_accounting,
+                              int(min_instances))
+        for row in found:
+            if row['held_back']:
+                self.app.stderr.write(
+                    '%s: no recommendation: %s (--min-instances)\n'
+                    % (row['flavor'], row['held_back']))
+        return columns, [tuple(r[c] for c in columns) for r in found]

@@ -94,12 +94,22 @@ class ObservationLoopTestCase(testtools.TestCase):
              'workload': 'redis', 'recommended': 0.4,
              'under_declared': True,
              'command': 'openstack flavor set --property '
-                        'pmem:hot_ratio=0.4 redis'}, rows['redis'])
+                        'pmem:hot_ratio=0.4 redis', 'held_back': None},
+            rows['redis'])
+        # Two instances of mysql: held back, by default.
         self.assertEqual(
-            (2, 3, 0.15, 0.177, 0.18, 0.25, 0.2, False),
+            (2, 3, 0.15, 0.177, 0.18, 0.25, None, None, None,
+             '2 instances, fewer than 3'),
             tuple(rows['mysql'][c] for c in (
                 'instances', 'windows', 'p50', 'p95', 'max', 'declared',
-                'recommended', 'under_declared')))
+                'recommended', 'under_declared', 'command', 'held_back')))
+        rows = {r['flavor']: r for r in self.planner(
+            'hot-ratios', '--observations', self.obs, '--min-instances', '2',
+            '--scenario', 'telco-cost-matched', '-f', 'json')}
+        self.assertEqual(
+            (0.2, False, None),
+            tuple(rows['mysql'][c] for c in (
+                'recommended', 'under_declared', 'held_back')))
 
     def test_doctor_reports_the_under_declared_flavor(self):
         # The cloud's flavors as nova-config created them from the built-in

@@ -188,21 +188,15 @@ def _our_filters(conf, unknown, missing, needs_cache_filter, unaccounted):
     available = set(conf.available_filters)
     enabled = set(conf.enabled_filters)
     found = []
+    # One finding for the key: every filter it lacks has the same fix.
+    not_available = []
     for name in classes.FILTERS:
         path = '%s.%s' % (classes.FILTERS_MODULE, name)
         is_available = (classes.ALL_FILTERS in available
                         or path in available)
-        if name in enabled and not is_available:
-            found.append(findings.Finding(
-                findings.ERROR, 'filter-not-available',
-                _conf_object('filter_scheduler', 'available_filters'),
-                '%s is in enabled_filters but not in available_filters: '
-                'nova-scheduler does not start (SchedulerHostFilterNotFound)'
-                % name,
-                'add the line "available_filters = %s" to '
-                '[filter_scheduler], keeping Nova\'s own '
-                '(nova.scheduler.filters.all_filters)' % classes.ALL_FILTERS))
         if name in enabled:
+            if not is_available:
+                not_available.append(name)
             continue
         if name == 'PmemCacheFilter' and not needs_cache_filter:
             # Without Memory-Mode hosts, or with every flavor accounted in
@@ -228,6 +222,16 @@ def _our_filters(conf, unknown, missing, needs_cache_filter, unaccounted):
                          '' if is_available else
                          ', add "available_filters = %s"'
                          % classes.ALL_FILTERS)))
+    if not_available:
+        found.append(findings.Finding(
+            findings.ERROR, 'filter-not-available',
+            _conf_object('filter_scheduler', 'available_filters'),
+            '%s in enabled_filters but not in available_filters: '
+            'nova-scheduler does not start (SchedulerHostFilterNotFound)'
+            % findings.are(not_available),
+            'add the line "available_filters = %s" to '
+            '[filter_scheduler], keeping Nova\'s own '
+            '(nova.scheduler.filters.all_filters)' % classes.ALL_FILTERS))
     return found
 
 
@@ -242,9 +246,8 @@ def _weighers(conf):
             found.append(findings.Finding(
                 findings.WARNING, 'weighers-not-configured',
                 _conf_object('filter_scheduler', 'weight_classes'),
-                '%s %s not in weight_classes: %s'
-                % (' and '.join(missing),
-                   'is' if len(missing) == 1 else 'are',
+                '%s not in weight_classes: %s'
+                % (findings.are(missing),
                    '; '.join(WEIGHER_ROLES[w] for w in missing)),
                 'set [filter_scheduler] weight_classes = '
                 'nova.scheduler.weights.all_weighers,%s'

@@ -12,6 +12,8 @@
 """Checks of the flavors' ``pmem:`` extra specs and their Placement request.
 """
 
+import dataclasses
+
 from nova_pmem_filters.core import extra_specs
 from nova_pmem_filters.core import flavorfix
 from nova_pmem_filters.core import kinds
@@ -40,7 +42,7 @@ def _spec_lookalike(key):
 
 
 def _moved_value(key, value):
-    """``value`` if it is valid for ``key``, else a placeholder.
+    """``value`` if it is valid for ``key``, else None (a placeholder).
 
     Moved as it is, an invalid value would turn a misspelt key into an
     invalid-extra-spec, and nova-api refuses to set it (microversion 2.86
@@ -49,24 +51,75 @@ def _moved_value(key, value):
     try:
         extra_specs.validate(key, value)
     except extra_specs.InvalidExtraSpec:
-        return '<%s>' % extra_specs.RULES[key][0]
+        return None
     return value
 
 
-def _spec_fix(key, value, flavor):
+# What a placeholder stands for when the fix works out the Placement
+# request that follows it: pmem:priority asks nothing of Placement (None:
+# the default); a near-memory request of the hot MB is right on every kind
+# (each reports its near memory), so the modes that admit every kind need
+# it wherever a choice of modes does; a ratio changes the amount, which the
+# fix then leaves for the operator to work out (NEAR_MEMORY_PLACEHOLDER).
+PLACEHOLDER_STAND_INS = {
+    extra_specs.PRIORITY_KEY: None,
+    extra_specs.MODES_KEY: ','.join(kinds.MODES),
+    extra_specs.HOT_RATIO_KEY: '1.0',
+}
+NEAR_MEMORY_PLACEHOLDER = '<%d MB x the ratio chosen, rounded up>'
+
+
+def _spec_change(key, value):
+    """What the fix of an invalid or misspelt spec writes.
+
+    :returns: (the key it writes, the value moved there or None when the
+        operator must choose one).
+    """
     if key in extra_specs.RULES:
-        return ('openstack flavor set --property %s=<%s> %s'
-                % (key, extra_specs.RULES[key][0], flavor))
+        return key, None
     right = findings.suggest(key, PMEM_SPEC_KEYS, 0.0)
-    return findings.replace_property('flavor', flavor, key, right,
-                                     _moved_value(right, value))
+    return right, _moved_value(right, value)
+
+
+def _spec_fix(flavor, key, right, value):
+    """The commands of the change :func:`_spec_change` returned."""
+    shown = '<%s>' % extra_specs.RULES[right][0] if value is None else value
+    if key == right:
+        return ('openstack flavor set --property %s=%s %s'
+                % (key, shown, flavor))
+    return findings.replace_property('flavor', flavor, key, right, shown)
+
+
+def _fixed_specs(specs, changes):
+    """The extra specs once every fix of ``changes`` is run.
+
+    A placeholder is its stand-in (:data:`PLACEHOLDER_STAND_INS`).
+
+    :param changes: [(old key, new key, value or None), ...].
+    :returns: (the specs, whether the hot ratio is a placeholder).
+    """
+    fixed = dict(specs)
+    open_ratio = False
+    for old, new, value in changes:
+        fixed.pop(old, None)
+        if value is None:
+            open_ratio |= new == extra_specs.HOT_RATIO_KEY
+            value = PLACEHOLDER_STAND_INS[new]
+        if value is not None:
+            fixed[new] = value
+    return fixed, open_ratio
 
 
 def _spec_findings(flavor):
-    """invalid-extra-spec and misspelt-key; and whether a spec is invalid."""
+    """invalid-extra-spec and misspelt-key; and whether a spec is invalid.
+
+    :returns: (findings, whether a spec is invalid, the changes their
+        fixes make: [(old key, new key, value or None)]).
+    """
     obj = 'flavor %s' % flavor.name
     specs = flavor.extra_specs
     found = []
+    changes = []
     bad = False
     for key in sorted(k for k in specs
                       if k.startswith(extra_specs.NAMESPACE + ':')):
@@ -74,22 +127,52 @@ def _spec_findings(flavor):
             extra_specs.validate(key, specs[key])
         except extra_specs.InvalidExtraSpec as exc:
             bad = True
+            change = (key,) + _spec_change(key, specs[key])
             found.append(findings.Finding(
                 findings.ERROR, 'invalid-extra-spec', obj,
                 '%s: the filters reject every host for it (NoValidHost) '
                 'and count all RAM of its instances as hot' % exc,
-                _spec_fix(key, specs[key], flavor.name)))
+                _spec_fix(flavor.name, *change)))
+            changes.append(change)
     for key in sorted(specs):
         lookalike = _spec_lookalike(key)
         if lookalike:
+            change = (key, lookalike, _moved_value(lookalike, specs[key]))
             found.append(findings.Finding(
                 findings.WARNING, 'misspelt-key', obj,
                 'extra spec %r is not read by the filters; it looks '
                 'like %s' % (key, lookalike),
-                findings.replace_property(
-                    'flavor', flavor.name, key, lookalike,
-                    _moved_value(lookalike, specs[key]))))
-    return found, bad
+                _spec_fix(flavor.name, *change)))
+            changes.append(change)
+    return found, bad, changes
+
+
+def _completed(spec_findings, flavor, changes, view, partial):
+    """``spec_findings`` whose fixes also make the Placement request right.
+
+    Once its specs are fixed, a flavor may land on tiered hosts (or with
+    another hot ratio) and need the near-memory request that
+    :func:`_placement_findings` would then ask for: each fix runs that
+    change too, so that it leaves no new finding behind.
+    """
+    fixed, open_ratio = _fixed_specs(flavor.extra_specs, changes)
+    request, _error = extra_specs.request_of(fixed, view.config.defaults)
+    if request is None or request.conflict:
+        return spec_findings
+    after = dataclasses.replace(flavor, extra_specs=fixed)
+    more = [f.fix for f in _placement_findings(after, request, partial)]
+    if open_ratio and (more or placement.requested_near_memory(fixed)
+                       is not None):
+        # The amount follows the ratio the operator chooses.
+        change = flavorfix.near_memory(flavor.name, fixed, flavor.ram_mb,
+                                       request.hot_ratio)
+        more = [dataclasses.replace(change, set=((
+            change.set[0][0], NEAR_MEMORY_PLACEHOLDER % flavor.ram_mb),))
+            .command()]
+    if not more:
+        return spec_findings
+    return [dataclasses.replace(f, fix=' && '.join([f.fix] + more))
+            for f in spec_findings]
 
 
 def _placement_findings(flavor, request, partial):
@@ -135,8 +218,9 @@ def check(snap, view):
         placement.requested_near_memory(f.extra_specs) is not None
         for f, _r in cloud.tiered_flavors(snap, view))
     for flavor in snap.flavors:
-        spec_findings, bad = _spec_findings(flavor)
-        found.extend(spec_findings)
+        spec_findings, bad, changes = _spec_findings(flavor)
+        found.extend(_completed(spec_findings, flavor, changes, view,
+                                partial))
         if bad:
             continue
         request, _error = view.requests[flavor.name]

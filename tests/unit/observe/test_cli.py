@@ -75,8 +75,19 @@ class CliTestCase(testtools.TestCase):
         self.assertEqual([fakehost.UUID_A, 'instance-1', 'm1.small',
                           'reference_bits', '512.0', '0.250', '0'],
                          lines[1].split())
-        self.assertIn('host compute-01: working set 512.0 MB of near memory '
-                      '- MB', lines[2])
+        # No --profile: the near memory is not known, and the line says
+        # why instead of printing a dash for the number.
+        self.assertEqual('host compute-01: working set 512.0 MB (near '
+                         'memory unknown: no --profile), window 1s',
+                         lines[2])
+        self.assertEqual('cell 0: working set 512.0 MB (near memory '
+                         'unknown: no --profile)', lines[3])
+        self.assertNotIn(' - MB', out)
+        # The fake kernel has no DAMON: nothing to act on, so nothing on
+        # stderr but with --debug.
+        self.assertEqual('', err)
+        status, out, err = self.main('--window', '1', '--debug')
+        self.assertIn('DEBUG DAMON not usable', err)
         # The fake host's kernel has none of the tiering files, and no
         # far node.
         self.assertIn('kernel tiering: off (far nodes: none, nothing to '
@@ -99,19 +110,37 @@ class CliTestCase(testtools.TestCase):
         self.assertIn('instance %s: at least 256.0 MB of its working set '
                       'on far nodes' % fakehost.UUID_A, lines)
 
-    def test_output_file_with_profile(self):
+    def dram_profile(self):
+        """A 64 GB DRAM host's profile, with no per-cell sizes."""
         profile = os.path.join(self.root, 'profile.json')
         hostfile.write(profile, {
             'schema': hostfile.SCHEMA, 'hostname': 'compute-01',
             'mode': 'dram', 'scheduler_mode': 'dram',
             'visible_memory_gb': 64.0, 'dram_gb': 64.0,
             'dram_cache_gb': 0.0})
+        return profile
+
+    def test_output_file_with_profile(self):
+        profile = self.dram_profile()
         target = os.path.join(self.root, 'last.json')
         status, out, err = self.main('--profile', profile, '--output',
                                      target)
         self.assertEqual(0, status, err)
         doc = observation.read(target)
         self.assertEqual(65536.0, doc.host.near_memory_mb)
+
+    def test_table_with_a_profile(self):
+        profile = self.dram_profile()
+        status, out, err = self.main('--profile', profile, '--window', '1')
+        self.assertEqual(0, status, err)
+        lines = out.splitlines()
+        self.assertEqual('host compute-01: working set 512.0 MB of near '
+                         'memory 65536.0 MB, window 1s', lines[2])
+        # The profile gives no cell sizes: the cell's near memory is not
+        # known.
+        self.assertEqual('cell 0: working set 512.0 MB (near memory '
+                         'unknown: the profile gives no size per cell)',
+                         lines[3])
 
     def assertOneLineError(self, status, err, expected_status, *parts):
         self.assertEqual(expected_status, status)

@@ -11,6 +11,7 @@
 #    under the License.
 """Whole observation windows on fake hosts, checked by hand."""
 
+import logging
 import os
 import shutil
 import types
@@ -217,6 +218,35 @@ class HostTestCase(testtools.TestCase):
         self.assertEqual(('damon', 512.0, 0.125),
                          (a['method'], a['working_set_mb'], a['hot_ratio']))
         self.assertEqual('pid 102: exited', b['gap'])
+
+    def test_fall_back_to_reference_bits_is_told_once(self):
+        self.useFixture(fixtures.MockPatchObject(host, '_TOLD', set()))
+        logs = self.useFixture(fixtures.FakeLogger(
+            name=host.LOG.name, level=logging.DEBUG,
+            format='%(levelname)s %(message)s'))
+        # A kernel without DAMON: nothing to act on, a debug line.
+        for _n in range(2):
+            self.assertEqual((host.REFERENCE_BITS, None), host.choose_method(
+                host.AUTO, self.backends(), self.paths))
+        self.assertEqual(['DEBUG'] * 2,
+                         [line.split()[0]
+                          for line in logs.output.splitlines()])
+        # A reason to act on: told once, then debug lines.
+        busy = types.SimpleNamespace(
+            usable=lambda admin: (False, 'nr_kdamonds: not writable (run '
+                                  'as root)'))
+        logs = self.useFixture(fixtures.FakeLogger(
+            name=host.LOG.name, level=logging.DEBUG,
+            format='%(levelname)s %(message)s'))
+        for _n in range(3):
+            host.choose_method(host.AUTO, self.backends(damon_mod=busy),
+                               self.paths)
+        self.assertEqual(
+            ['INFO DAMON not usable (nr_kdamonds: not writable (run as '
+             'root)): measuring with reference bits'],
+            [line for line in logs.output.splitlines()
+             if line.startswith('INFO')])
+        self.assertEqual(3, len(logs.output.splitlines()))
 
     def test_damon_asked_for_but_not_usable(self):
         # The fake sysfs has no DAMON: no fall-back to reference bits.

@@ -57,7 +57,7 @@ SHORT_TABLES = {
                 'cost_per_vm', 'vms_per_kw', 'relative_throughput',
                 'warnings'],
     'search': ['rank', 'config', 'vms_per_node', 'binding',
-               'cost_per_vm', 'warnings'],
+               'cost_per_vm', 'warnings', 'equivalents'],
     'calibration': ['workload', 'config', 'baseline_vms', 'config_vms',
                     't_hit', 'model_gain', 'node_gain', 'reference'],
     'configs': ['config', 'mode', 'population', 'dram_gb', 'pmem_gb',

@@ -18,6 +18,7 @@ import testtools
 
 from planner import model
 from planner import scenario
+from planner import search
 from tests.unit import clitools
 from tests.unit.planner import cxl_cases
 
@@ -166,6 +167,40 @@ class CliTestCase(testtools.TestCase):
         self.assertTrue(rows)
         for row in rows:
             self.assertEqual('cxl_flat', row['mode'])
+
+    def test_search_folds_equivalent_modules(self):
+        # Samsung's and Micron's 256 GB modules have the same figures:
+        # populations that only mix them are one row.
+        rows = self.rows('search', '--platform', 'granite-rapids-ap-2s',
+                         '--cpu', 'xeon-6980p', '--modes', 'cxl_flat',
+                         '--dimm', 'ddr5-64', '--dimm', 'samsung-cmmd-256',
+                         '--dimm', 'micron-cz120-256', '--dimm',
+                         'skhynix-cmm-128', '--limit', '0')
+        # 12 x 64 GB DDR5 and 768 GB of CXL per socket (flat mode: 1:1),
+        # as 3 x 256 GB in 4 vendor mixes, named by one vendor's, or as
+        # 6 x 128 GB: a different population, of the same measures.
+        self.assertEqual(
+            [(1, 'flat-12x64+3xmicron-cz120-256', 115, 3),
+             (2, 'flat-12x64+6x128', 115, 0)],
+            [(r['rank'], r['config'], r['vms_per_node'], r['equivalents'])
+             for r in rows[:2]])
+        # Every valid population is a row or folded into one.
+        result = search.run(
+            scenario.load(cxl_cases.NAME), 'granite-rapids-ap-2s',
+            'xeon-6980p', modes=['cxl_flat'], limit=0,
+            dimms=['ddr5-64', 'samsung-cmmd-256', 'micron-cz120-256',
+                   'skhynix-cmm-128'])
+        self.assertEqual(len(result.nodes),
+                         len(rows) + sum(r['equivalents'] for r in rows))
+        self.assertEqual(
+            len(rows), len({search.equivalence_key(n.config)
+                            for n in result.nodes.values()}))
+        # Without the equivalent vendor, nothing is folded.
+        rows = self.rows('search', '--platform', 'granite-rapids-ap-2s',
+                         '--cpu', 'xeon-6980p', '--modes', 'cxl_flat',
+                         '--dimm', 'ddr5-64', '--dimm', 'samsung-cmmd-256',
+                         '--limit', '0')
+        self.assertEqual({0}, {r['equivalents'] for r in rows})
 
     def test_optimize(self):
         rows = self.rows('optimize')

@@ -23,14 +23,30 @@ class ConfigTestCase(cases.DoctorTestCase):
     def test_enabled_filter_not_available(self):
         snap = cases.replace(cases.clean(), config=cases.config(
             available_filters=('nova.scheduler.filters.all_filters',)))
+        # Both filters lack the same line: one finding for the key, which
+        # names both, not one per filter with the same fix.
         found = self.assertFindings(
             snap, (checks.ERROR, 'filter-not-available',
-                   self.OPT % 'available_filters'),
-            (checks.ERROR, 'filter-not-available',
-             self.OPT % 'available_filters'))
-        self.assertIn('does not start', found[(
-            'filter-not-available',
-            self.OPT % 'available_filters')].problem)
+                   self.OPT % 'available_filters'))
+        finding = found[('filter-not-available',
+                         self.OPT % 'available_filters')]
+        self.assertEqual(
+            'PmemModeFilter and PmemCacheFilter are in enabled_filters but '
+            'not in available_filters: nova-scheduler does not start '
+            '(SchedulerHostFilterNotFound)', finding.problem)
+        self.assertIn('available_filters = nova_pmem_filters.filters.'
+                      'all_filters', finding.fix)
+
+    def test_one_enabled_filter_not_available(self):
+        snap = cases.replace(cases.clean(), config=cases.config(
+            available_filters=('nova.scheduler.filters.all_filters',
+                               'nova_pmem_filters.filters.PmemModeFilter')))
+        found = self.assertFindings(
+            snap, (checks.ERROR, 'filter-not-available',
+                   self.OPT % 'available_filters'))
+        self.assertTrue(found[(
+            'filter-not-available', self.OPT % 'available_filters')]
+            .problem.startswith('PmemCacheFilter is in enabled_filters'))
 
     def test_single_classes_count_as_available(self):
         snap = cases.replace(cases.clean(), config=cases.config(

@@ -30,12 +30,18 @@ class FlavorTestCase(cases.DoctorTestCase):
         fixes = sorted(
             f.fix for f in checks.run(cases.with_flavor(cases.clean(), bad)))
         # The value of a misspelt key is kept where it is valid.
+        # Once both are fixed, the flavor lands on Memory-Mode hosts where
+        # the others request near memory: both fixes request it too.
         self.assertEqual('openstack flavor set --property pmem:priority=<one '
-                         'of high, normal, low> old', fixes[0])
+                         'of high, normal, low> old && openstack flavor set '
+                         '--property resources:CUSTOM_NEAR_MEMORY_MB=1229 '
+                         'old', fixes[0])
         # Unset first: the database may take both keys for one.
         self.assertEqual('openstack flavor unset --property pmem:hotratio '
                          'old && openstack flavor set --property '
-                         'pmem:hot_ratio=0.3 old', fixes[1])
+                         'pmem:hot_ratio=0.3 old && openstack flavor set '
+                         '--property resources:CUSTOM_NEAR_MEMORY_MB=1229 '
+                         'old', fixes[1])
         self.assertIn('NoValidHost',
                       found[('invalid-extra-spec', 'flavor old')].problem)
 
@@ -129,8 +135,12 @@ class FlavorTestCase(cases.DoctorTestCase):
             cases.NEAR: '1024', 'pmem_hot_ratio': '1.5'}))
         found = self.assertFindings(snap, (checks.WARNING, 'misspelt-key',
                                            'flavor odd'))
+        # The request follows the ratio chosen: its amount is left to
+        # fill in too.
         self.assertEqual(
             "openstack flavor unset --property pmem_hot_ratio odd && "
             "openstack flavor set --property 'pmem:hot_ratio=<a decimal "
-            "number greater than 0 and at most 1>' odd",
+            "number greater than 0 and at most 1>' odd && openstack flavor "
+            "set --property 'resources:CUSTOM_NEAR_MEMORY_MB=<2048 MB x the "
+            "ratio chosen, rounded up>' odd",
             found[('misspelt-key', 'flavor odd')].fix)

@@ -44,9 +44,6 @@ class HotRatiosTestCase(testtools.TestCase):
                 obsdocs.instance('a', 'm1.db', 8 * GB, 0.2),
                 obsdocs.instance('b', 'm1.db', 8 * GB, 0.6), gap])])
 
-    def run_cli(self, *argv):
-        return clitools.run_cli(self, argv)
-
     def scenario_file(self, workload, top=''):
         path = os.path.join(self.dir, 's.yaml')
         with open(path, 'w') as f:
@@ -62,6 +59,12 @@ class HotRatiosTestCase(testtools.TestCase):
                 ''') + textwrap.indent(workload, '  ') + top)
         return path
 
+    def run_cli(self, *argv):
+        if argv[0] == 'hot-ratios' and '--min-instances' not in argv:
+            # Two instances of m1.db: recommend from them.
+            argv += ('--min-instances', '2')
+        return clitools.run_cli(self, argv)
+
     def test_without_scenario(self):
         status, out, err = self.run_cli('hot-ratios', '--observations',
                                         self.obs, '-f', 'json')
@@ -71,7 +74,47 @@ class HotRatiosTestCase(testtools.TestCase):
             'p95': 0.58, 'max': 0.6, 'declared': None, 'workload': None,
             'recommended': 0.6, 'under_declared': None,
             'command': 'openstack flavor set --property pmem:hot_ratio=0.6 '
-                       'm1.db'}], json.loads(out))
+                       'm1.db', 'held_back': None}], json.loads(out))
+
+    def test_too_few_instances_are_held_back(self):
+        path = self.scenario_file(
+            'db: {vcpus: 2, ram_gb: 8, flavor: m1.db, hot_ratio: 0.3}\n')
+        # The default minimum is 3 instances: m1.db has 2.
+        status, out, err = clitools.run_cli(self, (
+            'hot-ratios', '--observations', self.obs, '--scenario', path,
+            '-f', 'json'))
+        self.assertEqual(0, status, err)
+        row, = json.loads(out)
+        self.assertIn('m1.db: no recommendation', err)
+        # How many were seen, the distribution, and why no value.
+        self.assertEqual(
+            (2, 0.58, 0.3, None, None, None, '2 instances, fewer than 3'),
+            tuple(row[c] for c in ('instances', 'p95', 'declared',
+                                   'recommended', 'under_declared',
+                                   'command', 'held_back')))
+        # The default table has no command for it, and stderr says why.
+        status, out, err = clitools.run_cli(self, (
+            'hot-ratios', '--observations', self.obs))
+        self.assertEqual(0, status, err)
+        self.assertEqual('m1.db: no recommendation: 2 instances, fewer '
+                         'than 3 (--min-instances)\n', err)
+        self.assertIn('m1.db', out)
+        self.assertNotIn('openstack flavor set', out)
+        # One instance is enough when asked.
+        status, out, err = clitools.run_cli(self, (
+            'hot-ratios', '--observations', self.obs, '--min-instances', '1',
+            '-f', 'value', '-c', 'recommended', '-c', 'held_back'))
+        self.assertEqual('0.6 \n', out)
+
+    def test_min_instances_must_be_a_whole_number(self):
+        for bad in ('0', '-1', '2.5', 'three', 'nan'):
+            status, out, err = clitools.run_cli(self, (
+                'hot-ratios', '--observations', self.obs,
+                '--min-instances', bad))
+            self.assertEqual(2, status, bad)
+            self.assertEqual(1, len(err.splitlines()), err)
+            self.assertIn('--min-instances %s' % bad, err)
+            self.assertEqual('', out)
 
     def test_declared_by_the_workload_of_that_flavor(self):
         path = self.scenario_file(
