@@ -11,9 +11,24 @@
 #    under the License.
 """sweep command."""
 
+import argparse
+
 from planner.commands import base
 from planner import errors
 from planner import sweep
+
+
+def _jobs(text):
+    """--jobs: a whole number of processes, 1 or more (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            'expected a whole number of processes, 1 or more, got %r'
+            % text)
+    return value
 
 
 def _values(option, text, low=0.0):
@@ -47,9 +62,9 @@ class Sweep(base.ShortTableLister):
         parser.add_argument('--demand-scale', metavar='FACTORS',
                             help='factors on the scenario\'s demand, e.g. '
                                  '0.5,1,2')
-        parser.add_argument('--jobs', type=int, default=None,
-                            help='processes on this machine (joblib; '
-                                 'default: one per CPU)')
+        parser.add_argument('--jobs', type=_jobs, default=None,
+                            help='processes on this machine, 1 or more '
+                                 '(joblib; default: one per CPU)')
         parser.add_argument('--dask', metavar='ADDRESS',
                             help='run on the Dask cluster of this '
                                  'scheduler (tcp://host:8786) instead')

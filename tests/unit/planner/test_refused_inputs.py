@@ -258,6 +258,13 @@ class RefusedValueTest(RefusedInputTest):
                                 'argument --seed', repr(value),
                                 'from 0 to 4294967295 (2**32-1)')
 
+    def test_jobs_not_a_count_of_processes(self):
+        # joblib would take 0 for an error of its own and -2 for "every CPU
+        # but one": neither is what the help says.
+        for value in ('0', '-2', 'x'):
+            self.assert_refused(['sweep', '--jobs', value],
+                                'argument --jobs', repr(value), '1 or more')
+
     def test_weight_multiplier_not_a_number(self):
         for option in ('--ram-weight-multiplier', '--cpu-weight-multiplier',
                        '--tier-weight-multiplier',
