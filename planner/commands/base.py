@@ -66,6 +66,20 @@ def add_fleet_argument(parser, required, purpose):
     return parser
 
 
+def whole_count(text):
+    """A count of the command line: a whole number 0 or more.
+
+    Written with an exponent or not (``1e3`` is 1000), as a scenario's
+    counts are, and at most the bound on every number of a scenario.
+
+    :raises ValueError: for anything else (``1.5``, ``-1``, ``x``).
+    """
+    value = float(text)
+    if not 0 <= value <= document.NUMBER_LIMIT or not value.is_integer():
+        raise ValueError(text)
+    return int(value)
+
+
 def number(option, text, positive=False):
     """A number option's value, 0 or more (above 0 if ``positive``).
 

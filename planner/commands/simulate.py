@@ -41,7 +41,7 @@ def _pairs(option, values, convert, limit=None):
             value = None
         if not sep or not name or value is None or value < 0:
             raise errors.PlannerError(
-                '%s %s: expected NAME=NUMBER, a number 0 or more'
+                '%s %s: expected NAME=COUNT, a whole number 0 or more'
                 % (option, text))
         if name in result:
             raise errors.PlannerError(
@@ -150,14 +150,15 @@ class Simulate(base.ShortTableLister):
             cache_headroom_weight_multiplier=(
                 parsed_args.cache_headroom_weight_multiplier),
             near_memory=parsed_args.near_memory)
-        mix = (_pairs('--mix', parsed_args.mix, int)
+        mix = (_pairs('--mix', parsed_args.mix, base.whole_count)
                if parsed_args.mix else None)
         if mix is not None and not any(mix.values()):
             # Nothing to boot: no trace to draw and no fleet to choose.
             raise errors.PlannerError(
                 '--mix %s: no workload has a VM; give at least one workload '
                 'a count above 0' % ' --mix '.join(parsed_args.mix))
-        nodes = (_pairs('--nodes', parsed_args.nodes, int, MAX_NODES)
+        nodes = (_pairs('--nodes', parsed_args.nodes, base.whole_count,
+                        MAX_NODES)
                  if parsed_args.nodes else None)
         if parsed_args.host_vcpus is not None and parsed_args.host_vcpus < 1:
             raise errors.PlannerError(

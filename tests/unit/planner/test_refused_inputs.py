@@ -258,6 +258,13 @@ class RefusedValueTest(RefusedInputTest):
                                 'argument --seed', repr(value),
                                 'from 0 to 4294967295 (2**32-1)')
 
+    def test_mix_and_nodes_not_whole(self):
+        for option, text in (('--mix', 'redis=1.5'),
+                             ('--nodes', 'mm-192-512=-1')):
+            self.assert_refused(['simulate', option, text],
+                                '%s %s' % (option, text),
+                                'a whole number 0 or more')
+
     def test_jobs_not_a_count_of_processes(self):
         # joblib would take 0 for an error of its own and -2 for "every CPU
         # but one": neither is what the help says.
@@ -322,6 +329,15 @@ class AcceptedValueTest(testtools.TestCase):
         self.assertEqual(0, status, err)
         total = [r for r in json.loads(out) if r['config'] == 'total'][0]
         self.assertEqual((1000, 20), (total['redis'], total['mysql']))
+
+    def test_mix_and_nodes_with_an_exponent(self):
+        # The same counts as --demand's: 2e0 nodes are 2.
+        status, out, err = clitools.run_cli(self, [
+            'simulate', '--mix', 'redis=1e1', '--nodes', 'mm-192-512=2e0',
+            '--days', '5', '--no-progress', '-f', 'json'])
+        self.assertEqual(0, status, err)
+        rows = {r['kind']: r for r in json.loads(out)}
+        self.assertEqual(2, rows['mm-192-512']['nodes'])
 
     def test_seed_at_the_ends_of_its_range(self):
         for seed in ('0', '4294967295'):
