@@ -72,12 +72,19 @@ def whole_count(text):
     Written with an exponent or not (``1e3`` is 1000), as a scenario's
     counts are, and at most the bound on every number of a scenario.
 
+    :raises CountTooLarge: (a ValueError) above that bound.
     :raises ValueError: for anything else (``1.5``, ``-1``, ``x``).
     """
     value = float(text)
-    if not 0 <= value <= document.NUMBER_LIMIT or not value.is_integer():
+    if value > document.NUMBER_LIMIT:
+        raise CountTooLarge(text)
+    if not value >= 0 or not value.is_integer():
         raise ValueError(text)
     return int(value)
+
+
+class CountTooLarge(ValueError):
+    """A count above the bound on every number (:func:`whole_count`)."""
 
 
 def number(option, text, positive=False):

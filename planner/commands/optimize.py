@@ -27,16 +27,16 @@ def _vm_count(text):
     """
     name, sep, count = text.partition('=')
     try:
-        value = float(count)
-    except ValueError:
-        value = -1.0
-    if sep and name and value > document.NUMBER_LIMIT:
+        value = base.whole_count(count) if sep and name else None
+    except base.CountTooLarge:
         raise errors.PlannerError('--demand %s: expected at most %s VMs' % (
-            text, document.short_number(document.NUMBER_LIMIT)))
-    if not sep or not name or not value >= 0 or not value.is_integer():
+            text, document.short_number(document.NUMBER_LIMIT))) from None
+    except ValueError:
+        value = None
+    if value is None:
         raise errors.PlannerError('--demand %s: expected WORKLOAD=VMS, a '
                                   'whole number of VMs' % text)
-    return name, int(value)
+    return name, value
 
 
 def _demand(texts):
