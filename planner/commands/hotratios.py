@@ -60,10 +60,11 @@ class HotRatios(base.ShortTableLister):
     def take_action(self, parsed_args):
         from planner import scenario
 
-        min_instances = base.number('--min-instances',
-                                    parsed_args.min_instances,
-                                    positive=True)
-        if min_instances != int(min_instances):
+        try:
+            min_instances = base.whole_count(parsed_args.min_instances)
+        except ValueError:
+            min_instances = 0
+        if min_instances < 1:
             raise errors.PlannerError(
                 '--min-instances %s: expected a whole number of instances, '
                 '1 or more' % parsed_args.min_instances)
@@ -81,7 +82,7 @@ class HotRatios(base.ShortTableLister):
                 if parsed_args.scenario else None)
         columns = observed.COLUMNS
         found = observed.rows(ratios, scen, parsed_args.placement_accounting,
-                              int(min_instances))
+                              min_instances)
         for row in found:
             if row['held_back']:
                 self.app.stderr.write(
