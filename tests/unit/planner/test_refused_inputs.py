@@ -265,6 +265,14 @@ class RefusedValueTest(RefusedInputTest):
                                 '%s %s' % (option, text),
                                 'a whole number 0 or more')
 
+    def test_min_instances_not_a_count(self):
+        for value in ('0', '1.5', 'x'):
+            self.assert_refused(
+                ['hot-ratios', '--observations',
+                 os.path.join(paths.ROOT, 'etc', 'examples', 'observations'),
+                 '--min-instances', value],
+                '--min-instances %s' % value, '1 or more')
+
     def test_jobs_not_a_count_of_processes(self):
         # joblib would take 0 for an error of its own and -2 for "every CPU
         # but one": neither is what the help says.
