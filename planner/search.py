@@ -447,8 +447,15 @@ def module_class(dimm):
     Modules of different vendors with the same class (capacity, price,
     watts, bandwidth, latency, lanes...) are interchangeable in a plan.
     """
-    return (dimm.type, dimm.generation, dimm.capacity_gb, dimm.price,
-            dimm.watts, dimm.bandwidth_gbps, dimm.latency_ns, dimm.lanes)
+    return tuple(getattr(dimm, f.name) for f in dataclasses.fields(dimm)
+                 if f.name not in _NOT_MEASURES)
+
+
+# The fields of a module that name it or cite where its figures come from:
+# every other field (one added later too) is a figure a rule or the model
+# may read.
+_NOT_MEASURES = frozenset(['name', 'source', 'price_source',
+                           'watts_source'])
 
 
 def equivalence_key(config):
