@@ -277,6 +277,27 @@ def from_metadata(metadata_list, default_mode=kinds.DRAM):
                        kernel_tiering=raw_tiering)
 
 
+def host_profiles(names, aggregates, default_mode=kinds.DRAM):
+    """{host: HostProfile} of each of ``names``, as the scheduler reads it.
+
+    A host's profile is :func:`from_metadata` over the metadata of every
+    aggregate that holds it: values the aggregates share merge, values
+    they disagree on make it unknown, and a host no aggregate gives a mode
+    is of ``default_mode`` (the scheduler's ``[pmem] default_host_mode``).
+
+    :param names: the hosts, in the order of the result.
+    :param aggregates: ``(host names, metadata mapping)`` of each
+        aggregate; None stands for none.
+    """
+    found = {name: [] for name in names}
+    for hosts, meta in aggregates:
+        for host in hosts or ():
+            if host in found:
+                found[host].append(meta)
+    return {name: from_metadata(metas, default_mode=default_mode)
+            for name, metas in found.items()}
+
+
 def metadata(mode, near_memory_gb=None, cell_near_gb=None,
              kernel_tiering=None):
     """The aggregate metadata of a host of kind ``mode``.

@@ -58,10 +58,10 @@ def aggregates_by_host(hosts, aggregates):
 
 
 def host_profiles(hosts, aggregates, default_mode):
-    """{host: HostProfile}, as the scheduler reads each host's aggregates."""
-    return {host: profile.from_metadata([a.metadata for a in aggs],
-                                        default_mode=default_mode)
-            for host, aggs in aggregates_by_host(hosts, aggregates).items()}
+    """{host: HostProfile} of ``hosts`` and every host an aggregate names."""
+    return profile.host_profiles(
+        aggregates_by_host(hosts, aggregates),
+        ((a.hosts, a.metadata) for a in aggregates), default_mode)
 
 
 def view(snap):

@@ -57,13 +57,8 @@ def profiles(names, aggregates, default_mode):
     :param aggregates: objects with ``hosts`` and ``metadata`` (Watcher's
         ``nova_helper.Aggregate``).
     """
-    found = {name: [] for name in names}
-    for agg in aggregates:
-        for host in agg.hosts or ():
-            if host in found:
-                found[host].append(agg.metadata or {})
-    return {name: profile.from_metadata(metas, default_mode=default_mode)
-            for name, metas in found.items()}
+    return profile.host_profiles(
+        names, ((a.hosts, a.metadata) for a in aggregates), default_mode)
 
 
 def working_set(instance, measured):

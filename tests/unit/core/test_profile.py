@@ -273,3 +273,35 @@ class NearMemoryTestCase(testtools.TestCase):
             expected = 64.0 if mode in kinds.TIERED else 384.0
             self.assertEqual(expected,
                              profile.near_memory_gb(mode, 384.0, 64.0))
+
+
+class HostProfilesTestCase(testtools.TestCase):
+    """A host's profile from every aggregate that holds it."""
+
+    MM = {'pmem_mode': 'memory_mode', 'pmem_dram_cache_gb': '192'}
+
+    def test_each_host_from_the_aggregates_holding_it(self):
+        found = profile.host_profiles(
+            ['a', 'b', 'c'],
+            [(['a', 'b'], self.MM), (['b'], {'pmem_mode': 'dram'}),
+             (['z'], {'pmem_mode': 'app_direct'}), (None, self.MM)],
+            default_mode=kinds.APP_DIRECT)
+        self.assertEqual(['a', 'b', 'c'], list(found))
+        self.assertEqual(profile.build(kinds.MEMORY_MODE, 192), found['a'])
+        # Two aggregates that disagree: unknown.
+        self.assertEqual(profile.DISAGREE, found['b'].problem_code)
+        # In no aggregate: the default mode.
+        self.assertEqual(kinds.APP_DIRECT, found['c'].mode)
+
+    def test_values_spread_over_aggregates_merge(self):
+        found = profile.host_profiles(
+            ['a'], [(['a'], {'pmem_mode': 'memory_mode'}),
+                    (['a'], {'pmem_dram_cache_gb': '96'}),
+                    (['a'], None), (['a'], {'other': 'x'})])
+        self.assertEqual(profile.build(kinds.MEMORY_MODE, 96), found['a'])
+
+    def test_same_as_from_metadata(self):
+        aggs = [(['a'], self.MM), (['a'], {'pmem_dram_cache_gb': '64'})]
+        self.assertEqual(
+            profile.from_metadata([m for _h, m in aggs]),
+            profile.host_profiles(['a'], aggs)['a'])
