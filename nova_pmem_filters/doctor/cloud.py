@@ -204,8 +204,11 @@ def rebalance_hosts(snap, view):
     free RAM and vCPUs in Placement, its cells (:func:`host_cells`, else
     the nodes with CPUs of its latest observation) and the servers Nova
     has on it, each with the working set its host's latest observation
-    measured: an instance that window did not measure (a ``gap``, or not
-    listed) has none, and the plan does not guess it.
+    measured, by the core's rule for its status, Watcher's too
+    (:func:`~nova_pmem_filters.core.rebalance.instance`): a server that
+    window did not measure (a ``gap``, or not listed) has none, and the
+    plan does not guess it, unless it runs no guest (``SHUTOFF``,
+    ``SUSPENDED``, ``SHELVED``: 0 MB); only an ``ACTIVE`` server moves.
     """
     latest = latest_observations(snap)
     servers = {}
@@ -228,10 +231,10 @@ def rebalance_hosts(snap, view):
             cells=(None if cells is None
                    else tuple(rebalance.Cell(c) for c in cells)),
             instances=tuple(
-                rebalance.Instance(
-                    uuid=s.id, name=s.name or None, memory_mb=s.ram_mb,
-                    vcpus=s.vcpus, extra_specs=dict(s.extra_specs),
-                    working_set_mb=measured.get(s.id),
+                rebalance.instance(
+                    s.id, s.status, measured.get(s.id), name=s.name or None,
+                    memory_mb=s.ram_mb, vcpus=s.vcpus,
+                    extra_specs=dict(s.extra_specs),
                     cells=_instance_cells(s))
                 for s in sorted(servers.get(host, ()), key=lambda s: s.id))))
     return hosts

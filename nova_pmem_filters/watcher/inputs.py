@@ -26,15 +26,14 @@ Host` records:
   plan decides host-wide (Nova's NUMA fit and PmemCacheFilter still check
   each cell when the migration is scheduled).
 * An instance's flavor is its RAM, vCPUs and ``flavor_extra_specs``; its
-  working set is the measured one. An instance Nova reports ``stopped``,
-  ``suspended`` or ``shelved`` runs no guest: it touches no memory and is
-  counted 0 MB. Any other instance without a measurement is unmeasured,
-  and its host is reported and not planned on (the plan's rule).
+  working set, and whether it may move, are the core's rule for its
+  state (:func:`~nova_pmem_filters.core.rebalance.instance`, the doctor's
+  too): the measured working set, else 0 MB for a guest that does not
+  run (``stopped``, ``suspended``, ``shelved``), else unmeasured (its
+  host is reported and not planned on); only ``active`` instances move,
+  and not those the audit's scope excludes.
 * Only hosts whose nova-compute is up and enabled take part: a disabled
   host admits no migration, a down one none either way.
-
-Which instances Watcher may move (:func:`movable`): active ones (a live
-migration needs a running guest) that the audit's scope does not exclude.
 
 This module imports nothing from Watcher or Nova: it reads the model's
 elements by their fields.
@@ -43,12 +42,9 @@ elements by their fields.
 from nova_pmem_filters.core import profile
 from nova_pmem_filters.core import rebalance
 
-# Watcher's element.ServiceState and element.InstanceState values.
+# Watcher's element.ServiceState values.
 UP = 'up'
 ENABLED = 'enabled'
-ACTIVE = 'active'
-# Instances without a running guest: no memory touched.
-NOT_RUNNING = frozenset(('stopped', 'suspended', 'shelved'))
 
 
 def profiles(names, aggregates, default_mode):
@@ -59,20 +55,6 @@ def profiles(names, aggregates, default_mode):
     """
     return profile.host_profiles(
         names, ((a.hosts, a.metadata) for a in aggregates), default_mode)
-
-
-def working_set(instance, measured):
-    """The working set MB of a model instance, None when not measured."""
-    if instance.uuid in measured:
-        return measured[instance.uuid]
-    if instance.state in NOT_RUNNING:
-        return 0.0
-    return None
-
-
-def movable(instance):
-    """Whether Watcher may live-migrate a model instance."""
-    return instance.state == ACTIVE and not instance.watcher_exclude
 
 
 def serving(node):
@@ -101,11 +83,11 @@ def hosts(model, aggregates, measured, default_mode):
     for node in nodes:
         free = model.get_node_free_resources(node)
         instances = tuple(
-            rebalance.Instance(
-                uuid=i.uuid, name=i.name, memory_mb=i.memory,
-                vcpus=i.vcpus, extra_specs=dict(i.flavor_extra_specs or {}),
-                working_set_mb=working_set(i, measured),
-                movable=movable(i))
+            rebalance.instance(
+                i.uuid, i.state, measured.get(i.uuid),
+                excluded=bool(i.watcher_exclude), name=i.name,
+                memory_mb=i.memory, vcpus=i.vcpus,
+                extra_specs=dict(i.flavor_extra_specs or {}))
             for i in sorted(model.get_node_instances(node),
                             key=lambda i: i.uuid))
         found.append(rebalance.Host(
