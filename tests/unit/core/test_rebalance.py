@@ -748,3 +748,46 @@ class PlanTestCase(testtools.TestCase):
         error = self.assertRaises(rebalance.RebalanceError, rebalance.plan,
                                   [host('a', MM2, [vm('1', -5, 1)])])
         self.assertIn('hosts[0] (a).instances[0] (1).memory_mb', str(error))
+
+
+class InstanceRuleTestCase(testtools.TestCase):
+    """The one input rule of the doctor and Watcher: rebalance.instance."""
+
+    def test_vm_states_and_api_statuses(self):
+        for status, state in (('ACTIVE', 'active'), ('active', 'active'),
+                              ('SHUTOFF', 'stopped'), ('stopped', 'stopped'),
+                              ('SUSPENDED', 'suspended'),
+                              ('SHELVED', 'shelved'), ('PAUSED', 'paused'),
+                              ('MIGRATING', 'migrating'), (None, '')):
+            self.assertEqual(state, rebalance.vm_state(status), status)
+
+    def test_measured_active_moves(self):
+        inst = rebalance.instance('u', 'ACTIVE', 1500.0, name='vm',
+                                  memory_mb=2048, vcpus=2)
+        self.assertEqual(rebalance.Instance(
+            uuid='u', name='vm', memory_mb=2048, vcpus=2,
+            working_set_mb=1500.0, movable=True), inst)
+
+    def test_no_guest_no_working_set_and_stays(self):
+        for state in ('stopped', 'SHUTOFF', 'suspended', 'shelved'):
+            inst = rebalance.instance('u', state, None)
+            self.assertEqual(0.0, inst.working_set_mb, state)
+            self.assertFalse(inst.movable, state)
+        # A measurement, when there is one, is what counts.
+        self.assertEqual(
+            700.0, rebalance.instance('u', 'stopped', 700.0).working_set_mb)
+
+    def test_other_states_unmeasured_and_stay(self):
+        for state in ('paused', 'PAUSED', 'error', 'MIGRATING', 'resized',
+                      None):
+            inst = rebalance.instance('u', state, None)
+            self.assertIsNone(inst.working_set_mb, state)
+            self.assertFalse(inst.movable, state)
+        self.assertEqual(
+            900.0, rebalance.instance('u', 'paused', 900.0).working_set_mb)
+
+    def test_excluded_stays(self):
+        self.assertFalse(rebalance.instance('u', 'active', 10.0,
+                                            excluded=True).movable)
+        self.assertIsNone(rebalance.instance('u', 'active', None)
+                          .working_set_mb)
