@@ -31,7 +31,6 @@ CONF = conf.CONF
 _PROFILES = {}
 _PROFILES_MAX = 1000
 _KEYS = profile.PROFILE_KEYS
-_MODE_KEY = profile.MODE_KEY
 # An aggregate whose pmem values are not all strings: not memoised.
 _UNCACHEABLE = object()
 
@@ -56,14 +55,17 @@ def _agg_values(agg):
 
 
 def _profile_key(aggregates, default_mode, agg_values=None):
-    """The pmem values of a host's aggregates, or None if not memoisable.
+    """The default mode and the pmem values of a host's aggregates.
+
+    None when they are not memoisable.
 
     :param agg_values: ``{aggregate: values}`` of this request (keyed by
         the objects, which hash by identity).
     """
     try:
-        key = []
-        has_mode = False
+        # The default mode too: which aggregates' values make a profile,
+        # with or without it, is from_metadata()'s rule alone.
+        key = [default_mode]
         for agg in aggregates or ():
             if agg_values is None:
                 values = _agg_values(agg)
@@ -75,13 +77,7 @@ def _profile_key(aggregates, default_mode, agg_values=None):
                 continue
             if values is _UNCACHEABLE:
                 return None
-            if values[0] is not None:
-                has_mode = True
             key.append(values)
-        if not has_mode:
-            # from_metadata() uses the default only when no aggregate sets
-            # a mode.
-            key.append(default_mode)
         return tuple(key)
     except Exception:
         # Let from_metadata() meet the same problem and report it.
