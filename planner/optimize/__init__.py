@@ -66,11 +66,15 @@ One module per idea: ``problem`` (the candidates, the demand and the caps),
 ``complete`` (every maximal pattern, when they are few), ``budgets``
 (node counts per configuration, the demand packed onto them),
 ``nodecuts`` (the bound of whole node counts), ``exact`` (the integer
-program with free nodes), ``solver`` (column generation, whole
-nodes, the caps' least values and the plan), ``clock`` (what the time
-limit cut short) and ``tabulate`` (the plan as the rows of a table).
+program with free nodes), ``solver`` (the stages of a solve and the
+caps' least values), ``colgen`` (column generation), ``rounding`` (fleets
+of whole nodes from the LP), ``incumbents`` (the best fleet of the
+patterns), ``fleetplan`` (the plan and its proven gap), ``clock`` (what
+the time limit cut short) and ``tabulate`` (the plan as the rows of a
+table).
 """
 
+from planner.optimize import fleetplan
 from planner.optimize import problem
 from planner.optimize import solver
 from planner.optimize import tabulate
@@ -83,10 +87,10 @@ HOURS_PER_YEAR = problem.HOURS_PER_YEAR
 Candidate = problem.Candidate
 Problem = problem.Problem
 build = problem.build
-Plan = solver.Plan
+Plan = fleetplan.Plan
 solve = solver.solve
 best_single = solver.best_single
-utilisation = solver.utilisation
+utilisation = fleetplan.utilisation
 LEADING_COLUMNS = tabulate.LEADING_COLUMNS
 TRAILING_COLUMNS = tabulate.TRAILING_COLUMNS
 SHORT_COLUMNS = tabulate.SHORT_COLUMNS
@@ -94,6 +98,6 @@ columns = tabulate.columns
 short_columns = tabulate.short_columns
 rows = tabulate.rows
 unmet = tabulate.unmet
-OPTIMAL = solver.OPTIMAL
-BEST_FOUND = solver.BEST_FOUND
-within = solver.within
+OPTIMAL = fleetplan.OPTIMAL
+BEST_FOUND = fleetplan.BEST_FOUND
+within = fleetplan.within

@@ -11,7 +11,7 @@
 #    under the License.
 """A plan as rows of a table: the columns and their values."""
 
-from planner.optimize import solver
+from planner.optimize import fleetplan
 
 
 LEADING_COLUMNS = ('fleet', 'period', 'config', 'nodes')
@@ -83,7 +83,7 @@ def rows(problem, plans):
                 n = plan.nodes.get(key, 0)
                 if not n:
                     continue
-                util = solver.utilisation(
+                util = fleetplan.utilisation(
                     problem, plan, cand.name, period.name)
                 row = {'fleet': plan.name, 'period': period.name,
                        'config': cand.name, 'nodes': n}

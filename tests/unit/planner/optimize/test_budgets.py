@@ -20,8 +20,8 @@ import testtools
 
 from planner import optimize
 from planner.optimize import budgets
+from planner.optimize import colgen
 from planner.optimize import master as master_mod
-from planner.optimize import solver
 from planner import patterns
 from tests.unit.planner.optimize import base
 from tests.unit.planner.optimize import test_oracle
@@ -49,7 +49,7 @@ def with_optimum(raw):
     answer = oracle.best()
     hypothesis.assume(answer is not None and answer.tco > 0)
     master = master_mod.Master(problem)
-    solver._seed(problem, master)
+    colgen.seed(problem, master)
     return problem, oracle, answer, master
 
 

@@ -20,9 +20,9 @@ import numpy as np
 import testtools
 
 from planner import optimize
+from planner.optimize import colgen
 from planner.optimize import master as master_mod
 from planner.optimize import pricing
-from planner.optimize import solver
 from planner import patterns
 from tests.unit.planner.optimize import base
 
@@ -92,7 +92,7 @@ class ShapeTestCase(testtools.TestCase):
         self.assertEqual(pricing.shape(first), pricing.shape(twin))
         self.assertNotEqual(pricing.shape(first), pricing.shape(other))
         master = master_mod.Master(problem)
-        solver._seed(problem, master)
+        colgen.seed(problem, master)
         values = [2000.0] * len(problem.workloads)
         priced = {(ci, 0): (0.0, None, values) for ci in range(3)}
         lp = mock.Mock(fun=0.0)
@@ -108,23 +108,23 @@ class ShapeTestCase(testtools.TestCase):
 class TailingOffTestCase(testtools.TestCase):
 
     def test_rounds_that_move_nothing_stop_generation(self):
-        still = [(100.0, 90.0)] * (solver._TAIL_ROUNDS + 1)
-        self.assertTrue(solver._tailing_off(still, 0.01))
+        still = [(100.0, 90.0)] * (colgen.TAIL_ROUNDS + 1)
+        self.assertTrue(colgen.tailing_off(still, 0.01))
         # Too few rounds to tell.
-        self.assertFalse(solver._tailing_off(still[1:], 0.01))
+        self.assertFalse(colgen.tailing_off(still[1:], 0.01))
 
     def test_a_rising_bound_or_a_falling_lp_goes_on(self):
-        rounds = solver._TAIL_ROUNDS + 1
+        rounds = colgen.TAIL_ROUNDS + 1
         rising = [(100.0, 90.0 + i) for i in range(rounds)]
-        self.assertFalse(solver._tailing_off(rising, 0.01))
+        self.assertFalse(colgen.tailing_off(rising, 0.01))
         falling = [(100.0 - i, 90.0) for i in range(rounds)]
-        self.assertFalse(solver._tailing_off(falling, 0.01))
+        self.assertFalse(colgen.tailing_off(falling, 0.01))
         # Unless the LP fell by no more than the tolerance.
-        self.assertTrue(solver._tailing_off(falling, float(rounds)))
+        self.assertTrue(colgen.tailing_off(falling, float(rounds)))
 
     def test_no_bound_yet_goes_on(self):
-        still = [(100.0, -np.inf)] * (solver._TAIL_ROUNDS + 1)
-        self.assertFalse(solver._tailing_off(still, 0.01))
+        still = [(100.0, -np.inf)] * (colgen.TAIL_ROUNDS + 1)
+        self.assertFalse(colgen.tailing_off(still, 0.01))
 
 
 class AnytimeTestCase(testtools.TestCase):
@@ -174,8 +174,8 @@ class AnytimeTestCase(testtools.TestCase):
                               gap=0.0)
         self.assertEqual('optimal', plan.status, plan.gap)
         master = master_mod.Master(problem)
-        solver._seed(problem, master)
-        generated = solver._generate_columns(
+        colgen.seed(problem, master)
+        generated = colgen.generate_columns(
             problem, master, float('inf'), float('inf'), 0.0, True, None)
         self.assertLessEqual(generated.bound, plan.objective * (1 + 1e-9))
         self.assertLessEqual(generated.bound,
@@ -203,15 +203,15 @@ class CoverDualsTestCase(testtools.TestCase):
     def test_feasible_with_the_lps_value(self):
         scen, problem = _benchmark_problem()
         master = master_mod.Master(problem)
-        solver._seed(problem, master)
+        colgen.seed(problem, master)
         for _round in range(4):
             duals = self._check(problem, master)
             # Every slot valued at its workload's demand dual.
             for (w, _ci, _t), row in master.serve_row.items():
                 self.assertEqual(duals[master.demand_row[w, 0]],
                                  duals[row])
-            priced, added = solver._price_greedily(problem, master, duals,
-                                                   False)
+            priced, added = colgen.price_greedily(problem, master, duals,
+                                                  False)
             if not added:
                 break
         # With the cut on nodes too.

@@ -18,7 +18,7 @@ import testtools
 
 from planner import errors
 from planner import optimize
-from planner.optimize import solver
+from planner.optimize import fleetplan
 from planner import patterns
 from tests.unit.planner.optimize import base
 
@@ -214,8 +214,8 @@ class NumaOptimizeTestCase(testtools.TestCase):
 class ProvenGapTestCase(testtools.TestCase):
 
     def test_gap(self):
-        self.assertEqual(0.5, solver.proven_gap(200.0, 100.0))
-        self.assertEqual(0.5, solver.proven_gap(-10.0, -15.0))
-        self.assertEqual(0.0, solver.proven_gap(0.0, 0.0))
+        self.assertEqual(0.5, fleetplan.proven_gap(200.0, 100.0))
+        self.assertEqual(0.5, fleetplan.proven_gap(-10.0, -15.0))
+        self.assertEqual(0.0, fleetplan.proven_gap(0.0, 0.0))
         # An answer of 0 against a bound above it: no finite share.
-        self.assertIsNone(solver.proven_gap(0.0, 1.7))
+        self.assertIsNone(fleetplan.proven_gap(0.0, 1.7))
