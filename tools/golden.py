@@ -122,6 +122,16 @@ def _planner_cases(scenario, aggregates, search):
     add('osa', ['nova-config', 'osa'] + s)
     add('hot-ratios', ['hot-ratios'] + s + ['--observations', OBSERVATIONS,
                                             '--min-instances', '1'])
+    add('hot-ratios-accounting', ['hot-ratios'] + s +
+        ['--observations', OBSERVATIONS, '--placement-accounting', '-f',
+         'json'])
+    add('compare-redis', ['compare'] + s + ['--workload', 'redis'])
+    add('script-redis', ['nova-config', 'script'] + s +
+        ['--workload', 'redis', '--observations', OBSERVATIONS])
+    # One process (--jobs 1): the grid is solved in this one, in order.
+    add('sweep', ['sweep'] + s + ['--jobs', '1', '--power-price',
+                                  '0.05,0.2', '--hot-ratio', '0.25',
+                                  '--demand-scale', '0.1', '-f', 'json'])
     add('fleet', ['fleet'] + s + ['--fleet', FLEET])
     add('fleet-json', ['fleet'] + s + ['--fleet', FLEET, '-f', 'json'])
     for aggregate in aggregates:
