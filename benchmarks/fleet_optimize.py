@@ -42,10 +42,10 @@ import random
 import sys
 import time
 
-from nova_pmem_filters.core import scenario as document
-from planner import optimize
-from planner import scenario
-from planner import search
+from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.planner import optimize
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import search
 
 PLATFORMS = (('purley-2s', 'xeon-gold-6148'),
              ('cascade-lake-2s', 'xeon-gold-6230n'),
@@ -102,7 +102,7 @@ def make_scenario(workloads=20, configs=100, seed=1):
 
 
 def scenario_document(workloads=20, configs=100, seed=1):
-    """The scenario file's values (nova_pmem_filters.core.scenario)."""
+    """The scenario file's values (nova_pmem_filters.core.formats.scenario)."""
     rng = random.Random(seed)
     policies = scenario.Policies()
     configs = _configs(configs, policies, rng)

@@ -12,11 +12,11 @@
 """Time ``nova-pmem-planner search`` against a slot-by-slot enumeration.
 
 The search enumerates, per socket, how many modules of each DIMM type are
-installed (planner.search.find). The naive enumeration it is measured
-against (planner.search.NaiveSearch) tries every assignment of {empty, each
-DIMM type} to every slot of a socket, the product over all slots, keeps at
-most one PMem module per channel, and judges an assignment in the budget
-band by the same population rules and node model.
+installed (nova_pmem_filters.planner.search.find). The naive enumeration it is
+measured against (nova_pmem_filters.planner.search.NaiveSearch) tries every
+assignment of {empty, each DIMM type} to every slot of a socket, the product
+over all slots, keeps at most one PMem module per channel, and judges an
+assignment in the budget band by the same population rules and node model.
 
 1. Speed: ice-lake-2s (2 sockets x 8 channels x 2 slots) with a Xeon Gold
    6330 and 3 DRAM sizes + 3 PMem sizes, every mode. The whole ``search``
@@ -52,8 +52,8 @@ import statistics
 import sys
 import time
 
-from planner import scenario
-from planner import search
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import search
 
 PLATFORM = 'ice-lake-2s'
 CPU = 'xeon-gold-6330'

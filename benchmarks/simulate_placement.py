@@ -12,16 +12,16 @@
 """Benchmark of the scheduling simulator against Nova's own classes.
 
 A fleet of 5,000 hosts (a third per memory mode) takes a synthetic trace
-of 100,000 boots, and their deletes, through ``planner.simulate``: timed
-as a whole. Then the same trace is replayed once more while Nova's
-``HostFilterHandler`` and ``HostWeightHandler`` run PmemModeFilter,
-PmemCacheFilter, RAMWeigher, CPUWeigher, PmemTierWeigher and
-PmemCacheHeadroomWeigher host by host over HostStates that mirror the
-fleet (each instance a loaded ``objects.Instance``), for a sample of the
-boots: timed per boot, and checked to choose the simulator's host. The
-HostStates get the hosts Placement would return (the simulator's first
-stage), so Nova's time leaves Placement out and the ratio is a lower
-bound.
+of 100,000 boots, and their deletes, through
+``nova_pmem_filters.planner.simulate``: timed as a whole. Then the same trace
+is replayed once more while Nova's ``HostFilterHandler`` and
+``HostWeightHandler`` run PmemModeFilter, PmemCacheFilter, RAMWeigher,
+CPUWeigher, PmemTierWeigher and PmemCacheHeadroomWeigher host by host over
+HostStates that mirror the fleet (each instance a loaded ``objects.Instance``),
+for a sample of the boots: timed per boot, and checked to choose the
+simulator's host. The HostStates get the hosts Placement would return (the
+simulator's first stage), so Nova's time leaves Placement out and the ratio is
+a lower bound.
 
     python benchmarks/simulate_placement.py [--hosts 5000]
         [--placements 100000] [--samples 40]
@@ -46,12 +46,12 @@ from nova.scheduler import weights as nova_weights
 from nova.scheduler.weights import cpu as cpu_weigher
 from nova.scheduler.weights import ram as ram_weigher
 
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters import filters as pmem_filters
+from nova_pmem_filters.planner import simulate
 from nova_pmem_filters.scheduler import ledger
 from nova_pmem_filters import weighers as pmem_weighers
-from planner import simulate
 
 CONF = nova.conf.CONF
 

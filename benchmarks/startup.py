@@ -49,7 +49,8 @@ import sys
 import tempfile
 import time
 
-# (label, console script, extras function, arguments, target seconds).
+# (label, console script, entrypoints function, arguments, target
+# seconds).
 COMMANDS = (
     ('nova-pmem-planner --version', 'nova-pmem-planner', 'planner',
      ['--version'], 0.3),
@@ -72,7 +73,7 @@ def command_line(script, function, args):
     if os.access(path, os.X_OK):
         return [path] + list(args), 'script'
     code = ('import sys; sys.argv[0] = %r; '
-            'from nova_pmem_filters import extras; extras.%s()'
+            'from nova_pmem_filters.cli import entrypoints; entrypoints.%s()'
             % (script, function))
     return [sys.executable, '-c', code] + list(args), 'python -c'
 

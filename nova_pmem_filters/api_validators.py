@@ -13,10 +13,11 @@
 
 Registered on the ``nova.api.extra_spec_validators`` entry point, so nova-api
 refuses bad ``pmem:`` extra specs with HTTP 400 at microversion 2.86 and
-later. Every validator delegates to :func:`nova_pmem_filters.core.extra_specs.
-validate`, the check the scheduler applies, so the API accepts exactly what
-the filters understand. The ``value`` dictionaries describe the same rules
-for Nova's generated extra-spec documentation.
+later. Every validator delegates to
+:func:`nova_pmem_filters.core.rules.extra_specs. validate`, the check the
+scheduler applies, so the API accepts exactly what the filters understand. The
+``value`` dictionaries describe the same rules for Nova's generated extra-spec
+documentation.
 """
 
 import dataclasses
@@ -24,7 +25,7 @@ import dataclasses
 from nova.api.validation.extra_specs import base
 from nova import exception
 
-from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core.rules import extra_specs
 
 
 @dataclasses.dataclass

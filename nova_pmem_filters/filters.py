@@ -14,7 +14,7 @@ CXL memory tiers.
 
 Both filters parse the flavor once per request in ``filter_all`` and then
 decide each host with the core's rules
-(:mod:`nova_pmem_filters.core.decide`); a flavor or host that cannot be
+(:mod:`nova_pmem_filters.core.rules.decide`); a flavor or host that cannot be
 understood is rejected with a log line, never with an exception.
 """
 
@@ -24,9 +24,9 @@ from nova.scheduler import filters
 from nova.scheduler import utils as scheduler_utils
 
 from nova_pmem_filters import conf
-from nova_pmem_filters.core import decide
-from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import tiering
+from nova_pmem_filters.core.rules import charging
+from nova_pmem_filters.core.rules import decide
+from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.scheduler import aggregate_view
 from nova_pmem_filters.scheduler import logonce
 from nova_pmem_filters.scheduler import numa
@@ -234,9 +234,9 @@ class PmemCacheFilter(_PmemFilter):
                       "the DRAM-cache bound of %(capacity).0f MB "
                       "(%(cache)g GB x cache_overcommit_ratio %(ratio)s)",
                       {'host_state': host_state,
-                       'used': tiering.charged(prof, hot).total,
-                       'new': tiering.instance_mb(prof, request, memory_mb,
-                                                  False),
+                       'used': charging.charged(prof, hot).total,
+                       'new': charging.instance_mb(prof, request, memory_mb,
+                                                   False),
                        'capacity': prof.cache_capacity_mb(ratio),
                        'cache': prof.dram_cache_gb, 'ratio': ratio})
 
@@ -246,6 +246,6 @@ def all_filters():
 
     For ``[filter_scheduler] available_filters``, next to Nova's own
     ``nova.scheduler.filters.all_filters``. The names are
-    :data:`nova_pmem_filters.core.classes.FILTERS`.
+    :data:`nova_pmem_filters.core.rules.classes.FILTERS`.
     """
     return [PmemModeFilter, PmemCacheFilter]

@@ -29,8 +29,8 @@ cells (the ones Nova would give the instance) are least loaded.
 
 All use fixed bounds (0 and 1) for Nova's normalisation, so a score means the
 same whichever hosts are left after filtering. They score with the core's
-rules (:mod:`nova_pmem_filters.core.decide`) and reuse what the filters of
-the same request computed (:mod:`nova_pmem_filters.scheduler.request_memo`).
+rules (:mod:`nova_pmem_filters.core.rules.decide`) and reuse what the filters
+of the same request computed (:mod:`nova_pmem_filters.scheduler.request_memo`).
 """
 
 from oslo_log import log as logging
@@ -39,9 +39,9 @@ from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 
 from nova_pmem_filters import conf
-from nova_pmem_filters.core import decide
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import decide
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.scheduler import numa
 from nova_pmem_filters.scheduler import request_memo
 
@@ -148,6 +148,6 @@ def all_weighers():
 
     For ``[filter_scheduler] weight_classes``, next to Nova's own
     ``nova.scheduler.weights.all_weighers``. The names are
-    :data:`nova_pmem_filters.core.classes.WEIGHERS`.
+    :data:`nova_pmem_filters.core.rules.classes.WEIGHERS`.
     """
     return [PmemTierWeigher, PmemCacheHeadroomWeigher, PmemNumaCellWeigher]

@@ -18,7 +18,7 @@ Each case is one invocation of a console script (setup.cfg
 [entry_points] console_scripts) on the shipped scenarios, examples and
 recorded hosts; its record is the exit status, stdout, stderr and every
 file the command wrote, byte for byte. A refactor that changes no
-behaviour leaves every record as it is (tests/unit/test_golden.py).
+behaviour leaves every record as it is (tests/unit/crosscut/test_golden.py).
 
 A tool is reached through its console-script entry point, looked up by
 name in the installed distribution's metadata, never through a module

@@ -38,14 +38,14 @@ import stat
 import subprocess
 import sys
 
+from nova_pmem_filters.cli import inifile
 from nova_pmem_filters.conf import pmem as pmem_conf
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import placement
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.discover import outputs
-from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters.doctor import schedulerconf
 from nova_pmem_filters import fileutil
-from nova_pmem_filters import inifile
 
 
 class ToolError(Exception):
@@ -108,9 +108,9 @@ def provider_config(output, nova_conf, from_dir, discover):
     """
     files = [f for f in nova_conf if os.path.exists(f)]
     try:
-        ram_ratio = novaconf.ram_allocation_ratio(files)
-        overcommit = novaconf.load(files).cache_overcommit_ratio
-    except novaconf.ConfigError as exc:
+        ram_ratio = schedulerconf.ram_allocation_ratio(files)
+        overcommit = schedulerconf.load(files).cache_overcommit_ratio
+    except schedulerconf.ConfigError as exc:
         raise ToolError(str(exc))
     argv = [discover, '--json', '--provider-config', output,
             '--ram-allocation-ratio', repr(ram_ratio),

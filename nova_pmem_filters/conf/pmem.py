@@ -19,8 +19,8 @@ gives.
 from oslo_config import cfg
 from oslo_config import types
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
 
 pmem_group = cfg.OptGroup(
     name='pmem',

@@ -27,13 +27,13 @@ import sys
 
 import yaml
 
-from nova_pmem_filters.core import hostfile
+from nova_pmem_filters.cli import application
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.grammars import errors
 from nova_pmem_filters.discover import cxl
 from nova_pmem_filters.discover import derive
-from nova_pmem_filters.discover import errors
 from nova_pmem_filters.discover import outputs
 from nova_pmem_filters.discover import runner
-from nova_pmem_filters import oneline
 
 PROG = 'nova-pmem-discover'
 HELP = '%s --help' % PROG
@@ -44,11 +44,11 @@ STDOUT = '-'
 class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
-        raise errors.UsageError(oneline.usage_error(message, HELP))
+        raise errors.UsageError(application.usage_error(message, HELP))
 
 
 # One tool run: up to an hour.
-_timeout = oneline.seconds(3600)
+_timeout = application.seconds(3600)
 
 
 def _ratio(raw):
@@ -73,7 +73,7 @@ def build_parser():
     view = parser.add_mutually_exclusive_group()
     # -f and -c as the other commands and openstack's take them; --json and
     # --table are the older spellings of -f json and -f table.
-    oneline.add_format_options(
+    application.add_format_options(
         parser, 'json', 'the summary of the profile (the Field and Value '
         'rows of the first table of -f table; with -c, only those rows): '
         'csv as one header line of the fields and one line of their '
@@ -134,7 +134,7 @@ def build_parser():
     parser.add_argument('--hostname', help='host name to report (default: '
                         'DIR/hostname with --from, else this host)')
     parser.add_argument('--version', action='version',
-                        version='%(prog)s ' + oneline.version())
+                        version='%(prog)s ' + application.version())
     parser.add_argument('--debug', action='store_true',
                         help='show a traceback on unexpected errors')
     parser.set_defaults(view=None)
@@ -168,15 +168,15 @@ def _check(args):
         raise errors.UsageError('--numa needs -f json|table|yaml or '
                                 '--aggregate')
     view = args.view or 'json'
-    if args.columns and view not in oneline.COLUMN_FORMATS:
-        raise errors.UsageError(oneline.usage_error(
+    if args.columns and view not in application.COLUMN_FORMATS:
+        raise errors.UsageError(application.usage_error(
             '-c needs -f table, csv or value, not %s (which prints the '
             'whole %s)' % (('-f ' + view, 'profile')
-                           if view in oneline.FORMATS
+                           if view in application.FORMATS
                            else ('--' + view, 'output')), HELP))
     if args.provider_config == STDOUT and args.view is not None:
         # Standard output holds the provider config only.
-        raise errors.UsageError(oneline.usage_error(
+        raise errors.UsageError(application.usage_error(
             '--provider-config - prints the provider config on standard '
             'output: it takes no -f, --json, --table, --aggregate or '
             '--libvirt', HELP))
@@ -208,19 +208,19 @@ def _run(args, stdout):
 
 def _view(prof, view, args):
     """The text of the profile in ``view`` (-f, --aggregate, --libvirt)."""
-    if view in oneline.COLUMN_FORMATS:
+    if view in application.COLUMN_FORMATS:
         fields = outputs.summary(prof)
         try:
-            keep = oneline.picked([k for k, _v in fields], args.columns,
-                                  view, HELP)
+            keep = application.picked([k for k, _v in fields], args.columns,
+                                      view, HELP)
         except ValueError as exc:
             raise errors.UsageError(str(exc))
         fields = [fields[i] for i in keep]
         if view == 'csv':
-            return oneline.csv_text([k for k, _v in fields],
-                                    [[v for _k, v in fields]])
+            return application.csv_text([k for k, _v in fields],
+                                        [[v for _k, v in fields]])
         if view == 'value':
-            return oneline.value_text([[v] for _k, v in fields])
+            return application.value_text([[v] for _k, v in fields])
         if args.columns:
             lines = outputs.summary_table(fields)
         else:
@@ -253,7 +253,7 @@ def main(argv=None, stdout=None, stderr=None):
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     argv = sys.argv[1:] if argv is None else list(argv)
-    return oneline.run(
+    return application.run(
         PROG, stderr, '--debug' in argv,
         lambda: _run(build_parser().parse_args(argv), stdout),
         ((errors.DiscoveryError, None),), errors.EXIT_TOOL)

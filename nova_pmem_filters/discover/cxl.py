@@ -46,8 +46,8 @@ Host kind (doc/source/discovery.rst repeats the rules):
   note when CXL devices are present but not provisioned.
 
 The kernel's tiering (:func:`add_kernel_tiering`): the settings
-``core.tiering`` reads, judged for the CPU-less nodes holding memory (the
-far nodes), recorded in every ``--cxl`` profile as ``kernel_tiering``; a
+``core.grammars.sysfs`` reads, judged for the CPU-less nodes holding memory
+(the far nodes), recorded in every ``--cxl`` profile as ``kernel_tiering``; a
 ``cxl_kmem`` host whose kernel does not both promote and demote gets the
 verdict's note (what to set). A ``--from DIR`` recorded before discovery
 read the files has no ``kernel_tiering``: it cannot tell what the kernel
@@ -60,12 +60,13 @@ import json
 import os
 import re
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import tiering
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.grammars import errors
+from nova_pmem_filters.core.grammars import sysfs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement
+from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.discover import derive
-from nova_pmem_filters.discover import errors
 from nova_pmem_filters.discover import runner as runners
 
 GIB = 2 ** 30
@@ -765,13 +766,13 @@ def read_kernel_tiering(runner, nodes):
     if root is None:
         return None
     try:
-        state = tiering.read_state(root)
-        if state.kernel is None and tiering.read_text(
+        state = sysfs.read_state(root)
+        if state.kernel is None and sysfs.read_text(
                 root, tiering.OSRELEASE_FILE) is not None:
-            raise tiering.TieringError(
+            raise sysfs.TieringError(
                 os.path.join(root, tiering.OSRELEASE_FILE),
                 'empty (a truncated read?)')
-    except tiering.TieringError as exc:
+    except sysfs.TieringError as exc:
         raise errors.DiscoveryError(str(exc))
     cpu_nodes = [n['numa_node'] for n in nodes if n['cpus']]
     far_nodes = [n['numa_node'] for n in nodes

@@ -33,13 +33,13 @@ import dataclasses
 import json
 import re
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.discover import errors
-from nova_pmem_filters.discover import ipmctl
-from nova_pmem_filters.discover import ndctl
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.grammars import errors
+from nova_pmem_filters.core.grammars import ipmctl
+from nova_pmem_filters.core.grammars import ndctl
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement
+from nova_pmem_filters.core.rules import profile
 
 GIB = 2 ** 30
 # The type of the modules ipmctl lists.

@@ -15,10 +15,10 @@ a table.
 
 The aggregate metadata and the provider config are those of the host the
 profile describes, as the planner and the doctor read it
-(:class:`nova_pmem_filters.core.hostfile.DiscoveredHost`: through
-:func:`nova_pmem_filters.core.hostfile.host_of` for the profile discovery
-built); ``--libvirt`` and the table read the profile itself (a
-:class:`nova_pmem_filters.core.hostfile.Document`).
+(:class:`nova_pmem_filters.core.formats.hostfile.DiscoveredHost`: through
+:func:`nova_pmem_filters.core.formats.hostfile.host_of` for the profile
+discovery built); ``--libvirt`` and the table read the profile itself (a
+:class:`nova_pmem_filters.core.formats.hostfile.Document`).
 """
 
 import re
@@ -26,16 +26,16 @@ import shlex
 
 import yaml
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import providerconfig
-from nova_pmem_filters.core import tiering
-from nova_pmem_filters.core import vpmem
-from nova_pmem_filters.discover import errors
+from nova_pmem_filters.cli import oscscript
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.formats import providerconfig
+from nova_pmem_filters.core.grammars import errors
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.core.rules import tiering
+from nova_pmem_filters.core.rules import vpmem
 from nova_pmem_filters import fileutil
-from nova_pmem_filters import oscscript
 
 # Every compute node root provider of the nova-compute reading the file.
 COMPUTE_NODE = providerconfig.COMPUTE_NODE
@@ -114,9 +114,9 @@ def provider_config(host, ram_allocation_ratio=1.0,
                     cache_overcommit_ratio=1.0):
     """The Nova provider config of a host: traits and near memory.
 
-    Its mode traits (:func:`nova_pmem_filters.core.kinds.traits`) and,
+    Its mode traits (:func:`nova_pmem_filters.core.rules.kinds.traits`) and,
     every host, its near memory as ``CUSTOM_NEAR_MEMORY_MB`` (see
-    :func:`nova_pmem_filters.core.placement.near_memory_inventory`): the
+    :func:`nova_pmem_filters.core.rules.placement.near_memory_inventory`): the
     whole MB of the profile (``near_memory_mb``, exact) where it has them,
     so that flavors which request near memory can land on every kind.
 
@@ -129,8 +129,8 @@ def provider_config(host, ram_allocation_ratio=1.0,
             host.mode, total_mb=total_mb,
             cache_overcommit_ratio=cache_overcommit_ratio,
             ram_allocation_ratio=ram_allocation_ratio)
-    return placement.near_memory_provider_config(inventory,
-                                                 traits=host.traits)
+    return providerconfig.near_memory_provider_config(inventory,
+                                                      traits=host.traits)
 
 
 def validate_provider_config(config):

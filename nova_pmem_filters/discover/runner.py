@@ -19,7 +19,7 @@ Each tool runs as an argv list (never through a shell), with stdin closed,
 The kernel's tiering files (``--cxl``) are read where they are: under
 ``/`` on the host, under ``DIR`` as recorded with :data:`RECORD_TIERING`
 (``DIR/proc/sys/kernel/numa_balancing``, ...); :meth:`tiering_root` says
-which root, and ``core.tiering`` reads them.
+which root, and ``core.grammars.sysfs`` reads them.
 """
 
 import dataclasses
@@ -28,60 +28,50 @@ import os
 import re
 import subprocess
 
-from nova_pmem_filters.core import tiering
-from nova_pmem_filters.discover import errors
-from nova_pmem_filters import procutil
+from nova_pmem_filters.cli import procutil
+from nova_pmem_filters.core.grammars import errors
+from nova_pmem_filters.core.grammars import toolout
+from nova_pmem_filters.core.rules import tiering
 
-IPMCTL = 'ipmctl'
-NDCTL = 'ndctl'
-CXL = 'cxl'
-DAXCTL = 'daxctl'
-LSCPU = 'lscpu'
 # The distribution package of a tool, where it is not named after it
 # (Debian and Ubuntu: /usr/bin/cxl is in ndctl).
-PACKAGES = {CXL: 'ndctl', LSCPU: 'util-linux'}
+PACKAGES = {toolout.CXL: 'ndctl', toolout.LSCPU: 'util-linux'}
 
 # The tools' outputs are small; more than this is not an answer we can use.
 _MAX_OUTPUT = 16 * 1024 * 1024
 
 
-@dataclasses.dataclass(frozen=True)
-class Command:
-    """One tool invocation and the files that stand for it in --from DIR."""
-
-    key: str
-    argv: tuple
-    # File names in --from DIR, tried in order; the suffix says the format.
-    files: tuple
-
-    def display(self):
-        return ' '.join(self.argv)
-
-
 COMMANDS = (
-    Command('dimm', (IPMCTL, 'show', '-o', 'nvmxml', '-a', '-dimm'),
-            ('ipmctl-dimm.xml', 'ipmctl-dimm.txt')),
-    Command('memoryresources',
-            (IPMCTL, 'show', '-o', 'nvmxml', '-memoryresources'),
-            ('ipmctl-memoryresources.xml', 'ipmctl-memoryresources.txt')),
-    Command('region', (IPMCTL, 'show', '-o', 'nvmxml', '-region'),
-            ('ipmctl-region.xml', 'ipmctl-region.txt')),
-    Command('socket', (IPMCTL, 'show', '-o', 'nvmxml', '-socket'),
-            ('ipmctl-socket.xml', 'ipmctl-socket.txt')),
+    toolout.Command('dimm',
+                    (toolout.IPMCTL, 'show', '-o', 'nvmxml', '-a', '-dimm'),
+                    ('ipmctl-dimm.xml', 'ipmctl-dimm.txt')),
+    toolout.Command('memoryresources',
+                    (toolout.IPMCTL, 'show', '-o', 'nvmxml',
+                     '-memoryresources'),
+                    ('ipmctl-memoryresources.xml',
+                     'ipmctl-memoryresources.txt')),
+    toolout.Command('region',
+                    (toolout.IPMCTL, 'show', '-o', 'nvmxml', '-region'),
+                    ('ipmctl-region.xml', 'ipmctl-region.txt')),
+    toolout.Command('socket',
+                    (toolout.IPMCTL, 'show', '-o', 'nvmxml', '-socket'),
+                    ('ipmctl-socket.xml', 'ipmctl-socket.txt')),
     # --verbose: ndctl prints a region's or namespace's numa_node only then.
-    Command('ndctl', (NDCTL, 'list', '--regions', '--namespaces',
-                      '--verbose'),
-            ('ndctl-list.json',)),
+    toolout.Command('ndctl', (toolout.NDCTL, 'list', '--regions',
+                              '--namespaces', '--verbose'),
+                    ('ndctl-list.json',)),
     # --cxl only: CXL memory devices, regions and (endpoint) decoders, and
     # the dax devices with their mode (system-ram or devdax).
-    Command('cxl', (CXL, 'list', '--memdevs', '--regions', '--decoders'),
-            ('cxl-list.json',)),
+    toolout.Command('cxl', (toolout.CXL, 'list', '--memdevs', '--regions',
+                            '--decoders'),
+                    ('cxl-list.json',)),
     # --regions: a region's path tells CXL dax devices from HMEM ones.
-    Command('daxctl', (DAXCTL, 'list', '--regions', '--devices'),
-            ('daxctl-list.json',)),
+    toolout.Command('daxctl',
+                    (toolout.DAXCTL, 'list', '--regions', '--devices'),
+                    ('daxctl-list.json',)),
     # The host's CPUs (sockets, cores, threads) for the vcpus of the
     # profile; optional: a --from DIR without it gives a profile without.
-    Command('lscpu', (LSCPU, '-J'), ('lscpu.json',)),
+    toolout.Command('lscpu', (toolout.LSCPU, '-J'), ('lscpu.json',)),
 )
 BY_KEY = {c.key: c for c in COMMANDS}
 
@@ -98,7 +88,7 @@ SYS_NODE_DIR = '/sys/devices/system/node'
 NODE_FILE = 'node-%d-%s.txt'
 _NODE_FILE_RE = re.compile(r'^node-([0-9]+)-cpulist\.txt$')
 
-# The kernel's tiering files (core.tiering), relative to the root of the
+# The kernel's tiering files (core.grammars.sysfs), relative to the root of the
 # host's file system: under / live, under DIR with --from DIR.
 LIVE_ROOT = '/'
 TIERING_FILES = (
@@ -124,18 +114,6 @@ class NodeFiles:
     cpulist_source: str
     meminfo: str
     meminfo_source: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Output:
-    """What one command printed."""
-
-    command: Command
-    text: str
-    returncode: int
-    # 'xml', 'text' or 'json'.
-    fmt: str
-    source: str
 
 
 def _fmt_for(name):
@@ -194,8 +172,8 @@ class LiveRunner:
         if proc.returncode != 0 and not text.strip():
             # The tools print their errors on stdout or stderr, depending.
             text = _decode(err)
-        return Output(command, text, proc.returncode,
-                      _fmt_for(command.files[0]), command.display())
+        return toolout.Output(command, text, proc.returncode,
+                              _fmt_for(command.files[0]), command.display())
 
     def recorded(self, key):
         """Live tools are only run when asked for."""
@@ -285,8 +263,8 @@ class DirRunner:
                         '%s: not an exit status: %r'
                         % (os.path.join(self.directory, name + RC_SUFFIX),
                            rc_text.strip()[:40]))
-            return Output(command, text, returncode, _fmt_for(name),
-                          os.path.join(self.directory, name))
+            return toolout.Output(command, text, returncode, _fmt_for(name),
+                                  os.path.join(self.directory, name))
         raise errors.UsageError(
             '--from %s: missing %s (saved output of: %s)'
             % (self.directory, ' or '.join(command.files),

@@ -33,14 +33,14 @@ from openstack import config as sdk_config
 from openstack import connection
 from openstack import exceptions as sdk_exceptions
 
-from nova_pmem_filters import oneline
+from nova_pmem_filters.cli import application
 
 COLUMNS = ('severity', 'code', 'object', 'problem', 'fix')
 DEFAULT_COMMAND = 'check'
 # The exit status of an audit that could not run: "unknown" in the Nagios
 # plugin convention, apart from 2, the cloud's errors; every tool's "could
 # not run" (doc/source/cli.rst).
-UNKNOWN = oneline.EXIT_CANNOT_RUN
+UNKNOWN = application.EXIT_CANNOT_RUN
 # Libraries that log what the doctor reports as its one line (keystoneauth's
 # "Failed to discover available identity versions" before a connection
 # error): quiet unless -v or --debug asks for more.
@@ -168,7 +168,7 @@ def _cloud_error(exc, identity=None, auth=(None, None)):
 
 def version_string():
     """The installed version (``0.0.1.dev96``), as ``pip show`` gives it."""
-    return oneline.version()
+    return application.version()
 
 
 CLOUD_ERRORS = (sdk_exceptions.SDKException, ksa_exceptions.ClientException)
@@ -176,7 +176,7 @@ CLOUD_ERRORS = (sdk_exceptions.SDKException, ksa_exceptions.ClientException)
 
 def _thresholds(parsed_args):
     """The plan's thresholds, checked by the core: one line if refused."""
-    from nova_pmem_filters.core import rebalance
+    from nova_pmem_filters.core.plans import rebalance
     from nova_pmem_filters.doctor import snapshot
 
     thresholds = snapshot.Thresholds(
@@ -191,7 +191,7 @@ def _thresholds(parsed_args):
         message = str(exc)
         for name in ('act_above', 'aim_below', 'max_moves'):
             message = message.replace(name, '--' + name.replace('_', '-'))
-        raise DoctorError(oneline.usage_error(
+        raise DoctorError(application.usage_error(
             message, 'nova-pmem-doctor help check'))
     return thresholds
 
@@ -204,7 +204,7 @@ class Check(lister.Lister):
     def get_parser(self, prog_name):
         self._prog = prog_name
         # A bad option is one line, and the audit did not run (exit 3).
-        parser = oneline.one_line_errors(
+        parser = application.one_line_errors(
             super().get_parser(prog_name), 'nova-pmem-doctor help check',
             DoctorError)
         parser.add_argument(
@@ -228,7 +228,7 @@ class Check(lister.Lister):
                  'instances\' memory sits with what was measured')
         # The thresholds of the rebalancing plan, the fix of
         # working-set-over-near-memory: the core's defaults.
-        from nova_pmem_filters.core import rebalance
+        from nova_pmem_filters.core.plans import rebalance
         parser.add_argument(
             '--act-above', metavar='RATIO', type=float,
             default=rebalance.ACT_ABOVE,
@@ -248,22 +248,22 @@ class Check(lister.Lister):
             default=rebalance.MAX_MOVES,
             help='the plan holds at most N live migrations (default: '
                  '%(default)s)')
-        return oneline.plain_parser(parser)
+        return application.plain_parser(parser)
 
     def take_action(self, parsed_args):
         # The audit's modules: --help and --version start without them
         # (benchmarks/startup.py).
-        from nova_pmem_filters.core import hostfile
-        from nova_pmem_filters.core import observation
+        from nova_pmem_filters.core.formats import hostfile
+        from nova_pmem_filters.core.formats import observation
         from nova_pmem_filters.doctor import checks
-        from nova_pmem_filters.doctor import novaconf
+        from nova_pmem_filters.doctor import schedulerconf
         from nova_pmem_filters.doctor import snapshot
 
         config = None
         if parsed_args.config_file:
             try:
-                config = novaconf.load(parsed_args.config_file)
-            except novaconf.ConfigError as exc:
+                config = schedulerconf.load(parsed_args.config_file)
+            except schedulerconf.ConfigError as exc:
                 raise DoctorError(str(exc))
         fleet = None
         if parsed_args.fleet:
@@ -295,7 +295,7 @@ class Check(lister.Lister):
                          for f in findings]
 
     def produce_output(self, parsed_args, column_names, data):
-        return oneline.known_columns(
+        return application.known_columns(
             super().produce_output, 'nova-pmem-doctor help check',
             DoctorError)(parsed_args, column_names, data)
 
@@ -306,12 +306,12 @@ class Check(lister.Lister):
         except BrokenPipeError:
             raise
         except DoctorError as exc:
-            raise DoctorError(oneline.error_line(self._prog, exc)) from exc
+            raise DoctorError(application.error_line(self._prog, exc)) from exc
         except Exception as exc:
             if self.app.options.debug:
                 raise
-            raise DoctorError(oneline.unexpected_line(self._prog,
-                                                      exc)) from exc
+            raise DoctorError(application.unexpected_line(self._prog,
+                                                          exc)) from exc
         return self.status
 
 
@@ -336,7 +336,7 @@ class DoctorApp(app.App):
         self._log_file_refused = None
 
     def configure_logging(self):
-        self._log_file_refused = oneline.configure_logging(
+        self._log_file_refused = application.configure_logging(
             self, super().configure_logging)
         if self._log_file_refused:
             raise DoctorError(self._log_file_refused)
@@ -352,12 +352,12 @@ class DoctorApp(app.App):
             self.NAME, version)
         sdk_config.OpenStackConfig().register_argparse_arguments(
             parser, self._argv)
-        return oneline.plain_parser(parser)
+        return application.plain_parser(parser)
 
     def print_help_if_requested(self):
         # cliff's list of commands, without reading every distribution.
         if self.deferred_help and self.options.deferred_help:
-            oneline.list_commands(self, self.parser, self.options)
+            application.list_commands(self, self.parser, self.options)
             raise cliff_help.HelpExit()
 
     def run(self, argv):
@@ -390,7 +390,7 @@ class DoctorApp(app.App):
                 argv[1:]):
             # cliff's help prints "Unknown command ['NAME']".
             self.stderr.write('%s: error: %s\n' % (
-                self.NAME, oneline.unknown_name(
+                self.NAME, application.unknown_name(
                     'command', ' '.join(argv[1:]),
                     [name for name, _ep in self.command_manager],
                     '%s --help' % self.NAME)))
@@ -410,8 +410,8 @@ def main(argv=None):
     except CLOUD_ERRORS as exc:
         # openstacksdk reads the cloud named by --os-cloud or OS_CLOUD
         # while the options are registered.
-        sys.stderr.write(oneline.error_line(DoctorApp.NAME,
-                                            _cloud_error(exc)) + '\n')
+        sys.stderr.write(application.error_line(DoctorApp.NAME,
+                                                _cloud_error(exc)) + '\n')
         return UNKNOWN
     return doctor.run(argv)
 

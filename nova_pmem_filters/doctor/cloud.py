@@ -20,13 +20,13 @@ observation of each host into the input of the core's rebalancing plan.
 
 import dataclasses
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import rebalance
-from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters.core.plans import rebalance
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import placement
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.doctor import schedulerconf
 
 # Placement's resource classes of a guest's RAM and vCPUs.
 MEMORY_RC = 'MEMORY_MB'
@@ -37,14 +37,14 @@ VCPU_RC = 'VCPU'
 class View:
     """Derived values every check reads, computed once."""
 
-    config: novaconf.NovaConfig
+    config: schedulerconf.NovaConfig
     # host -> HostProfile from its aggregates, as the filters read it.
     profiles: dict
     # host -> aggregates holding it.
     aggregates_of: dict
     # flavor name -> (PmemRequest or None, error or None).
     requests: dict
-    # host -> discovered host (core.hostfile.DiscoveredHost).
+    # host -> discovered host (core.formats.hostfile.DiscoveredHost).
     discovered: dict
 
 
@@ -65,7 +65,7 @@ def host_profiles(hosts, aggregates, default_mode):
 
 
 def view(snap):
-    config = snap.config or novaconf.defaults()
+    config = snap.config or schedulerconf.defaults()
     hosts = [c.host for c in snap.computes]
     aggregates_of = aggregates_by_host(hosts, snap.aggregates)
     profiles = host_profiles(hosts, snap.aggregates,
@@ -96,14 +96,14 @@ def hot_ram(servers, config):
     A server's hot MB charges its host NUMA cells in proportion to their
     memory when its topology is known and it has cells; else it floats.
 
-    :returns: (cache.HotRam, [(server, hot MB, {cell: hot MB} or None)]).
+    :returns: (nearmem.HotRam, [(server, hot MB, {cell: hot MB} or None)]).
     """
-    used = cache.HotRam(0.0)
+    used = nearmem.HotRam(0.0)
     placed = []
     for server in servers:
         hot = hot_mb(server, config)
-        cells = cache.bound_cells(server.numa_cells, hot, server.ram_mb)
-        used.add(hot, cells, server.ram_mb, cache.bound_cells(
+        cells = nearmem.bound_cells(server.numa_cells, hot, server.ram_mb)
+        used.add(hot, cells, server.ram_mb, nearmem.bound_cells(
             server.numa_cells, server.ram_mb, server.ram_mb))
         placed.append((server, hot, dict(cells) if cells else None))
     return used, placed
@@ -205,7 +205,7 @@ def rebalance_hosts(snap, view):
     the nodes with CPUs of its latest observation) and the servers Nova
     has on it, each with the working set its host's latest observation
     measured, by the core's rule for its status, Watcher's too
-    (:func:`~nova_pmem_filters.core.rebalance.instance`): a server that
+    (:func:`~nova_pmem_filters.core.plans.rebalance.instance`): a server that
     window did not measure (a ``gap``, or not listed) has none, and the
     plan does not guess it, unless it runs no guest (``SHUTOFF``,
     ``SUSPENDED``, ``SHELVED``: 0 MB); only an ``ACTIVE`` server moves.

@@ -22,10 +22,10 @@ import urllib.parse
 
 from openstack import exceptions as sdk_exceptions
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import rebalance
+from nova_pmem_filters.core.plans import rebalance
+from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.doctor import cloud
-from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters.doctor import schedulerconf
 
 # Microversions the doctor reads at: flavors with their extra specs (2.61),
 # servers with their embedded flavor (2.47), hypervisors with their service
@@ -103,7 +103,7 @@ class Thresholds:
     """The thresholds of the rebalancing plan (``--act-above`` etc.).
 
     The fix of ``working-set-over-near-memory`` is the core's plan
-    (:func:`nova_pmem_filters.core.rebalance.plan`) with these; a host is
+    (:func:`nova_pmem_filters.core.plans.rebalance.plan`) with these; a host is
     reported when its measured working set exceeds ``act_above`` x its
     near memory.
     """
@@ -124,9 +124,9 @@ class Snapshot:
     # The nova.conf read (doctor.novaconf.NovaConfig), or None if none was
     # given.
     config: object = None
-    # Discovered hosts (core.hostfile.DiscoveredHost), or None.
+    # Discovered hosts (core.formats.hostfile.DiscoveredHost), or None.
     fleet: tuple = None
-    # Observation documents (core.observation), or None.
+    # Observation documents (core.formats.observation), or None.
     observations: tuple = None
     # The thresholds of the rebalancing plan.
     thresholds: Thresholds = Thresholds()
@@ -259,7 +259,7 @@ def gather(conn, config=None, fleet=None, observations=None,
     aggregates = _aggregates(conn)
     profiles = cloud.host_profiles(
         [c.host for c in computes], aggregates,
-        (config or novaconf.defaults()).default_host_mode)
+        (config or schedulerconf.defaults()).default_host_mode)
     tiered = {host for host, prof in profiles.items() if prof.tiered}
     return Snapshot(aggregates=aggregates, flavors=_flavors(conn),
                     computes=computes, servers=_servers(conn, tiered),

@@ -20,7 +20,7 @@
   counters and ``ipmctl show -dimm -performance`` media traffic.
 - ``domains``, ``host``, ``cli`` and ``prometheus``: the instances, one
   window of the host as an observation document (with the kernel's
-  tiering, read by ``core.tiering``), the command and its metrics.
+  tiering, read by ``core.rules.tiering``), the command and its metrics.
 
 This package imports nothing from Nova: it runs on compute hosts, on its own.
 """

@@ -32,18 +32,18 @@ import sys
 import threading
 import time
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import observation
+from nova_pmem_filters.cli import application
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters import fileutil
 from nova_pmem_filters.observe import domains
 from nova_pmem_filters.observe import host
 from nova_pmem_filters.observe import prometheus
-from nova_pmem_filters import oneline
 
 PROG = 'nova-pmem-observe'
 HELP = '%s --help' % PROG
-EXIT_FAILED = oneline.EXIT_CANNOT_RUN
-EXIT_USAGE = oneline.EXIT_USAGE
+EXIT_FAILED = application.EXIT_CANNOT_RUN
+EXIT_USAGE = application.EXIT_USAGE
 # The columns of the table of instances (-f table, csv, value; -c).
 COLUMNS = ('uuid', 'name', 'flavor', 'method', 'ws_mb', 'hot', 'cell')
 LOG = logging.getLogger(__name__)
@@ -68,11 +68,11 @@ class UsageError(ObserveError):
 class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
-        raise UsageError(oneline.usage_error(message, HELP))
+        raise UsageError(application.usage_error(message, HELP))
 
 
 # A window or an interval: up to a day.
-_seconds = oneline.seconds(86400)
+_seconds = application.seconds(86400)
 
 
 def _listen(raw):
@@ -123,13 +123,13 @@ def build_parser():
     parser.add_argument('--sysfs', default='/sys', help=argparse.SUPPRESS)
     parser.add_argument('--hostname', help='host name to report (default: '
                         "the profile's, else this host's)")
-    oneline.add_format_options(
+    application.add_format_options(
         parser, 'table', 'the table of instances (%s; -c names them), -f '
         'table followed by the host, far-memory, tiering and gap lines; a '
         'service prints nothing' % ', '.join(COLUMNS),
         'the observation document')
     parser.add_argument('--version', action='version',
-                        version='%(prog)s ' + oneline.version())
+                        version='%(prog)s ' + application.version())
     parser.add_argument('--debug', action='store_true',
                         help='show a traceback on unexpected errors')
     return parser
@@ -189,13 +189,13 @@ def _check_tls(args):
 
 
 def _check(args):
-    if args.columns and args.view not in oneline.COLUMN_FORMATS:
-        raise UsageError(oneline.usage_error(
+    if args.columns and args.view not in application.COLUMN_FORMATS:
+        raise UsageError(application.usage_error(
             '-c needs -f table, csv or value, not -f %s (which prints the '
             'whole observation document)' % args.view, HELP))
     for word in args.columns:
         if word not in COLUMNS:
-            raise UsageError(oneline.unknown_column(word, COLUMNS, HELP))
+            raise UsageError(application.unknown_column(word, COLUMNS, HELP))
     if args.interval is not None and args.interval < args.window:
         raise UsageError('--interval (%g) must be at least --window (%g)'
                          % (args.interval, args.window))
@@ -405,9 +405,9 @@ def _view(doc, args):
         return yaml.safe_dump(json.loads(observation.dumps(doc)),
                               default_flow_style=False, sort_keys=False)
     if args.view == 'csv':
-        return oneline.csv_text(columns, rows)
+        return application.csv_text(columns, rows)
     if args.view == 'value':
-        return oneline.value_text(rows)
+        return application.value_text(rows)
     return '\n'.join(table_lines(doc, columns)) + '\n'
 
 
@@ -431,7 +431,7 @@ def main(argv=None, stdout=None, stderr=None, **kwargs):
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
     try:
-        return oneline.run(
+        return application.run(
             PROG, stderr, debug,
             lambda: _run(build_parser().parse_args(argv), stdout, **kwargs),
             ((ObserveError, None),

@@ -36,17 +36,17 @@ import re
 import subprocess
 from xml.etree import ElementTree
 
-from nova_pmem_filters.discover import errors
-from nova_pmem_filters.discover import ipmctl
-from nova_pmem_filters.discover import runner
+from nova_pmem_filters.cli import procutil
+from nova_pmem_filters.core.grammars import errors
+from nova_pmem_filters.core.grammars import ipmctl
+from nova_pmem_filters.core.grammars import toolout
 from nova_pmem_filters.observe import procfs
-from nova_pmem_filters import procutil
 
 MEDIA_UNIT_BYTES = 64
 MIB = 2.0 ** 20
 PROMOTE = 'pgpromote_success'
 DEMOTE_PREFIX = 'pgdemote_'
-IPMCTL_ARGV = (runner.IPMCTL, 'show', '-o', 'nvmxml', '-dimm',
+IPMCTL_ARGV = (toolout.IPMCTL, 'show', '-o', 'nvmxml', '-dimm',
                '-performance')
 # ipmctl's metric names and ours.
 METRICS = {
@@ -270,8 +270,8 @@ def run_ipmctl_performance(runner=None):
 
 
 def _output(text, returncode):
-    command = runner.Command('performance', IPMCTL_ARGV,
-                             ('ipmctl-performance.xml',
-                              'ipmctl-performance.txt'))
-    return runner.Output(command, text, returncode, 'xml',
-                         ' '.join(IPMCTL_ARGV))
+    command = toolout.Command('performance', IPMCTL_ARGV,
+                              ('ipmctl-performance.xml',
+                               'ipmctl-performance.txt'))
+    return toolout.Output(command, text, returncode, 'xml',
+                          ' '.join(IPMCTL_ARGV))

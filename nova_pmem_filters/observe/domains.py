@@ -44,7 +44,7 @@ import collections
 import os
 import xml.etree.ElementTree as etree
 
-from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters import fileutil
 
 DEFAULT_DIR = '/run/libvirt/qemu'

@@ -9,7 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""One observation window of one host: the document of ``core.observation``.
+"""One observation window of one host: an observation document.
 
 :func:`observe` lists the running Nova instances (``domains``), measures
 the working set of all of them in ONE window (DAMON or reference bits),
@@ -18,7 +18,7 @@ with the far-memory counters of the host: ipmctl's media counters on a
 Memory-Mode host, ``/proc/vmstat`` promotions and demotions on a host with
 CPU-less (kernel-tiered) memory nodes.
 
-It also records the kernel's tiering (``core.tiering``): its settings
+It also records the kernel's tiering (``core.rules.tiering``): its settings
 and verdict for the CPU-less nodes that hold memory (the far nodes), and
 the vmstat tiering counters per second over the window, host-wide and per
 node where the kernel counts per node; and per instance the memory
@@ -37,10 +37,12 @@ import os
 import socket
 import time
 
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import observation
-from nova_pmem_filters.core import profile as core_profile
-from nova_pmem_filters.core import tiering
+from nova_pmem_filters.core.formats import observation
+from nova_pmem_filters.core.grammars import sysfs
+from nova_pmem_filters.core.rules import charging
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile as core_profile
+from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.observe import counters
 from nova_pmem_filters.observe import damon
 from nova_pmem_filters.observe import domains
@@ -60,7 +62,7 @@ MB = 1024.0 * 1024.0
 # The host-touching modules; a test passes its own.
 Backends = collections.namedtuple('Backends', 'procfs damon counters')
 # ``root``: the directory whose proc/ and sys/ the kernel's tiering files
-# are read from (core.tiering's readers); None when proc and sysfs are not
+# are read from (core.grammars.sysfs); None when proc and sysfs are not
 # those of one root.
 Paths = collections.namedtuple('Paths', 'proc sysfs libvirt vmstat root')
 
@@ -237,8 +239,8 @@ class _KernelTiering(object):
             return
         try:
             self.far = self._far_nodes(backends, paths)
-            self.state = tiering.read_state(self.root)
-        except (procfs.ReadError, tiering.TieringError) as exc:
+            self.state = sysfs.read_state(self.root)
+        except (procfs.ReadError, sysfs.TieringError) as exc:
             gaps.append('kernel tiering: %s' % _one_line(exc))
             self.state = None
 
@@ -255,8 +257,8 @@ class _KernelTiering(object):
 
     def _read(self):
         try:
-            return tiering.read_counters(self.root, sorted(self.nodes))
-        except tiering.TieringError as exc:
+            return sysfs.read_counters(self.root, sorted(self.nodes))
+        except sysfs.TieringError as exc:
             self.gaps.append('kernel tiering counters: %s' % _one_line(exc))
             return None
 
@@ -351,7 +353,7 @@ def _resident(found, numa, nodes):
                if not nodes[int(node)]), 0.0)
     fields = {'near_resident_mb': round(near, 3),
               'far_resident_mb': round(far, 3)}
-    hot = tiering.hot_on_far_mb(found.working_set_mb, near)
+    hot = charging.hot_on_far_mb(found.working_set_mb, near)
     if hot is not None:
         fields['hot_on_far_mb'] = round(min(hot, far), 3)
     return fields

@@ -12,7 +12,7 @@
 """The observation document as Prometheus metrics.
 
 A custom collector over the latest document (an ``Observation`` of
-``core.observation``, read through its fields): each scrape, or each
+``core.formats.observation``, read through its fields): each scrape, or each
 node_exporter textfile, shows the last complete window, so an instance
 that went away disappears with it instead of lingering as a stale labelled
 Gauge. Units are base units (bytes, seconds) as Prometheus
@@ -26,7 +26,7 @@ The kernel's tiering (the document's ``tiering``): its state as a gauge (1
 on, 0 off) labelled with the settings, the number of far nodes (so a rule
 can tell a CXL host from a DRAM one), the vmstat tiering counters per
 second host-wide and per node, and the ways it does not keep up
-(:func:`~nova_pmem_filters.core.tiering.lagging`, the core's rule, so
+(:func:`~nova_pmem_filters.core.rules.tiering.lagging`, the core's rule, so
 an alert needs no threshold of its own).
 
 ``/metrics`` is served over HTTP or, with a certificate and key, HTTPS,
@@ -42,7 +42,7 @@ import ssl
 import threading
 from wsgiref import simple_server
 
-from nova_pmem_filters.core import tiering
+from nova_pmem_filters.core.rules import tiering
 
 import prometheus_client
 from prometheus_client import core as prom_core

@@ -33,6 +33,6 @@
 
 The filters (``nova_pmem_filters.filters``) and weighers
 (``nova_pmem_filters.weighers``) call these and the core's rules
-(``nova_pmem_filters.core.decide``). Everything here runs inside
+(``nova_pmem_filters.core.rules.decide``). Everything here runs inside
 nova-scheduler and never raises on a bad host or flavor.
 """

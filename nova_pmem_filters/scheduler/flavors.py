@@ -12,7 +12,7 @@
 """A flavor's ``pmem:`` request, with the defaults nova.conf sets."""
 
 from nova_pmem_filters import conf
-from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.scheduler import ovo
 
 CONF = conf.CONF

@@ -21,7 +21,7 @@ host's aggregate objects (:func:`profiles_of`).
 from oslo_log import log as logging
 
 from nova_pmem_filters import conf
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.scheduler import logonce
 
 LOG = logging.getLogger(__name__)

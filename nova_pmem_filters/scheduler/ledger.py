@@ -16,7 +16,7 @@ ledger reads their flavors (and NUMA cells) in one batched query per cell
 and keeps them, so that PmemCacheFilter and the weighers count each host's
 hot RAM without a query per instance. An instance whose flavor's ``pmem:``
 specs do not parse counts all its RAM (the core's rule,
-:func:`nova_pmem_filters.core.extra_specs.counted_hot_mb`).
+:func:`nova_pmem_filters.core.rules.extra_specs.counted_hot_mb`).
 """
 
 import time
@@ -27,8 +27,8 @@ from nova import context as nova_context
 from nova import objects
 
 from nova_pmem_filters import conf
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import nearmem
 from nova_pmem_filters.scheduler import flavors
 from nova_pmem_filters.scheduler import logonce
 from nova_pmem_filters.scheduler import ovo
@@ -89,10 +89,10 @@ def _cells_of(numa_topology, hot_mb, memory_mb):
     except Exception:
         # Cells without a host cell id (not placed yet): float.
         return _FLOATS
-    hot = cache.bound_cells(placed, hot_mb, memory_mb)
+    hot = nearmem.bound_cells(placed, hot_mb, memory_mb)
     if hot is None:
         return _FLOATS
-    return hot, cache.bound_cells(placed, memory_mb, memory_mb)
+    return hot, nearmem.bound_cells(placed, memory_mb, memory_mb)
 
 
 def _pushed_cells(inst, hot_mb, memory_mb, entry, host):
@@ -106,7 +106,7 @@ def _pushed_cells(inst, hot_mb, memory_mb, entry, host):
     if ovo.NUMA_ATTR in inst.__dict__:
         return _cells_of(getattr(inst, ovo.NUMA_ATTR), hot_mb, memory_mb)
     if entry is not None and entry[0] == host and entry[3] is not None:
-        return cache.bound_cells(entry[3], hot_mb) or entry[3], entry[5]
+        return nearmem.bound_cells(entry[3], hot_mb) or entry[3], entry[5]
     return _FLOATS
 
 
@@ -179,7 +179,7 @@ class HotRamLedger(object):
 
         :param host_states: the HostStates to account.
         :param exclude_uuid: an instance not to count (the one being moved).
-        :returns: ``{(host, nodename): cache.HotRam or None}``; None means
+        :returns: ``{(host, nodename): nearmem.HotRam or None}``; None means
             an instance's flavor could not be read and the host's usage is
             unknown.
         """
@@ -249,7 +249,7 @@ class HotRamLedger(object):
 
         for index, host_state in walked:
             instances = host_state.instances or {}
-            total = cache.HotRam(0.0)
+            total = nearmem.HotRam(0.0)
             oldest = now
             whole = True
             for uuid, inst in instances.items():

@@ -20,7 +20,7 @@ host once (the fits are kept in the request's memo, ``fits``).
 from nova import objects
 from nova.virt import hardware
 
-from nova_pmem_filters.core import cache
+from nova_pmem_filters.core.rules import nearmem
 from nova_pmem_filters.scheduler import ovo
 
 
@@ -121,12 +121,12 @@ def cell_memory_view(host_state, cells, spec_obj, fits):
     sizes = {cell.id: float(cell.memory) for cell in cells}
     bound = {cell.id: float(cell.memory_usage) for cell in cells}
     host_used = host_state.total_usable_ram_mb - host_state.free_ram_mb
-    used = cache.cell_usage_mb(
+    used = nearmem.cell_usage_mb(
         max(host_used - sum(bound.values()), 0.0), bound, sizes)
     if requested_topology(spec_obj) is not None:
         claimed = fitted_cells(host_state, spec_obj, fits)
         new = None if claimed is None else {
             cell: float(mb) for cell, mb in claimed.items()}
     else:
-        new = cache.spread_mb(float(spec_obj.flavor.memory_mb), sizes)
+        new = nearmem.spread_mb(float(spec_obj.flavor.memory_mb), sizes)
     return sizes, used, new

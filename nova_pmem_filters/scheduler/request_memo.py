@@ -29,7 +29,7 @@ the request has already put on the host (``HostEntry.base_free``).
 
 import weakref
 
-from nova_pmem_filters.core import decide
+from nova_pmem_filters.core.rules import decide
 from nova_pmem_filters.scheduler import flavors
 from nova_pmem_filters.scheduler import host_profiles
 from nova_pmem_filters.scheduler import ledger

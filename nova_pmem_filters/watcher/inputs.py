@@ -13,7 +13,7 @@
 
 :func:`hosts` turns Watcher's compute model (a ``ModelRoot``: compute
 nodes and the instances mapped to them), the host aggregates' metadata and
-the measured working sets into :class:`~nova_pmem_filters.core.rebalance.
+the measured working sets into :class:`~nova_pmem_filters.core.plans.rebalance.
 Host` records:
 
 * A host's profile is the scheduler's: :func:`~nova_pmem_filters.core.
@@ -27,7 +27,7 @@ Host` records:
   each cell when the migration is scheduled).
 * An instance's flavor is its RAM, vCPUs and ``flavor_extra_specs``; its
   working set, and whether it may move, are the core's rule for its
-  state (:func:`~nova_pmem_filters.core.rebalance.instance`, the doctor's
+  state (:func:`~nova_pmem_filters.core.plans.rebalance.instance`, the doctor's
   too): the measured working set, else 0 MB for a guest that does not
   run (``stopped``, ``suspended``, ``shelved``), else unmeasured (its
   host is reported and not planned on); only ``active`` instances move,
@@ -39,8 +39,8 @@ This module imports nothing from Watcher or Nova: it reads the model's
 elements by their fields.
 """
 
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import rebalance
+from nova_pmem_filters.core.plans import rebalance
+from nova_pmem_filters.core.rules import profile
 
 # Watcher's element.ServiceState values.
 UP = 'up'

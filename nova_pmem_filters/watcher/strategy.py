@@ -15,7 +15,7 @@ Each audit: Watcher's compute model and the aggregates' metadata (through
 Watcher's Nova helper) give the hosts and their profiles, Prometheus the
 working sets the observers measured (:mod:`~nova_pmem_filters.watcher.
 workingsets`, with this strategy's options), and
-:func:`~nova_pmem_filters.core.rebalance.plan` the moves: one ``migrate``
+:func:`~nova_pmem_filters.core.plans.rebalance.plan` the moves: one ``migrate``
 action each (live, with its destination), and the goal's efficacy
 indicators. Every host over that the plan leaves, or could not judge, is
 logged with the plan's reason.
@@ -41,8 +41,8 @@ from watcher.common import nova_helper
 from watcher.decision_engine.strategy.strategies import base
 
 from nova_pmem_filters.conf import pmem
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import rebalance
+from nova_pmem_filters.core.plans import rebalance
+from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.watcher import goal
 from nova_pmem_filters.watcher import inputs
 from nova_pmem_filters.watcher import workingsets

@@ -24,11 +24,11 @@ Nothing here is a test; the functions take Tempest's service clients.
 import dataclasses
 import math
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import decide
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import decide
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import profile
 
 # More digits than this in a pmem:hot_ratio make no test sharper.
 MAX_RATIO_DIGITS = 8
@@ -89,7 +89,7 @@ def hot_ram(servers, defaults):
         flavor embedded with its extra specs).
     :param defaults: :class:`extra_specs.Defaults` of the scheduler.
     """
-    used = cache.HotRam(0.0)
+    used = nearmem.HotRam(0.0)
     for server in servers:
         flavor = server['flavor']
         request, _error = extra_specs.request_of(

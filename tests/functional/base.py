@@ -43,8 +43,8 @@ from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import integrated_helpers
 from nova.virt import fake
 
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.scheduler import ledger
 from nova_pmem_filters.scheduler import logonce
 

@@ -28,8 +28,8 @@ from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base as libvirt_base
 from nova.virt.libvirt import config as vconfig
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import profile
 from tests.functional import base
 
 LibvirtMigrationMixin = libvirt_base.LibvirtMigrationMixin
@@ -222,12 +222,12 @@ class NumaTestBase(libvirt_base.ServersTestBase):
                 continue
             for cell, mb in cells.items():
                 bound[cell] = bound.get(cell, 0.0) + mb * hot_ratio
-        return cache.cell_usage_mb(floating, bound, capacities)
+        return nearmem.cell_usage_mb(floating, bound, capacities)
 
     def assert_within_cells(self, servers, capacities, hot_ratio):
         used = self.hot_per_cell(servers, capacities, hot_ratio)
         for cell, mb in used.items():
-            self.assertTrue(cache.fits_cache(mb, 0, capacities[cell]),
+            self.assertTrue(nearmem.fits_cache(mb, 0, capacities[cell]),
                             'cell %d holds %s MB of hot RAM, more than its '
                             'cache of %s MB' % (cell, mb, capacities[cell]))
         return used

@@ -17,8 +17,8 @@ while the other hosts keep serving. The three bad hosts are the largest, so
 Nova's RAMWeigher would pick them first.
 """
 
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile
 from tests.functional import base
 
 CONFLICT_HOST = 'conflict1'

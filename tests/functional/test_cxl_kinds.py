@@ -25,9 +25,9 @@ does; a devdax host passes as ``dram``. A flavor naming a CXL kind in
 ``pmem:modes`` lands on hosts of exactly that kind.
 """
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import profile
 from tests.functional import base
 
 NEAR_GB = 256
@@ -116,8 +116,8 @@ class CxlNearMemoryBoundTest(base.PmemTestBase):
         flavor = self._create_pmem_flavor(
             'capacity', memory_gb=48, extra_specs={
                 'pmem:modes': 'memory_mode', 'pmem:hot_ratio': '0.75'})
-        expected = cache.instances_in_cache(NEAR_GB * base.GB,
-                                            0.75 * 48 * base.GB)
+        expected = nearmem.instances_in_cache(NEAR_GB * base.GB,
+                                              0.75 * 48 * base.GB)
         by_ram = self._capacity(KMEM.name, 'MEMORY_MB', 48 * base.GB)
         self.assertLess(expected, by_ram)
         admitted = 0

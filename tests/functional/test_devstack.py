@@ -34,7 +34,7 @@ import testtools
 import yaml
 
 from nova_pmem_filters.conf import pmem as pmem_conf
-from nova_pmem_filters.core import placement
+from nova_pmem_filters.core.rules import placement
 from tests import devstack_plugin
 from tests.functional import base
 

@@ -43,10 +43,11 @@ from nova.tests.functional.api import client
 import testtools
 import yaml
 
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import rebalance
+from nova_pmem_filters.core.formats import providerconfig
+from nova_pmem_filters.core.plans import rebalance
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.doctor import checks
 from nova_pmem_filters.doctor.checks import observations
 from nova_pmem_filters.doctor import snapshot
@@ -332,7 +333,7 @@ class DoctorFixesTest(base.PmemTestBase):
         self.near_inventory = placement.near_memory_inventory(
             kinds.MEMORY_MODE, base.MM_CACHE_GB)
         with open(os.path.join(conf_dir, 'mm1.yaml'), 'w') as f:
-            yaml.safe_dump(placement.near_memory_provider_config(
+            yaml.safe_dump(providerconfig.near_memory_provider_config(
                 self.near_inventory, name=base.MM_HOST), f)
         self.flags(provider_config_location=conf_dir, group='compute')
         super(DoctorFixesTest, self).setUp()

@@ -30,11 +30,11 @@ demotes memory bound with ``<numatune mode="strict">``), and with
 
 Each count Nova admits must be the planner's (``model.density`` of the
 node the planner describes the host with, and its simulator's,
-``planner.simulate.engine``, which alone counts a mix of flavors) and the
-core's (``decide.cache_check`` applied instance after instance, on the
-cells Nova's spreading would choose). Memory is overcommitted 1.5 times
-(``ram_allocation_ratio``, the planner's ``memory_cap``) so that Placement
-(36 guests) and NUMATopologyFilter (6 bound guests a cell) admit more
+``nova_pmem_filters.planner.simulate.engine``, which alone counts a mix of
+flavors) and the core's (``decide.cache_check`` applied instance after
+instance, on the cells Nova's spreading would choose). Memory is overcommitted
+1.5 times (``ram_allocation_ratio``, the planner's ``memory_cap``) so that
+Placement (36 guests) and NUMATopologyFilter (6 bound guests a cell) admit more
 than the near memory does: every refusal must be PmemCacheFilter's, and
 the scheduler's log says so. A ``memory_mode`` host of the same shape
 (24 GB of PMem and 8 GB of DRAM cache per cell) guards the hardware-tiered
@@ -50,15 +50,15 @@ import re
 
 from nova import objects
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import decide
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import tiering
-from planner import model
-from planner import scenario
-from planner.simulate import engine
+from nova_pmem_filters.core.rules import decide
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.core.rules import tiering
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner.simulate import engine
 from tests.functional import numa_base
 
 MB_PER_GB = profile.MB_PER_GB
@@ -136,7 +136,7 @@ class CoreCount(object):
 
     def __init__(self, prof):
         self.prof = prof
-        self.used = cache.HotRam(0.0)
+        self.used = nearmem.HotRam(0.0)
         self.cells = {cell: 0 for cell in CPU_CELLS}
 
     def add(self, bound):

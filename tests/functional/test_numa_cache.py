@@ -22,9 +22,9 @@ from unittest import mock
 
 from nova.tests.functional.api import client
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import profile
 from tests.functional import numa_base
 
 CACHE_GB = 4
@@ -50,7 +50,7 @@ class NumaCacheTest(numa_base.NumaTestBase):
         # Nova's default spreads: each boot goes to the cell with the fewer
         # CPUs in use, so both cells fill, each to its own cache.
         servers, used = self._fill_bound(MM, EVEN, pack=False)
-        per_cell = cache.instances_in_cache(EVEN[0], 1024 * HOT)
+        per_cell = nearmem.instances_in_cache(EVEN[0], 1024 * HOT)
         self.assertEqual(4, per_cell)
         self.assertEqual(2 * per_cell, len(servers))
         self.assertEqual({0: EVEN[0], 1: EVEN[1]}, used)
@@ -62,7 +62,7 @@ class NumaCacheTest(numa_base.NumaTestBase):
         # once that cell's cache is full, although the other cell's cache
         # is empty: the instance would land on the full one.
         servers, used = self._fill_bound(MM, EVEN, pack=True)
-        per_cell = cache.instances_in_cache(EVEN[0], 1024 * HOT)
+        per_cell = nearmem.instances_in_cache(EVEN[0], 1024 * HOT)
         self.assertEqual(per_cell, len(servers))
         self.assertEqual({0}, {cell for s in servers
                                for cell in self.cells_of(s)})
@@ -77,7 +77,7 @@ class NumaCacheTest(numa_base.NumaTestBase):
         capacities = {0: 1024.0, 1: 3072.0}
         servers, used = self._fill_bound(metadata, capacities, pack=False)
         self.assertEqual(
-            2 * cache.instances_in_cache(capacities[0], 1024 * HOT),
+            2 * nearmem.instances_in_cache(capacities[0], 1024 * HOT),
             len(servers))
         self.assertEqual({0: 1024.0, 1: 1024.0}, used)
 
@@ -102,8 +102,8 @@ class NumaCacheTest(numa_base.NumaTestBase):
         self.assertEqual([None, None], [self.cells_of(s) for s in servers])
         used = self.assert_within_cells(servers, EVEN, HOT)
         self.assertEqual({0: 1024.0, 1: 1024.0}, used)
-        expected = sum(cache.instances_in_cache(EVEN[cell] - used[cell],
-                                                1024 * HOT)
+        expected = sum(nearmem.instances_in_cache(EVEN[cell] - used[cell],
+                                                  1024 * HOT)
                        for cell in EVEN)
         self.assertEqual(2, expected // 2)
         servers += self.fill(bound)
@@ -120,7 +120,7 @@ class NumaCacheTest(numa_base.NumaTestBase):
         self.start_numa_compute('mm1', MM)
         floating = self.create_flavor(1024)
         servers = self.fill(floating)
-        self.assertEqual(cache.instances_in_cache(
+        self.assertEqual(nearmem.instances_in_cache(
             CACHE_GB * profile.MB_PER_GB, 1024 * HOT), len(servers))
         self.assertEqual(EVEN, self.assert_within_cells(servers, EVEN, HOT))
 

@@ -28,9 +28,10 @@ import os
 import fixtures
 import yaml
 
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.formats import providerconfig
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement
+from nova_pmem_filters.core.rules import profile
 from tests.functional import base
 
 RC = placement.NEAR_MEMORY_RC
@@ -72,7 +73,7 @@ class PlacementAccountingTest(base.PmemTestBase):
             for host, gb in DRAM_GB.items()}
         for host, inventory in self.inventories.items():
             with open(os.path.join(conf_dir, '%s.yaml' % host), 'w') as f:
-                yaml.safe_dump(placement.near_memory_provider_config(
+                yaml.safe_dump(providerconfig.near_memory_provider_config(
                     inventory, name=host), f)
         self.flags(provider_config_location=conf_dir, group='compute')
         super(PlacementAccountingTest, self).setUp()

@@ -28,14 +28,14 @@ import shlex
 
 import fixtures
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import extra_specs
-from planner import model
-from planner import novaconfig
-from planner import scenario
-from planner import tables
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import realise
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import tables
 from tests.functional import base
-from tests.unit import test_agreement
+from tests.unit.crosscut import test_agreement
 
 # nova.conf keys of nova-config's output -> (option, group) for self.flags.
 COMPUTE_OPTIONS = {
@@ -95,9 +95,9 @@ class PlannerLoopBase(base.PmemTestBase):
 
     def _plan(self, config_name, workload_name):
         """Apply nova-config's output for one config and one workload."""
-        frame = novaconfig.settings(self.scenario,
-                                    workloads=[workload_name])
-        agg = novaconfig.aggregate_name(config_name)
+        frame = realise.settings(self.scenario,
+                                 workloads=[workload_name])
+        agg = realise.aggregate_name(config_name)
         self._apply(frame, 'compute', 'nova.conf of the hosts in %s' % agg,
                     COMPUTE_OPTIONS)
         self._apply(frame, 'scheduler', 'nova.conf of the schedulers',
@@ -110,7 +110,7 @@ class PlannerLoopBase(base.PmemTestBase):
         The aggregate's metadata and the flavor as ``frame`` (nova-config's
         rows) prints them.
         """
-        agg = novaconfig.aggregate_name(config_name)
+        agg = realise.aggregate_name(config_name)
         node = model.node(self.scenario.configs[config_name],
                           self.scenario.policies)
         host = base.Host('node1', vcpus=node.vcpus,
@@ -187,7 +187,7 @@ class PlannerLoopTest(PlannerLoopBase):
         planned, binding = self._check('mm-192-512', 'redis')
         self.assertEqual('dram_cache', binding)
         self.assertEqual(
-            cache.instances_in_cache(192 * base.GB, 0.45 * 32 * base.GB),
+            nearmem.instances_in_cache(192 * base.GB, 0.45 * 32 * base.GB),
             planned)
 
 
@@ -277,13 +277,13 @@ class PrintedPlanLoopTest(PlannerLoopBase):
     TIMEOUT_SCALING_FACTOR = 6
 
     def _printed(self, config_name, workload_name, accounting):
-        rows = novaconfig.rows(self.scenario,
-                               placement_accounting=accounting)
-        agg = novaconfig.aggregate_name(config_name)
-        role = novaconfig.compute_role(agg)
-        options = _snippet_options(novaconfig.nova_conf(rows, role))
-        options.update(_snippet_options(novaconfig.nova_conf(
-            rows, novaconfig.SCHEDULER_ROLE)))
+        rows = realise.rows(self.scenario,
+                            placement_accounting=accounting)
+        agg = realise.aggregate_name(config_name)
+        role = realise.compute_role(agg)
+        options = _snippet_options(realise.nova_conf(rows, role))
+        options.update(_snippet_options(realise.nova_conf(
+            rows, realise.SCHEDULER_ROLE)))
         for (section, key), value in options.items():
             name = '[%s] %s' % (section, key)
             if name in COMPUTE_OPTIONS or name in SCHEDULER_OPTIONS:
@@ -293,9 +293,9 @@ class PrintedPlanLoopTest(PlannerLoopBase):
         if accounting:
             conf_dir = self.useFixture(fixtures.TempDir()).path
             with open(os.path.join(conf_dir, 'near.yaml'), 'w') as f:
-                f.write(novaconfig.provider_config(rows, role))
+                f.write(realise.provider_config(rows, role))
             self.flags(provider_config_location=conf_dir, group='compute')
-        return novaconfig.frame(rows)
+        return realise.frame(rows)
 
     def _check_printed(self, scenario_name, config_name, workload_name,
                        accounting):

@@ -26,10 +26,10 @@ import fixtures
 
 from nova.tests.fixtures import libvirt as fakelibvirt
 
-from nova_pmem_filters.core import extra_specs
-from planner import model
-from planner import novaconfig
-from planner import scenario
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import realise
+from nova_pmem_filters.planner import scenario
 from tests.functional import numa_base
 from tests.functional import test_planner_loop
 
@@ -76,8 +76,8 @@ class PlannerNumaTest(numa_base.NumaTestBase):
 
     def _check(self, config_name, workload_name):
         workload = self.scenario.workloads[workload_name]
-        frame = novaconfig.settings(self.scenario, workloads=[workload_name])
-        agg = novaconfig.aggregate_name(config_name)
+        frame = realise.settings(self.scenario, workloads=[workload_name])
+        agg = realise.aggregate_name(config_name)
         test_planner_loop.apply_options(
             self, frame, 'compute', 'nova.conf of the hosts in %s' % agg,
             test_planner_loop.COMPUTE_OPTIONS)

@@ -43,10 +43,11 @@ import yaml
 
 from nova.scheduler import host_manager
 
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import profile
-from planner import simulate
+from nova_pmem_filters.core.formats import providerconfig
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.planner import simulate
 from tests.functional import base
 
 SizedHost = collections.namedtuple('SizedHost', 'name vcpus memory_mb')
@@ -127,7 +128,7 @@ class SimulatorMatchesNovaTest(base.PmemTestBase):
                     self._near_gb(host))
                 with open(os.path.join(conf_dir, '%s.yaml' % host.name),
                           'w') as f:
-                    yaml.safe_dump(placement.near_memory_provider_config(
+                    yaml.safe_dump(providerconfig.near_memory_provider_config(
                         inventory, name=host.name), f)
             self.flags(provider_config_location=conf_dir, group='compute')
         super().setUp()

@@ -27,8 +27,8 @@ the package costs seconds on a small machine.
 import os
 import sys
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.discover import outputs
 
 from tests.integration import compute

@@ -33,8 +33,8 @@ import sys
 import threading
 import time
 
-from nova_pmem_filters.core import observation
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.formats import observation
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters import fileutil
 from nova_pmem_filters.observe import prometheus
 from tests.integration import client as api

@@ -32,11 +32,11 @@ import subprocess
 import sys
 import time
 
-from nova_pmem_filters.core import extra_specs as pmem_specs
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement as pmem_placement
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.rules import extra_specs as pmem_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement as pmem_placement
+from nova_pmem_filters.core.rules import profile
 
 from tests import devstack_plugin
 from tests.integration import client as api
@@ -543,19 +543,20 @@ def scenario_nova_config(cloud, results, work):
     nothing else; a flavor of a planned name but another size stops the
     fourth with a message.
     """
-    from planner import novaconfig
-    from planner import scenario as planner_scenario
+    from nova_pmem_filters.planner import realise
+    from nova_pmem_filters.planner import scenario as planner_scenario
     operator = Operator(cloud, work)
     path = os.path.join(work, 'nova-config.sh')
     gen = subprocess.run(
-        [sys.executable, '-m', 'planner.cli', 'nova-config', 'script',
+        [sys.executable, '-m', 'nova_pmem_filters.planner.cli', 'nova-config',
+         'script',
          '-o', path] + list(NOVA_CONFIG_ARGS),
         env=operator.env, capture_output=True, text=True, timeout=300)
     results.check('nova-config script writes the script',
                   gen.returncode == 0 and os.path.exists(path),
                   gen.stderr.strip()[-300:])
-    plan = novaconfig.rows(planner_scenario.load('telco-cost-matched'),
-                           placement_accounting=True)
+    plan = realise.rows(planner_scenario.load('telco-cost-matched'),
+                        placement_accounting=True)
     aggs, flavors = _planned(plan)
     before_aggs, before_flavors = _aggregates(cloud), _flavors(cloud)
     env = dict(operator.env, OS_CLOUD='it')

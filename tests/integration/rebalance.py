@@ -21,7 +21,7 @@ through Nova, whose scheduler runs the pmem filters on each migration.
 Memory-Mode host mm1 gets servers whose flavors declare a small hot ratio
 (admitted by PmemCacheFilter on it) but whose measured working sets add up
 past its 192 GB DRAM cache; mm2 has room. Checks: the audit's action plan
-is :func:`~nova_pmem_filters.core.rebalance.plan` of the same inputs,
+is :func:`~nova_pmem_filters.core.plans.rebalance.plan` of the same inputs,
 computed here from Nova, Placement and the working-set table; the applier
 finishes; every server is where the plan said; each move is a completed
 live migration that the scheduler ran the filters on (its request id in
@@ -39,10 +39,10 @@ import re
 import sys
 import time
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import rebalance
+from nova_pmem_filters.core.plans import rebalance
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile
 
 from tests.integration import client as api
 from tests.integration import observers

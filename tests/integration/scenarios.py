@@ -44,10 +44,10 @@ import time
 import traceback
 import uuid
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement as pmem_placement
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import placement as pmem_placement
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters import fileutil
 
 from tests.integration import client as api
@@ -261,7 +261,7 @@ class Cloud(object):
             flavor = server['flavor']
             ratio = float(flavor.get('extra_specs', {}).get(
                 'pmem:hot_ratio', DEFAULT_HOT_RATIO))
-            mb = cache.hot_mb(flavor['ram'], ratio)
+            mb = nearmem.hot_mb(flavor['ram'], ratio)
             hot[host] += mb
             count[host] += 1
             unit[host] = mb

@@ -16,7 +16,7 @@ import logging
 
 import fixtures
 
-from planner import cli
+from nova_pmem_filters.planner import cli
 
 
 def run_cli(test, argv, columns=None):

@@ -19,8 +19,8 @@ writes it as the observer does (``observation.dumps``).
 
 import os
 
-from nova_pmem_filters.core import observation
-from nova_pmem_filters.core import tiering as core_tiering
+from nova_pmem_filters.core.formats import observation
+from nova_pmem_filters.core.rules import tiering as core_tiering
 
 
 def instance(uuid, flavor, ram_mb, hot_ratio, numa_mb=None, cell=0,

@@ -23,7 +23,7 @@ from nova import exception
 from nova import test
 
 from nova_pmem_filters import api_validators
-from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core.rules import extra_specs
 
 
 class PmemValidatorsTestCase(test.NoDBTestCase):

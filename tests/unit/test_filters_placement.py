@@ -17,7 +17,7 @@ checked by Placement; PmemCacheFilter must not count it a second time.
 
 from oslo_utils.fixture import uuidsentinel as uuids
 
-from nova_pmem_filters.core import placement
+from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters import filters
 from tests.unit import fakes
 

@@ -29,11 +29,11 @@ from nova.scheduler import weights
 from nova import test
 from nova.virt import hardware
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import decide
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import decide
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters import filters
 from nova_pmem_filters.scheduler import host_profiles
 from nova_pmem_filters.scheduler import numa
@@ -180,10 +180,10 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
     def test_floating_only_is_the_host_wide_check(self, case):
         caps, used, new = case
         total = math.fsum(caps.values())
-        per_cell = cache.full_cell(
-            cache.cell_usage_mb(used, {}, caps),
-            cache.spread_mb(new, caps), caps) is None
-        host_wide = cache.fits_cache(used, new, total)
+        per_cell = nearmem.full_cell(
+            nearmem.cell_usage_mb(used, {}, caps),
+            nearmem.spread_mb(new, caps), caps) is None
+        host_wide = nearmem.fits_cache(used, new, total)
         self.assertEqual(host_wide, per_cell,
                          'used %r + new %r vs %r' % (used, new, total))
 
@@ -198,10 +198,10 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
         used = (total - new) * share
         new = total - used
         hypothesis.assume(new > 0 and used + new <= total)
-        self.assertTrue(cache.fits_cache(used, new, total))
-        self.assertIsNone(cache.full_cell(
-            cache.cell_usage_mb(used, {}, caps),
-            cache.spread_mb(new, caps), caps))
+        self.assertTrue(nearmem.fits_cache(used, new, total))
+        self.assertIsNone(nearmem.full_cell(
+            nearmem.cell_usage_mb(used, {}, caps),
+            nearmem.spread_mb(new, caps), caps))
 
     @SETTINGS
     @hypothesis.given(run=admission_runs())
@@ -211,9 +211,9 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
         bound = {}
         admitted = []
         for cells, hot in instances:
-            used = cache.cell_usage_mb(floating, bound, caps)
-            new = cache.spread_mb(hot, caps) if cells is None else cells
-            if cache.full_cell(used, new, caps) is not None:
+            used = nearmem.cell_usage_mb(floating, bound, caps)
+            new = nearmem.spread_mb(hot, caps) if cells is None else cells
+            if nearmem.full_cell(used, new, caps) is not None:
                 continue
             if cells is None:
                 floating += hot
@@ -222,7 +222,7 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
                 for cell, mb in cells.items():
                     bound[cell] = bound.get(cell, 0.0) + mb
                 admitted.extend(cells.values())
-            usage = cache.cell_usage_mb(floating, bound, caps)
+            usage = nearmem.cell_usage_mb(floating, bound, caps)
             for cell, mb in usage.items():
                 self.assertLessEqual(
                     mb, caps[cell] + EPSILON_MB + 4 * math.ulp(caps[cell]),
@@ -236,11 +236,11 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
                       bound_new=st.booleans())
     def test_cell_headroom_score_is_a_share(self, usage, new_hot, bound_new):
         caps, floating, bound = usage
-        used = cache.cell_usage_mb(floating, bound, caps)
+        used = nearmem.cell_usage_mb(floating, bound, caps)
         if bound_new:
             new = {min(caps): new_hot}
         else:
-            new = cache.spread_mb(new_hot, caps)
+            new = nearmem.spread_mb(new_hot, caps)
         score = decide.cell_headroom_score(decide.CellView(caps, used, new))
         self.assertGreaterEqual(score, 0.0)
         self.assertLessEqual(score, 1.0)
@@ -265,9 +265,9 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
         hypothesis.assume(capacity > 0)
         used, new = used_share * capacity, new_share * capacity
         per_cell = decide.cell_headroom_score(decide.CellView(
-            caps, cache.cell_usage_mb(used, {}, caps),
-            cache.spread_mb(new, caps)))
-        host_wide = decide.headroom_score(prof, ratio, cache.HotRam(used),
+            caps, nearmem.cell_usage_mb(used, {}, caps),
+            nearmem.spread_mb(new, caps)))
+        host_wide = decide.headroom_score(prof, ratio, nearmem.HotRam(used),
                                           ALL_HOT, new)
         self.assertAlmostEqual(host_wide, per_cell, delta=1e-9)
 
@@ -280,7 +280,7 @@ class CellArithmeticPropertyTestCase(test.NoDBTestCase):
                                                      more):
         sizes, floating, bound = usage
         hypothesis.assume(any(cell in sizes for cell in cells))
-        used = cache.cell_usage_mb(floating, bound, sizes)
+        used = nearmem.cell_usage_mb(floating, bound, sizes)
         new = {cell: mb for cell in cells}
         bigger = {cell: mb + more for cell in cells}
         score = decide.cell_load_score(sizes, used, new)
@@ -409,15 +409,15 @@ class CellProfileTestCase(test.NoDBTestCase):
 
     def test_spread_and_usage(self):
         caps = {0: 3072.0, 1: 1024.0}
-        self.assertEqual({0: 768.0, 1: 256.0}, cache.spread_mb(1024, caps))
+        self.assertEqual({0: 768.0, 1: 256.0}, nearmem.spread_mb(1024, caps))
         # Bound MB on a cell the host lacks are spread like floating MB.
         self.assertEqual({0: 1536.0 + 1024, 1: 512.0},
-                         cache.cell_usage_mb(1024, {0: 1024, 7: 1024},
-                                             caps))
-        self.assertIsNone(cache.full_cell({0: 3072.0}, {1: 1024.0}, caps))
-        self.assertEqual(0, cache.full_cell({0: 3072.0}, {0: 1.0}, caps))
-        self.assertEqual(1, cache.full_cell({1: 512.0},
-                                            {0: 1.0, 1: 513.0}, caps))
+                         nearmem.cell_usage_mb(1024, {0: 1024, 7: 1024},
+                                               caps))
+        self.assertIsNone(nearmem.full_cell({0: 3072.0}, {1: 1024.0}, caps))
+        self.assertEqual(0, nearmem.full_cell({0: 3072.0}, {0: 1.0}, caps))
+        self.assertEqual(1, nearmem.full_cell({1: 512.0},
+                                              {0: 1.0, 1: 513.0}, caps))
 
 
 def bound_topology(cells):
@@ -641,7 +641,7 @@ class NumaCacheFilterTestCase(_NumaHostTestCase):
         spec_obj = numa_spec({'pmem:hot_ratio': '1'})
         # The host-wide cache has room: 2048 + 1024 <= 4096.
         self.assertTrue(decide.cache_check(
-            host_profiles.host_profile(host1), 1.0, cache.HotRam(2048),
+            host_profiles.host_profile(host1), 1.0, nearmem.HotRam(2048),
             ALL_HOT, 1024)[0])
         self.assertEqual([], self._passing([host1], spec_obj))
         self.assertEqual({0: 1024}, numa.fitted_cells(

@@ -28,9 +28,9 @@ from nova import exception
 from nova.scheduler import weights
 from nova.tests.unit.scheduler import fakes as nova_fakes
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters import filters
 from nova_pmem_filters.scheduler import ledger
 from nova_pmem_filters.scheduler import logonce

@@ -15,9 +15,9 @@ them.
 
 import math
 
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import tiering
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.doctor import findings
 
 

@@ -15,11 +15,11 @@ enabled, and a cache bound that several workers can keep.
 
 import math
 
-from nova_pmem_filters.core import classes
+from nova_pmem_filters.conf import nova_scheduler
+from nova_pmem_filters.core.rules import classes
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
-from nova_pmem_filters.doctor import novaconf
-from nova_pmem_filters import novaopts
+from nova_pmem_filters.doctor import schedulerconf
 
 
 NOVA_WEIGHERS_PREFIX = 'nova.scheduler.weights'
@@ -67,8 +67,8 @@ def loadable_filters(available):
     """
     names = set()
     for entry in available:
-        if entry == novaopts.NOVA_ALL_FILTERS:
-            names |= novaopts.NOVA_FILTERS
+        if entry == nova_scheduler.NOVA_ALL_FILTERS:
+            names |= nova_scheduler.NOVA_FILTERS
         elif entry == classes.ALL_FILTERS:
             names |= set(classes.FILTERS)
         else:
@@ -121,7 +121,7 @@ def _multiplier_findings(conf):
                 'NaN once it is' % weigher),
             'set [pmem] %s to a finite number (the default is %g) and '
             'restart nova-scheduler'
-            % (option, novaconf.defaults_of(option))))
+            % (option, schedulerconf.defaults_of(option))))
     return found
 
 

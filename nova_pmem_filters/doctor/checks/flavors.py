@@ -14,10 +14,10 @@
 
 import dataclasses
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import flavorfix
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
+from nova_pmem_filters.core.plans import flavorfix
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
 

@@ -13,12 +13,13 @@
 traits and near-memory inventory, and the hot RAM placed on it.
 """
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import decide
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import tiering
+from nova_pmem_filters.core.rules import charging
+from nova_pmem_filters.core.rules import decide
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import placement
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
 
@@ -240,15 +241,15 @@ def _as_charged(label, placed):
     """``placed`` with what each instance charges the host's near memory.
 
     Its hot MB, but on a kernel-tiered host its whole RAM where
-    :func:`tiering.whole_ram` says so, as :func:`decide.overcommitted`
+    :func:`charging.whole_ram` says so, as :func:`decide.overcommitted`
     counts it.
     """
     found = []
     for server, hot, cell_mb in placed:
-        if tiering.whole_ram(label, cell_mb is not None):
+        if charging.whole_ram(label, cell_mb is not None):
             hot = server.ram_mb
             if cell_mb is not None:
-                cell_mb = dict(cache.bound_cells(
+                cell_mb = dict(nearmem.bound_cells(
                     server.numa_cells, server.ram_mb, server.ram_mb))
         found.append((server, hot, cell_mb))
     return found
@@ -283,7 +284,7 @@ def _check_cache_use(obj, host, label, snap, view):
         found = []
         if over:
             capacity = label.cache_capacity_mb(ratio)
-            used = tiering.charged(label, used)
+            used = charging.charged(label, used)
             placed.sort(key=lambda item: (-item[1], item[0].name,
                                           item[0].id))
             found.append(findings.Finding(
@@ -322,7 +323,7 @@ def _check_cache_use(obj, host, label, snap, view):
         # Its instances: those bound to it, and the floating ones' share.
         on_cell = sorted(
             ((s, cell_mb[cell] if cell_mb
-              else cache.spread_mb(hot, cell_view.capacities)[cell],
+              else nearmem.spread_mb(hot, cell_view.capacities)[cell],
               cell_mb is None)
              for s, hot, cell_mb in placed
              if cell_mb is None or cell in cell_mb),

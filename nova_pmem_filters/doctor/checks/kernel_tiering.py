@@ -13,7 +13,7 @@
 
 From the discovered host profiles (``--fleet``): a host whose kernel does
 not both promote and demote, judged by the core
-(:func:`nova_pmem_filters.core.tiering.judge`) from the settings its
+(:func:`nova_pmem_filters.core.rules.tiering.judge`) from the settings its
 profile records; a CXL node in the memory tier of the DRAM; an aggregate
 whose ``pmem_kernel_tiering`` says otherwise than discovery. From the
 flavors: those whose memory Nova binds that may land on kernel-tiered
@@ -27,12 +27,13 @@ comment, so each runs as printed.
 
 import shlex
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import flavorfix
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import tiering
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.plans import flavorfix
+from nova_pmem_filters.core.rules import charging
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.doctor import findings
 
 # The here-document's delimiter: no line of the core's is this.
@@ -271,7 +272,7 @@ def _bound_flavors(snap, view):
     found = []
     for flavor in snap.flavors:
         request, _error = view.requests[flavor.name]
-        why = tiering.binds_memory(flavor.extra_specs)
+        why = charging.binds_memory(flavor.extra_specs)
         if (request is None or why is None
                 or not request.allows(kinds.CXL_KMEM)):
             continue

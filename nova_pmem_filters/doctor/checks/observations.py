@@ -12,29 +12,30 @@
 """Checks of what ``nova-pmem-observe`` measured (``--observations DIR``).
 
 Flavors that declare less hot RAM than their instances use (the core's rule,
-:func:`nova_pmem_filters.core.observation.under_declared`), hosts whose
+:func:`nova_pmem_filters.core.formats.observation.under_declared`), hosts whose
 measured working set exceeds their near memory (its fix: the core's
-rebalancing plan, :func:`nova_pmem_filters.core.rebalance.plan`, as live
+rebalancing plan, :func:`nova_pmem_filters.core.plans.rebalance.plan`, as live
 migrations), and NUMA-bound instances whose memory sits on another node or
 on a CPU-less (slow-tier) node.
 
 From the kernel's tiering the observer records (the document's
-``tiering``, judged by :mod:`nova_pmem_filters.core.tiering`): a host with
-far nodes whose kernel does not both promote and demote, tiering that does
-not keep up (:func:`~nova_pmem_filters.core.tiering.lagging`), and
+``tiering``, judged by :mod:`nova_pmem_filters.core.rules.tiering`): a host
+with far nodes whose kernel does not both promote and demote, tiering that does
+not keep up (:func:`~nova_pmem_filters.core.rules.tiering.lagging`), and
 instances whose hot pages must sit on the far node
-(:func:`~nova_pmem_filters.core.tiering.hot_on_far_mb`).
+(:func:`~nova_pmem_filters.core.rules.charging.hot_on_far_mb`).
 """
 
 import math
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import flavorfix
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import observation
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import rebalance
-from nova_pmem_filters.core import tiering
+from nova_pmem_filters.core.formats import observation
+from nova_pmem_filters.core.plans import flavorfix
+from nova_pmem_filters.core.plans import rebalance
+from nova_pmem_filters.core.rules import charging
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.doctor.checks import kernel_tiering
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
@@ -481,7 +482,7 @@ def _hot_on_far(snap, latest):
 def _hot_instance(doc, inst, server, flavor):
     specs = (server.extra_specs if server is not None
              else getattr(flavor, 'extra_specs', None)) or {}
-    bound = tiering.binds_memory(specs)
+    bound = charging.binds_memory(specs)
     kernel = doc.tiering
     migrate = findings.command('openstack', 'server', 'migrate',
                                '--live-migration', inst.uuid)

@@ -12,8 +12,8 @@
 """Checks of instances with vPMEM: their namespaces' NUMA nodes.
 """
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import vpmem
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import vpmem
 from nova_pmem_filters.doctor import findings
 from nova_pmem_filters.doctor import snapshot
 

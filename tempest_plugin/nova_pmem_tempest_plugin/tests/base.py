@@ -28,7 +28,7 @@ from tempest.lib.common.utils import test_utils
 from tempest.lib import exceptions as lib_exc
 from tempest import test
 
-from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_tempest_plugin import hosts
 
 CONF = config.CONF

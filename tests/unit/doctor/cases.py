@@ -29,13 +29,13 @@ import dataclasses
 
 import testtools
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.discover import outputs
 from nova_pmem_filters.doctor import checks
-from nova_pmem_filters.doctor import novaconf
+from nova_pmem_filters.doctor import schedulerconf
 from nova_pmem_filters.doctor import snapshot as snap_mod
 
 GB = 1024
@@ -57,7 +57,7 @@ def config(**changes):
         default_flavor_modes=kinds.MODES, default_hot_ratio=0.5,
         cache_overcommit_ratio=1.0)
     values.update(changes)
-    return novaconf.NovaConfig(**values)
+    return schedulerconf.NovaConfig(**values)
 
 
 def discovered(host, mode=None, dram_gb=None, cache_gb=None):

@@ -26,8 +26,8 @@ import shlex
 
 import testtools
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import placement
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.doctor import checks
 from tests.unit.doctor import cases
 

@@ -20,9 +20,9 @@ from nova.conf import scheduler as nova_scheduler_conf
 from nova.scheduler import filters as nova_filters
 import testtools
 
+from nova_pmem_filters.conf import nova_scheduler
 from nova_pmem_filters.doctor.checks import config as config_checks
-from nova_pmem_filters.doctor import novaconf
-from nova_pmem_filters import novaopts
+from nova_pmem_filters.doctor import schedulerconf
 
 
 class NovaOptionsTestCase(testtools.TestCase):
@@ -33,7 +33,7 @@ class NovaOptionsTestCase(testtools.TestCase):
                 for group, opts in nova_scheduler_conf.list_opts().items()}
         nova['DEFAULT'] = {o.dest: o for o in
                            nova_compute_conf.list_opts()['DEFAULT']}
-        for group, opts in novaopts.NOVA_OPTS.items():
+        for group, opts in nova_scheduler.NOVA_OPTS.items():
             for opt in opts:
                 theirs = nova[group][opt.dest]
                 self.assertEqual(type(theirs), type(opt), opt.dest)
@@ -44,11 +44,11 @@ class NovaOptionsTestCase(testtools.TestCase):
     def test_nova_filters_are_novas(self):
         self.assertEqual(
             sorted(c.__name__ for c in nova_filters.all_filters()),
-            sorted(novaopts.NOVA_FILTERS))
+            sorted(nova_scheduler.NOVA_FILTERS))
 
     def test_every_multiplier_has_its_weigher(self):
         self.assertEqual(sorted(config_checks.MULTIPLIER_WEIGHERS),
-                         sorted(novaconf.WEIGHT_MULTIPLIER_OPTS))
+                         sorted(schedulerconf.WEIGHT_MULTIPLIER_OPTS))
 
 
 class LoadTestCase(testtools.TestCase):
@@ -60,7 +60,7 @@ class LoadTestCase(testtools.TestCase):
         return path
 
     def test_defaults_and_values(self):
-        defaults = novaconf.defaults()
+        defaults = schedulerconf.defaults()
         self.assertEqual(('nova.scheduler.filters.all_filters',),
                          defaults.available_filters)
         self.assertIsNone(defaults.scheduler_workers)
@@ -73,7 +73,7 @@ class LoadTestCase(testtools.TestCase):
             '[scheduler]\nworkers = 3\n'
             '[pmem]\ndefault_flavor_modes = dram,app_direct\n'
             'cache_overcommit_ratio = 1.25\n')
-        conf = novaconf.load([path])
+        conf = schedulerconf.load([path])
         self.assertEqual(('nova.scheduler.filters.all_filters',
                           'nova_pmem_filters.filters.all_filters'),
                          conf.available_filters)
@@ -87,7 +87,7 @@ class LoadTestCase(testtools.TestCase):
         # oslo.config takes nan and inf for a FloatOpt: the checks judge.
         path = self.write('[pmem]\ntier_weight_multiplier = nan\n'
                           'numa_cell_weight_multiplier = -inf\n')
-        values = dict(novaconf.load([path]).weight_multipliers)
+        values = dict(schedulerconf.load([path]).weight_multipliers)
         self.assertTrue(math.isnan(values['tier_weight_multiplier']))
         self.assertEqual(float('-inf'), values['numa_cell_weight_multiplier'])
         self.assertEqual(1.0, values['cache_headroom_weight_multiplier'])
@@ -95,7 +95,8 @@ class LoadTestCase(testtools.TestCase):
     def test_later_files_override(self):
         first = self.write('[scheduler]\nworkers = 3\n')
         second = self.write('[scheduler]\nworkers = 1\n', 'override.conf')
-        self.assertEqual(1, novaconf.load([first, second]).scheduler_workers)
+        self.assertEqual(
+            1, schedulerconf.load([first, second]).scheduler_workers)
 
     def test_errors_name_the_file_and_option(self):
         cases = [
@@ -107,11 +108,11 @@ class LoadTestCase(testtools.TestCase):
         ]
         for text, part in cases:
             path = self.write(text)
-            exc = self.assertRaises(novaconf.ConfigError, novaconf.load,
-                                    [path])
+            exc = self.assertRaises(schedulerconf.ConfigError,
+                                    schedulerconf.load, [path])
             self.assertIn(path, str(exc))
             self.assertIn(part, str(exc))
             self.assertEqual(1, len(str(exc).splitlines()))
-        exc = self.assertRaises(novaconf.ConfigError, novaconf.load,
+        exc = self.assertRaises(schedulerconf.ConfigError, schedulerconf.load,
                                 ['/nonexistent/nova.conf'])
         self.assertEqual('cannot read /nonexistent/nova.conf', str(exc))

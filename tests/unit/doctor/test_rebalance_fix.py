@@ -17,7 +17,7 @@ sets, the cells), the plan's moves as ``openstack server migrate`` lines
 run as printed by a shell against a stand-in ``openstack`` that records
 its arguments, the plan's reasons as comments, and the thresholds as the
 doctor's options. The plans expected here are worked out by hand; the
-plan itself is proven in tests/unit/core/test_rebalance.py, and the lines
+plan itself is proven in tests/unit/core/plans/test_rebalance.py, and the lines
 are run against a real Nova in tests/functional/test_doctor_fixes.py.
 """
 
@@ -29,9 +29,9 @@ import subprocess
 
 import fixtures
 
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import rebalance
+from nova_pmem_filters.core.plans import rebalance
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.doctor import checks
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import snapshot as snap_mod

@@ -27,13 +27,13 @@ import subprocess
 
 import fixtures
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import flavorfix
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import tiering
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.plans import flavorfix
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.discover import cli as discover_cli
 from nova_pmem_filters.doctor import checks
 from nova_pmem_filters.doctor.checks import kernel_tiering

@@ -23,7 +23,7 @@ import subprocess
 
 import fixtures
 
-from nova_pmem_filters.core import tiering
+from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.doctor import checks
 from tests.unit.doctor import cases
 from tests.unit import obsdocs

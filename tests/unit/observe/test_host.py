@@ -19,8 +19,8 @@ import types
 import fixtures
 import testtools
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import observation
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters.observe import counters
 from nova_pmem_filters.observe import damon
 from nova_pmem_filters.observe import host

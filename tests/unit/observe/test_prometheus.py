@@ -25,7 +25,7 @@ from prometheus_client import parser
 import testtools
 import yaml
 
-from nova_pmem_filters.core import observation
+from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters.observe import prometheus
 from tests.unit import paths
 
@@ -35,9 +35,9 @@ PROMTOOL_TESTS = os.path.join(os.path.dirname(__file__), 'data',
 # Serve the document of argv[1] on an ephemeral port of 127.0.0.1; print
 # the port; stop when stdin closes.
 SERVE = """
-import sys
-from nova_pmem_filters.core import observation
+from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters.observe import prometheus
+import sys
 doc = observation.read(sys.argv[1])
 reg = prometheus.registry(prometheus.DocumentCollector(doc))
 server = prometheus.serve('127.0.0.1', 0, reg)

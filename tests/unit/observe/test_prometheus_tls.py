@@ -39,7 +39,7 @@ import fixtures
 import testtools
 import yaml
 
-from nova_pmem_filters.core import observation
+from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters.observe import cli as observe_cli
 from nova_pmem_filters.observe import prometheus
 from tests.unit.observe import fakehost

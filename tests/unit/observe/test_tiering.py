@@ -29,9 +29,10 @@ import hypothesis
 from hypothesis import strategies as st
 import testtools
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import observation
-from nova_pmem_filters.core import tiering
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.formats import observation
+from nova_pmem_filters.core.grammars import sysfs
+from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.discover import cli as discover_cli
 from nova_pmem_filters.observe import host
 from tests.unit import hypo
@@ -188,7 +189,7 @@ class RecordedTreesTestCase(TreeTestCase):
             _doc, kernel = self.kernel(case)
             cpu_nodes = [0]
             entry, verdict = hostfile.kernel_tiering_entry(
-                tiering.read_state(os.path.join(TREES, case)), cpu_nodes,
+                sysfs.read_state(os.path.join(TREES, case)), cpu_nodes,
                 kernel.far_nodes)
             mine = kernel.to_dict()
             del mine['rates'], mine['node_rates']

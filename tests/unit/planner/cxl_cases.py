@@ -15,7 +15,7 @@ import re
 
 import yaml
 
-from planner import scenario
+from nova_pmem_filters.planner import scenario
 
 
 NAME = 'cxl-cost-matched'

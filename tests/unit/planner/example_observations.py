@@ -39,8 +39,8 @@ import sys
 import tempfile
 import types
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import observation
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters.observe import cli as observe_cli
 from nova_pmem_filters.observe import counters
 from nova_pmem_filters.observe import host

@@ -21,7 +21,7 @@ import copy
 
 import yaml
 
-from planner import scenario
+from nova_pmem_filters.planner import scenario
 from tests.unit.planner import cxl_cases
 
 KMEM = 'kmem-1536-1536'

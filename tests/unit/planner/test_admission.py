@@ -21,12 +21,12 @@ import dataclasses
 
 import testtools
 
-from nova_pmem_filters.core import extra_specs
-from planner import admission
-from planner import model
-from planner import novaconfig
-from planner import scenario
-from planner import tables
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.planner import admission
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import realise
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import tables
 
 
 def placement_oracle(total, reserved, ratio, amount):
@@ -41,8 +41,8 @@ def placement_oracle(total, reserved, ratio, amount):
 
 def printed(scen, config_name, placement_accounting=False):
     """(reserved MB, ratio, near-memory inventory or None) as printed."""
-    rows = novaconfig.rows(scen, placement_accounting=placement_accounting)
-    role = novaconfig.compute_role(novaconfig.aggregate_name(config_name))
+    rows = realise.rows(scen, placement_accounting=placement_accounting)
+    role = realise.compute_role(realise.aggregate_name(config_name))
     values = {r['option']: r['line_value'] for r in rows
               if r.get('object') == role and r['scope'] == 'compute'}
     near = [r['value'] for r in rows
@@ -56,7 +56,7 @@ def printed(scen, config_name, placement_accounting=False):
 
 
 def flavor_request(scen, workload_name):
-    rows = novaconfig.rows(scen, placement_accounting=True)
+    rows = realise.rows(scen, placement_accounting=True)
     return int(next(r['value'] for r in rows if r['scope'] == 'flavor'
                     and r['target'] == workload_name
                     and r['key'] == 'resources:CUSTOM_NEAR_MEMORY_MB'))

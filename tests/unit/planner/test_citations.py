@@ -15,10 +15,10 @@ The commands run on the built-in scenarios, in the table and JSON formats;
 a citation is the ``[...]`` that ends a finding line on stderr with
 ``--long``, or the ``source`` of a calibration row. Each must start with
 ``assumption`` or name URLs that are all in
-:mod:`planner.population.sources` or in the scenario's own catalog (the
-catalog entry's source). Without ``--long`` a finding line ends with a
-short reference instead, each of whose parts the table of sources (or the
-catalog) resolves.
+:mod:`nova_pmem_filters.planner.population.sources` or in the scenario's own
+catalog (the catalog entry's source). Without ``--long`` a finding line ends
+with a short reference instead, each of whose parts the table of sources (or
+the catalog) resolves.
 """
 
 import json
@@ -27,9 +27,9 @@ import re
 import testscenarios
 import testtools
 
-from planner import population
-from planner.population import sources
-from planner import scenario
+from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import sources
+from nova_pmem_filters.planner import scenario
 from tests.unit import clitools
 from tests.unit.planner.population import test_pmem
 
@@ -57,7 +57,7 @@ def _package_texts(name):
 
 def _catalog_text():
     import importlib.resources
-    return importlib.resources.files('planner').joinpath(
+    return importlib.resources.files('nova_pmem_filters.planner').joinpath(
         'data', 'catalog.yaml').read_text()
 
 

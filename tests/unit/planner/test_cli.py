@@ -11,9 +11,9 @@
 #    under the License.
 """The nova-pmem-planner command line: output formats, columns, sorting.
 
-Commands run in-process through planner.cli.main with sys.stdout and
-sys.stderr replaced, except the no-Nova check, which needs a fresh
-interpreter.
+Commands run in-process through nova_pmem_filters.planner.cli.main with
+sys.stdout and sys.stderr replaced, except the no-Nova check, which needs a
+fresh interpreter.
 """
 
 import csv
@@ -26,8 +26,8 @@ import fixtures
 import testtools
 import yaml
 
-from planner import cli
-from planner import tables
+from nova_pmem_filters.planner import cli
+from nova_pmem_filters.planner import tables
 from tests.unit import clitools
 from tests.unit import paths
 

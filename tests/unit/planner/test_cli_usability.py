@@ -25,15 +25,15 @@ import fixtures
 import testtools
 import yaml
 
+from nova_pmem_filters.cli import application
 from nova_pmem_filters.discover import cli as discover_cli
 from nova_pmem_filters.doctor import cli as doctor_cli
 from nova_pmem_filters.observe import cli as observe_cli
-from nova_pmem_filters import oneline
-from planner import cli
-from planner import errors
-from planner import model
-from planner import scenario
-from planner import tables
+from nova_pmem_filters.planner import cli
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import tables
 from tests.unit import clitools
 from tests.unit import paths
 
@@ -226,7 +226,7 @@ class PlainHelpTestCase(PlannerTestCase):
         self.assertEqual(
             'The nova-pmem-planner tool, see the docs, Foo and planner, '
             'and a link; run:\n\n    x\n',
-            oneline.plain_text(
+            application.plain_text(
                 'The ``nova-pmem-planner`` tool, see :ref:`the docs <d>`, '
                 ':class:`~a.b.Foo` and :doc:`planner`, and `a link '
                 '<https://x>`_; run::\n\n.. note:\n    x\n'))
@@ -270,7 +270,8 @@ class DemandErrorTestCase(testtools.TestCase):
     """
 
     def load(self, demand):
-        with open(paths.of('planner', 'data', 'telco-cost-matched.yaml'),
+        with open(paths.of('nova_pmem_filters', 'planner', 'data',
+                           'telco-cost-matched.yaml'),
                   encoding='utf-8') as f:
             data = yaml.safe_load(f)
         data['demand'] = demand

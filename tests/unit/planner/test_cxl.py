@@ -16,9 +16,9 @@ import math
 
 import testtools
 
-from planner import model
-from planner import scenario
-from planner import search
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import search
 from tests.unit import clitools
 from tests.unit.planner import cxl_cases
 

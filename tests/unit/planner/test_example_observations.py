@@ -17,7 +17,7 @@ import os
 import fixtures
 import testtools
 
-from nova_pmem_filters.core import observation
+from nova_pmem_filters.core.formats import observation
 from tests.unit import clitools
 from tests.unit.doctor import cases
 from tests.unit.doctor import test_cli as doctor_cli

@@ -19,15 +19,15 @@ import fixtures
 import testtools
 import yaml
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import kinds
-from planner import errors
-from planner import fleet
-from planner import model
-from planner import scenario
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import fleet
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import scenario
 from tests.unit import clitools
+from tests.unit.crosscut import test_agreement
 from tests.unit import paths
-from tests.unit import test_agreement
 
 EXAMPLES = paths.of('etc', 'examples', 'fleet')
 

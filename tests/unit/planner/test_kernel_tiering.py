@@ -21,15 +21,15 @@ instances added one by one through the core's cache check until refused.
 import testtools
 import yaml
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import decide
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import scenario as document
-from planner import errors
-from planner import model
-from planner import novaconfig
-from planner import patterns
-from planner import scenario
+from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.rules import decide
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import patterns
+from nova_pmem_filters.planner import realise
+from nova_pmem_filters.planner import scenario
 from tests.unit.planner import cxl_cases
 from tests.unit.planner import kernel_tiering_cases as cases
 
@@ -42,7 +42,7 @@ def admitted(node, workload, policies, limit=100000):
     """
     prof, ratio = node.profile, policies.cache_overcommit
     request, ram_mb = workload.request, workload.ram_mb
-    used = cache.HotRam(0.0)
+    used = nearmem.HotRam(0.0)
     n = workload.numa_nodes
     cells = list(range(node.sockets)) if n else None
     cell_mb = ram_mb // n if n else None
@@ -134,7 +134,7 @@ class DensityTestCase(testtools.TestCase):
             scen.policies.cache_overcommit)
         for name, w in scen.workloads.items():
             # Their hot RAM, as before the rule.
-            self.assertEqual(cache.instances_in_cache(
+            self.assertEqual(nearmem.instances_in_cache(
                 capacity, w.ram_mb * w.hot_ratio),
                 model.limits(node, w, scen.policies)['dram_cache'], name)
 
@@ -180,7 +180,7 @@ class DensityTestCase(testtools.TestCase):
         w = self.scen.workloads[cases.BOUND]
         limits = model.limits(node, w, self.pol)
         # Two cells of 768 GB, each holding 8 hot GB a VM.
-        self.assertEqual(2 * cache.instances_in_cache(
+        self.assertEqual(2 * nearmem.instances_in_cache(
             768 * 1024, w.ram_mb * w.hot_ratio), limits['socket_dram_cache'])
         self.assertEqual(admitted(node, w, self.pol),
                          min(limits['dram_cache'],
@@ -254,7 +254,7 @@ class PatternsTestCase(testtools.TestCase):
         self.assertFalse(patterns.fits(cap, demands, (13, 12)))
 
     def test_optimize_buys_more_nodes_without_tiering(self):
-        from planner import optimize
+        from nova_pmem_filters.planner import optimize
         data = cases.raw()
         data['workloads'] = {'redis': data['workloads']['redis']}
         data['demand'] = {'redis': 480}
@@ -272,14 +272,14 @@ class NovaConfigTestCase(testtools.TestCase):
 
     def test_aggregate_says_what_the_plan_assumed(self):
         scen = cases.load()
-        rows = novaconfig.rows(scen, placement_accounting=True)
+        rows = realise.rows(scen, placement_accounting=True)
         found = {(r['target'], r['value']) for r in rows
                  if r['key'] == profile.KERNEL_TIERING_KEY}
         self.assertEqual({('pmem-' + cases.KMEM, 'on'),
                           ('pmem-' + cases.KMEM_OFF, 'off'),
                           ('pmem-' + cases.KMEM_1S, 'on'),
                           ('pmem-' + cases.KMEM_1S_OFF, 'off')}, found)
-        text = novaconfig.script(rows)
+        text = realise.script(rows)
         self.assertIn('pmem_kernel_tiering=off', text)
         # Placement is told of the same near memory either way.
         provider = {r['target'].split(' ')[-1]: r['value'] for r in rows
@@ -289,7 +289,7 @@ class NovaConfigTestCase(testtools.TestCase):
 
     def test_the_scheduler_reads_the_rows_back(self):
         scen = cases.load()
-        rows = novaconfig.rows(scen)
+        rows = realise.rows(scen)
         for config in scen.configs:
             metadata = {r['key']: r['value'] for r in rows
                         if r['scope'] == 'aggregate'

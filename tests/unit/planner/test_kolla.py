@@ -37,9 +37,9 @@ from oslo_config import cfg
 import testtools
 
 from nova_pmem_filters.conf import pmem as pmem_conf
-from nova_pmem_filters.core import classes
-from planner import novaconfig
-from planner import scenario
+from nova_pmem_filters.core.rules import classes
+from nova_pmem_filters.planner import realise
+from nova_pmem_filters.planner import scenario
 from tests.unit import clitools
 from tests.unit import paths
 from tests.unit.planner.commands import test_novaconfig
@@ -212,7 +212,7 @@ class KollaBuildTestCase(testtools.TestCase):
                       files['openstack-base'])
         installs = self.pip_installs(files['nova-base'])
         (nova,) = [i for i in installs if '/nova' in i[1]]
-        self.assertEqual((CONSTRAINTS, ['/nova', novaconfig.PACKAGE]), nova)
+        self.assertEqual((CONSTRAINTS, ['/nova', realise.PACKAGE]), nova)
 
     def test_without_the_override_nova_base_lacks_it(self):
         # The control: Kolla's own nova-base does not install it.
@@ -220,7 +220,7 @@ class KollaBuildTestCase(testtools.TestCase):
         installs = self.pip_installs(files['nova-base'])
         (nova,) = [i for i in installs if '/nova' in i[1]]
         self.assertEqual((CONSTRAINTS, ['/nova']), nova)
-        self.assertNotIn(novaconfig.PACKAGE, files['nova-base'])
+        self.assertNotIn(realise.PACKAGE, files['nova-base'])
 
 
 class KollaAnsibleTestCase(testtools.TestCase):
@@ -338,7 +338,7 @@ class KollaAnsibleTestCase(testtools.TestCase):
                                      '--host', 'cmp1', '--host', 'cmp2',
                                      '--output-dir', self.config_dir))
         want = {r['key'].split()[1]: float(r['value'])
-                for r in novaconfig.rows(scenario.load(None))
+                for r in realise.rows(scenario.load(None))
                 if r.get('object') == role}
         self.assertEqual({'reserved_host_memory_mb', 'ram_allocation_ratio',
                           'cpu_allocation_ratio'}, set(want))

@@ -26,18 +26,18 @@ from nova.virt import hardware
 import testtools
 import yaml
 
-from nova_pmem_filters.core import cache
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import scenario as document
-from planner import admission
-from planner import model
-from planner import novaconfig
-from planner import population
-from planner import scenario
-from planner.scenario import loading
-from planner import tables
+from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.planner import admission
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner import realise
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner.scenario import loading
+from nova_pmem_filters.planner import tables
 
 # Field notes, section 1.
 PUBLISHED_VISIBLE_GB = {'dram-384': 384, 'mm-192-512': 512}
@@ -450,7 +450,7 @@ class PropertyTestCase(testtools.TestCase):
         vms, _ = model.density(node, work, policies)
         capacity = config.dram_gb * profile.MB_PER_GB * \
             policies.cache_overcommit
-        self.assertLessEqual(vms, cache.instances_in_cache(
+        self.assertLessEqual(vms, nearmem.instances_in_cache(
             capacity, work.request.hot_mb(work.ram_mb)))
 
     @hypothesis.settings(PROPERTY, max_examples=200)
@@ -460,12 +460,12 @@ class PropertyTestCase(testtools.TestCase):
         st.one_of(st.floats(min_value=1e-3, max_value=1e6),
                   st.integers(1, 10 ** 6).map(float)))
     def test_instances_in_cache_agrees_with_fits_cache(self, capacity, hot):
-        n = cache.instances_in_cache(capacity, hot)
+        n = nearmem.instances_in_cache(capacity, hot)
         self.assertGreaterEqual(n, 0)
         if n:
-            self.assertTrue(cache.fits_cache((n - 1) * hot, hot,
-                                             capacity))
-        self.assertFalse(cache.fits_cache(n * hot, hot, capacity))
+            self.assertTrue(nearmem.fits_cache((n - 1) * hot, hot,
+                                               capacity))
+        self.assertFalse(nearmem.fits_cache(n * hot, hot, capacity))
 
 
 # --- numa_nodes: per-socket density -----------------------------------------
@@ -637,7 +637,7 @@ def _fits_one_socket(config, work, policies, slices):
         capacity = (config.dram_gb * 1024 * policies.cache_overcommit
                     / sockets)
         hot = mb * work.hot_ratio
-        return cache.fits_cache((slices - 1) * hot, hot, capacity)
+        return nearmem.fits_cache((slices - 1) * hot, hot, capacity)
     return True
 
 
@@ -700,15 +700,15 @@ def nova_admits(config, work, policies, limit=1000):
     """VMs of ``work`` that Nova 34 boots, one by one, on an empty node.
 
     The node is a NUMA topology of one cell per socket, sized by
-    :func:`planner.model.cell_sizing`, with small pages only. Each boot
-    must pass Placement (VCPU and MEMORY_MB with the settings nova-config
-    prints), Nova's own ``numa_fit_instance_to_host`` with
+    :func:`nova_pmem_filters.planner.model.cell_sizing`, with small pages only.
+    Each boot must pass Placement (VCPU and MEMORY_MB with the settings
+    nova-config prints), Nova's own ``numa_fit_instance_to_host`` with
     NUMATopologyFilter's limits (default spread strategy) and, in Memory
     Mode, PmemCacheFilter on the cells Nova picks.
     """
     sizing = model.cell_sizing(config)
     node = model.node(config, policies)
-    reserved, ram_ratio = novaconfig.memory_settings(node, work, policies)
+    reserved, ram_ratio = realise.memory_settings(node, work, policies)
     cpu_ratio = float(policies.cpu_overcommit)
     total_mb = int(round(node.visible_memory_gb * profile.MB_PER_GB))
     cpus = sizing.vcpus
@@ -744,7 +744,7 @@ def nova_admits(config, work, policies, limit=1000):
             each = capacity / sizing.cells
             charged = [(c.id, c.memory * work.hot_ratio)
                        for c in fitted.cells]
-            if not all(cache.fits_cache(hot_used[i], mb, each)
+            if not all(nearmem.fits_cache(hot_used[i], mb, each)
                        for i, mb in charged):
                 break
             for i, mb in charged:
@@ -791,7 +791,7 @@ class NumaNovaConfigTestCase(testtools.TestCase):
         self.scen = scenario.parse(yaml.safe_dump(raw), 'numa scenario')
 
     def rows(self, workloads):
-        frame = novaconfig.settings(self.scen, workloads=workloads)
+        frame = realise.settings(self.scen, workloads=workloads)
         return {(r.target, r.key): r.value for r in frame.itertuples()}
 
     def test_flavor_and_filter(self):
@@ -814,9 +814,9 @@ class NumaNovaConfigTestCase(testtools.TestCase):
 
     def test_cell_admits_is_novas_comparison(self):
         # 0.1 x 3 is 0.30000000000000004 in floats: Nova's limit.
-        self.assertEqual(3, novaconfig.cell_admits(10, 0.3, 1))
-        self.assertEqual(2, novaconfig.cell_admits(10, 0.29, 1))
-        self.assertEqual(0, novaconfig.cell_admits(10, 4.0, 11))
+        self.assertEqual(3, realise.cell_admits(10, 0.3, 1))
+        self.assertEqual(2, realise.cell_admits(10, 0.29, 1))
+        self.assertEqual(0, realise.cell_admits(10, 4.0, 11))
 
     def test_ratio_holds_host_and_cell_bounds(self):
         # 2 x 48 GB cells, 8 GB reserved, cap 0.68, 32 GB flavors using
@@ -829,15 +829,15 @@ class NumaNovaConfigTestCase(testtools.TestCase):
         sizing = model.cells(node)
         self.assertEqual(4, model.cell_slices(node, w,
                                               policies)['socket_memory'])
-        self.assertEqual(3, novaconfig.cell_admits(sizing.memory_mb, 1.3333,
-                                                   w.ram_mb // 2))
-        reserved, ratio = novaconfig.memory_settings(node, w, policies)
-        self.assertEqual(4, novaconfig.cell_admits(sizing.memory_mb, ratio,
-                                                   w.ram_mb // 2))
+        self.assertEqual(3, realise.cell_admits(sizing.memory_mb, 1.3333,
+                                                w.ram_mb // 2))
+        reserved, ratio = realise.memory_settings(node, w, policies)
+        self.assertEqual(4, realise.cell_admits(sizing.memory_mb, ratio,
+                                                w.ram_mb // 2))
         self.assertEqual(
             model.limits(node, w, policies)['memory'],
-            novaconfig.placement_admits(2 * sizing.memory_mb, reserved,
-                                        ratio, w.ram_mb))
+            realise.placement_admits(2 * sizing.memory_mb, reserved,
+                                     ratio, w.ram_mb))
         self.assertEqual((3, 'memory'), model.density(node, w, policies))
 
 

@@ -26,9 +26,9 @@ import fixtures
 import testtools
 import yaml
 
-from nova_pmem_filters.core import classes
-from nova_pmem_filters import novaopts
-from planner import novaconfig
+from nova_pmem_filters.conf import nova_scheduler
+from nova_pmem_filters.core.rules import classes
+from nova_pmem_filters.planner import realise
 from tests.unit import clitools
 from tests.unit.planner.commands import test_novaconfig
 
@@ -60,7 +60,7 @@ class OsaTestCase(testtools.TestCase):
         self.assertEqual(['nova_user_pip_packages',
                           'nova_scheduler_extra_filters',
                           'nova_nova_conf_overrides'], list(got))
-        self.assertEqual([novaconfig.PACKAGE], got['nova_user_pip_packages'])
+        self.assertEqual([realise.PACKAGE], got['nova_user_pip_packages'])
         overrides = got['nova_nova_conf_overrides']
         fs = overrides['filter_scheduler']
         # A multi-valued option: one line per key, values all empty.
@@ -75,10 +75,11 @@ class OsaTestCase(testtools.TestCase):
         self.assertNotIn('enabled_filters', fs)
         # os_nova enables its defaults, then the extra filters: every
         # filter nova-conf adds to Nova's is there once.
-        enabled = (list(novaconfig.OSA_DEFAULT_FILTERS)
+        enabled = (list(realise.OSA_DEFAULT_FILTERS)
                    + got['nova_scheduler_extra_filters'])
         self.assertEqual(len(set(enabled)), len(enabled))
-        nova_defaults = novaopts.NOVA_OPTS[novaopts.FILTER_SCHEDULER][1]
+        nova_defaults = nova_scheduler.NOVA_OPTS[
+            nova_scheduler.FILTER_SCHEDULER][1]
         added = [f for f in want[('filter_scheduler', 'enabled_filters')]
                  if f not in nova_defaults.default]
         for name in added + list(nova_defaults.default):
@@ -128,7 +129,7 @@ class OsaTestCase(testtools.TestCase):
             want = self.nova_conf(test_novaconfig.COMPUTE_OPTS, '--role',
                                   role)
             self.assertEqual(
-                {novaconfig.OSA_COMPUTE_VARIABLES[k[1]]: v
+                {realise.OSA_COMPUTE_VARIABLES[k[1]]: v
                  for k, v in want.items()},
                 {k: float(v) for k, v in got.items()})
             self.assertIsInstance(got['nova_reserved_host_memory_mb'], int)

@@ -15,10 +15,10 @@ import hypothesis
 from hypothesis import strategies as st
 import testtools
 
-from nova_pmem_filters.core import scenario as document
-from planner import model
-from planner import patterns
-from planner.scenario import loading
+from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import patterns
+from nova_pmem_filters.planner.scenario import loading
 from tests.unit.planner.optimize import base
 
 

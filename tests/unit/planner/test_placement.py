@@ -21,12 +21,12 @@ import yaml
 
 from nova.compute import provider_config
 
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement
 
-from planner import model
-from planner import novaconfig
-from planner import scenario
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import realise
+from nova_pmem_filters.planner import scenario
 from tests.unit import clitools
 
 KEY = 'resources:CUSTOM_NEAR_MEMORY_MB'
@@ -37,8 +37,8 @@ class PlacementAccountingTestCase(testtools.TestCase):
     def setUp(self):
         super(PlacementAccountingTestCase, self).setUp()
         self.scen = scenario.load()
-        self.frame = novaconfig.settings(self.scen,
-                                         placement_accounting=True)
+        self.frame = realise.settings(self.scen,
+                                      placement_accounting=True)
 
     def _rows(self, scope, frame=None):
         frame = self.frame if frame is None else frame
@@ -46,7 +46,7 @@ class PlacementAccountingTestCase(testtools.TestCase):
                 if row['scope'] == scope]
 
     def test_off_by_default(self):
-        frame = novaconfig.settings(self.scen)
+        frame = realise.settings(self.scen)
         self.assertEqual([], self._rows('provider', frame))
         self.assertNotIn(KEY, list(frame['key']))
         # The rest is what it was.
@@ -77,7 +77,7 @@ class PlacementAccountingTestCase(testtools.TestCase):
                   for row in self._rows('compute')
                   if row['key'] == '[DEFAULT] ram_allocation_ratio'}
         for (name, config), row in zip(self.scen.configs.items(), rows):
-            agg = novaconfig.aggregate_name(name)
+            agg = realise.aggregate_name(name)
             self.assertIn(agg, row['target'])
             self.assertEqual(placement.NEAR_MEMORY_RC, row['key'])
             inventory = yaml.safe_load(row['command'])['providers'][0][
@@ -92,15 +92,15 @@ class PlacementAccountingTestCase(testtools.TestCase):
                 ram_allocation_ratio=ratio), inventory)
             self.assertEqual(int(config.dram_gb * 1024), inventory['total'])
             self.assertEqual('total=%d allocation_ratio=%s'
-                             % (inventory['total'], novaconfig._fmt(ratio)),
+                             % (inventory['total'], realise._fmt(ratio)),
                              row['value'])
 
     def test_placement_admits_what_the_model_counts(self):
         policies = self.scen.policies
         for config in self.scen.configs.values():
             node = model.node(config, policies)
-            inventory = novaconfig.near_memory_inventory(config, policies,
-                                                         1.0)
+            inventory = realise.near_memory_inventory(config, policies,
+                                                      1.0)
             usable = inventory['total'] * inventory['allocation_ratio']
             for workload in self.scen.workloads.values():
                 request = placement.instance_near_memory_mb(

@@ -24,9 +24,9 @@ import re
 import fixtures
 import testtools
 
-from planner import cli
-from planner import progress
-from planner import report
+from nova_pmem_filters.planner import cli
+from nova_pmem_filters.planner import progress
+from nova_pmem_filters.planner import report
 from tests.unit import clitools
 
 
@@ -214,7 +214,7 @@ class OptimizeProgressTestCase(testtools.TestCase):
     def _generate(self):
         # As on a problem with too many patterns to list.
         self.useFixture(fixtures.MockPatch(
-            'planner.optimize.complete.MAX_PATTERNS', 0))
+            'nova_pmem_filters.planner.optimize.complete.MAX_PATTERNS', 0))
 
     def test_not_a_terminal(self):
         self._generate()
@@ -355,7 +355,8 @@ class SimulateProgressTestCase(testtools.TestCase):
         # bound is in host evaluations, so lowering it stands for a fleet
         # of 100000 nodes.
         self.useFixture(fixtures.MonkeyPatch(
-            'planner.commands.simulate.PROGRESS_FROM_WORK', 40 * 100))
+            'nova_pmem_filters.planner.commands.simulate.PROGRESS_FROM_WORK',
+            40 * 100))
         lines = self.replay_lines()
         self.assertTrue(lines)
         total = lines[-1].split('/')[1].split(']')[0]

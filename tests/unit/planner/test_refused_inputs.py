@@ -24,9 +24,9 @@ import sys
 import fixtures
 import testtools
 
-from nova_pmem_filters.core import scenario as document
+from nova_pmem_filters.core.formats import scenario as document
 from nova_pmem_filters import fileutil
-from planner import scenario
+from nova_pmem_filters.planner import scenario
 from tests.unit import clitools
 from tests.unit import paths
 
@@ -234,7 +234,7 @@ class RefusedDirectoryTest(RefusedInputTest):
 
     def test_too_many_files(self):
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_pmem_filters.core.document.FILE_COUNT_LIMIT', 3))
+            'nova_pmem_filters.core.formats.document.FILE_COUNT_LIMIT', 3))
         fleet = self.fleet(4)
         self.assert_refused(['fleet', '--fleet', fleet], fleet,
                             'more than 3 *.json files',
@@ -242,7 +242,7 @@ class RefusedDirectoryTest(RefusedInputTest):
 
     def test_too_many_bytes(self):
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_pmem_filters.core.document.DIRECTORY_BYTES_LIMIT',
+            'nova_pmem_filters.core.formats.document.DIRECTORY_BYTES_LIMIT',
             1024 * 1024))
         fleet = self.fleet(2, size=600 * 1024)
         self.assert_refused(['fleet', '--fleet', fleet], fleet,
@@ -372,7 +372,7 @@ class CouldNotRunTest(testtools.TestCase):
             "which is not installed: pip install 'dask[distributed]'\n", err)
 
     def test_an_unexpected_error_names_the_command(self):
-        from planner.commands import compare
+        from nova_pmem_filters.planner.commands import compare
 
         def broken(*_args):
             raise RuntimeError('a bug')
@@ -386,7 +386,7 @@ class CouldNotRunTest(testtools.TestCase):
 class PluralTest(testtools.TestCase):
 
     def test_counted(self):
-        from planner import tables
+        from nova_pmem_filters.planner import tables
 
         self.assertEqual(['0 files', '1 file', '2 files', '1 rack unit',
                           '1.5 rack units'],

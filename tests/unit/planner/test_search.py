@@ -24,14 +24,14 @@ from hypothesis import strategies as st
 import testtools
 
 
-from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core.rules import kinds
 
-from planner import cli
-from planner import errors
-from planner import model
-from planner import population
-from planner import scenario
-from planner import search
+from nova_pmem_filters.planner import cli
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import search
 
 ICE_LAKE = 'ice-lake-2s'
 GOLD_6330 = 'xeon-gold-6330'
@@ -406,8 +406,9 @@ class SearchCommandTestCase(testtools.TestCase):
 
     def test_entry_point_in_a_subprocess(self):
         proc = subprocess.run(
-            [sys.executable, '-m', 'planner.cli', 'search', '--platform',
-             ICE_LAKE, '--cpu', GOLD_6330, '--objective', 'nope'],
+            [sys.executable, '-m', 'nova_pmem_filters.planner.cli', 'search',
+             '--platform', ICE_LAKE, '--cpu', GOLD_6330, '--objective',
+             'nope'],
             capture_output=True, text=True, timeout=120)
         self.assertEqual(2, proc.returncode, proc.stderr)
         self.assertEqual('', proc.stdout)

@@ -18,8 +18,8 @@ import textwrap
 
 import testtools
 
-from planner import sweep
-from planner import tables
+from nova_pmem_filters.planner import sweep
+from nova_pmem_filters.planner import tables
 from tests.unit.planner.report import base as report_base
 
 
@@ -32,9 +32,9 @@ class DaskTestCase(testtools.TestCase):
 
     def test_dask_matches_joblib(self):
         script = textwrap.dedent('''
-            import json
             from dask import distributed
-            from planner import sweep
+            import json
+            from nova_pmem_filters.planner import sweep
             points = sweep.grid(power_prices=[0.05, 0.2],
                                 demand_scales=[1, 2])
             with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
@@ -104,8 +104,8 @@ class ChartTestCase(testtools.TestCase):
 class InfeasiblePointTestCase(testtools.TestCase):
 
     def test_an_infeasible_point_is_a_row(self):
-        # It stopped the sweep: "module 'planner.optimize' has no
-        # attribute 'Infeasible'".
+        # It stopped the sweep: "module 'nova_pmem_filters.planner.optimize'
+        # has no attribute 'Infeasible'".
         text = textwrap.dedent('''
             name: tiny
             configs:

@@ -21,9 +21,9 @@ import hypothesis
 from hypothesis import strategies as st
 import testtools
 
-from nova_pmem_filters.core import extra_specs
-from planner import scenario
-from planner import sweep
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import sweep
 from tests.unit import hypo
 
 

@@ -29,7 +29,7 @@ import fixtures
 import testscenarios
 import testtools
 
-from planner.commands import fit
+from nova_pmem_filters.planner.commands import fit
 from tests.unit import clitools
 from tests.unit import paths
 

@@ -21,9 +21,9 @@ import os
 import fixtures
 import testtools
 
-from planner import population
-from planner.population import sources
-from planner import scenario
+from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import sources
+from nova_pmem_filters.planner import scenario
 from tests.unit import clitools
 from tests.unit.planner import test_citations
 

@@ -19,8 +19,8 @@ import fixtures
 from nova import context as nova_context
 from nova import objects
 
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters import filters
 from nova_pmem_filters.scheduler import aggregate_view
 from nova_pmem_filters.scheduler import host_profiles

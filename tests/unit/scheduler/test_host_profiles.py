@@ -13,7 +13,7 @@
 
 import types
 
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.scheduler import host_profiles
 from tests.unit import fakes
 

@@ -21,7 +21,7 @@ from oslo_utils.fixture import uuidsentinel as uuids
 
 from nova import objects
 
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import profile
 from tests.unit import fakes
 from tests.unit import test_numa_cells as numa_cells
 

@@ -21,7 +21,7 @@ import ast
 
 import testtools
 
-from tests.unit import test_imports
+from tests.unit.crosscut import test_imports
 
 PACKAGE = 'nova_pmem_filters.watcher'
 

@@ -17,7 +17,7 @@ aggregates as Nova's API answers them and the working sets as Prometheus
 answers ``/api/v1/query`` from a local server, runs the strategy as the
 decision engine does (in a process of its own: Watcher and Nova cannot
 share one) and compares its actions with what
-:func:`nova_pmem_filters.core.rebalance.plan` gives for the same cloud,
+:func:`nova_pmem_filters.core.plans.rebalance.plan` gives for the same cloud,
 translated here on its own.
 """
 
@@ -28,9 +28,9 @@ import urllib.parse
 
 import testtools
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import profile
-from nova_pmem_filters.core import rebalance
+from nova_pmem_filters.core.plans import rebalance
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import profile
 from tests.unit import httpstub
 from tests.unit import paths
 

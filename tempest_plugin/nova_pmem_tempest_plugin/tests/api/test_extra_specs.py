@@ -14,7 +14,7 @@
 nova-pmem-filters registers validators for the ``pmem`` namespace
 (``nova.api.extra_spec_validators``); Nova runs them from microversion 2.86
 on. Each bad value is first checked to be refused by the core
-(``nova_pmem_filters.core.extra_specs.validate``, what the validators and
+(``nova_pmem_filters.core.rules.extra_specs.validate``, what the validators and
 the scheduler call), so a test cannot pass by sending a value that is
 actually good.
 """
@@ -23,7 +23,7 @@ from tempest import config
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
 
-from nova_pmem_filters.core import extra_specs
+from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_tempest_plugin.tests import base
 
 CONF = config.CONF

@@ -31,8 +31,8 @@ from tempest import config
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
 from nova_pmem_tempest_plugin import hosts
 from nova_pmem_tempest_plugin.tests import base
 

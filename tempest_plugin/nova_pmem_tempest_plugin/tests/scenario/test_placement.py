@@ -32,8 +32,8 @@ host it must be kept off (then there is nothing to show).
 from tempest import config
 from tempest.lib import decorators
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
 from nova_pmem_tempest_plugin import hosts
 from nova_pmem_tempest_plugin.tests import base
 

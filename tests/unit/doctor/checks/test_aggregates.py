@@ -15,7 +15,7 @@ import dataclasses
 import shlex
 
 
-from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.doctor import checks
 from tests.unit.doctor import cases
 

@@ -14,9 +14,9 @@
 import dataclasses
 
 
-from nova_pmem_filters.core import hostfile
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import placement
+from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.doctor import checks
 from tests.unit.doctor import cases
 

@@ -19,10 +19,10 @@ import textwrap
 import fixtures
 import testtools
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import placement
-from planner import errors
-from planner import scenario
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import placement
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import scenario
 from tests.unit import clitools
 from tests.unit import obsdocs
 

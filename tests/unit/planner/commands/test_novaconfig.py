@@ -29,11 +29,11 @@ from oslo_config import cfg
 import testtools
 import yaml
 
-from nova_pmem_filters.core import classes
-from nova_pmem_filters.core import profile
-from planner import model
-from planner import novaconfig
-from planner import scenario
+from nova_pmem_filters.core.rules import classes
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import realise
+from nova_pmem_filters.planner import scenario
 from tests.unit import clitools
 
 NOVA_ENABLED = ['ComputeFilter', 'ComputeCapabilitiesFilter',
@@ -108,7 +108,7 @@ class NovaConfigTestCase(testtools.TestCase):
         for name, config in scen.configs.items():
             node = model.node(config, scen.policies)
             visible_mb = node.visible_memory_gb * profile.MB_PER_GB
-            agg = novaconfig.aggregate_name(name)
+            agg = realise.aggregate_name(name)
             got = {r['key']: r['value'] for r in self.rows()
                    if r['target'] == 'nova.conf of the hosts in %s' % agg}
             self.assertEqual(str(round(visible_mb * 0.1)),
@@ -121,12 +121,12 @@ class NovaConfigTestCase(testtools.TestCase):
         node = model.node(scen.configs['dram-384'], policies)
         # 16 GB reserved, and 20% of the other 368 GB.
         self.assertEqual(round(16 * 1024 + 0.2 * 368 * 1024),
-                         novaconfig.host_reserve_mb(node, policies))
+                         realise.host_reserve_mb(node, policies))
         # Cells do not subtract the reserve: the cap goes into the ratio.
-        self.assertEqual(16 * 1024, novaconfig.host_reserve_mb(
+        self.assertEqual(16 * 1024, realise.host_reserve_mb(
             node, policies, cells=True))
         # A cap of 1 or more leaves only the reserve.
-        self.assertEqual(16 * 1024, novaconfig.host_reserve_mb(
+        self.assertEqual(16 * 1024, realise.host_reserve_mb(
             node, scenario.Policies(memory_cap=1.2, host_reserve_gb=16)))
 
     def test_table_leaves_out_the_command_column(self):
@@ -135,7 +135,7 @@ class NovaConfigTestCase(testtools.TestCase):
         self.assertNotIn('command', header)
         self.assertIn('value', header)
         self.assertIn('command', self.ok('nova-config', '--long'))
-        self.assertEqual(list(novaconfig.COLUMNS), list(self.rows()[0]))
+        self.assertEqual(list(realise.COLUMNS), list(self.rows()[0]))
 
     def test_no_placeholder(self):
         for row in self.rows():

@@ -73,11 +73,11 @@ class OptimizeOutputTestCase(testtools.TestCase):
         # the bound of whole node counts (as on a problem too large for
         # them), this fleet stays 0.12% above its bound.
         self.useFixture(fixtures.MockPatch(
-            'planner.optimize.exact.MAX_FREE_VARIABLES', 0))
+            'nova_pmem_filters.planner.optimize.exact.MAX_FREE_VARIABLES', 0))
         self.useFixture(fixtures.MockPatch(
-            'planner.optimize.complete.MAX_PATTERNS', 0))
+            'nova_pmem_filters.planner.optimize.complete.MAX_PATTERNS', 0))
         self.useFixture(fixtures.MockPatch(
-            'planner.optimize.nodecuts.MAX_ROUNDS', 0))
+            'nova_pmem_filters.planner.optimize.nodecuts.MAX_ROUNDS', 0))
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'bench.yaml')
         with open(path, 'w') as f:
@@ -111,7 +111,7 @@ class OptimizeOutputTestCase(testtools.TestCase):
         # patterns to list) stops after its first round, whatever the
         # machine's speed.
         self.useFixture(fixtures.MockPatch(
-            'planner.optimize.complete.MAX_PATTERNS', 0))
+            'nova_pmem_filters.planner.optimize.complete.MAX_PATTERNS', 0))
         rows, err = self.run_ok('optimize', '--time-limit', '0',
                                 '--no-single', '--no-progress', '-f', 'json')
         total, = self.totals(rows)

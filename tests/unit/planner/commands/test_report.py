@@ -17,7 +17,7 @@ import os
 import fixtures
 import testtools
 
-from planner import report
+from nova_pmem_filters.planner import report
 from tests.unit import clitools
 from tests.unit.planner.report import base
 
@@ -90,7 +90,8 @@ class CommandTestCase(testtools.TestCase):
                 raise RuntimeError('renderer broke')
             return real(*args)
         self.useFixture(fixtures.MonkeyPatch(
-            'planner.report.charts.chart_png', fail_on_second))
+            'nova_pmem_filters.planner.report.charts.chart_png',
+            fail_on_second))
         status, out, err = clitools.run_cli(
             self, ['report', '--output-dir', self.out])
         self.assertNotEqual(0, status)
@@ -120,9 +121,10 @@ class CommandTestCase(testtools.TestCase):
     def test_write_failure_exits_2(self):
         # The early check passes; writing itself fails.
         self.useFixture(fixtures.MonkeyPatch(
-            'planner.report.output_dir_problem', lambda path: None))
+            'nova_pmem_filters.planner.report.output_dir_problem',
+            lambda path: None))
         self.useFixture(fixtures.MonkeyPatch(
-            'planner.report.build',
+            'nova_pmem_filters.planner.report.build',
             lambda scen, png=True, progress=None: [
                 report.Artifact(report.HTML_NAME, 'html', b'x')]))
         blocker = os.path.join(self.dir, 'a-file')
@@ -137,7 +139,7 @@ class CommandTestCase(testtools.TestCase):
         self.useFixture(fixtures.MonkeyPatch(
             'os.access', lambda path, mode: False))
         self.useFixture(fixtures.MonkeyPatch(
-            'planner.report.build', self.fail))
+            'nova_pmem_filters.planner.report.build', self.fail))
         status, out, err = clitools.run_cli(
             self, ['report', '--output-dir', self.out])
         self.assert_usage_error(status, out, err)

@@ -20,8 +20,8 @@ import fixtures
 import testtools
 import yaml
 
-from planner import simulate
-from planner import sweep
+from nova_pmem_filters.planner import simulate
+from nova_pmem_filters.planner import sweep
 from tests.unit import clitools
 from tests.unit import paths
 
@@ -53,11 +53,11 @@ class CommandTestCase(testtools.TestCase):
         # the bound of whole node counts (as on a problem too large for
         # them), this fleet stays 0.12% above its bound.
         self.useFixture(fixtures.MockPatch(
-            'planner.optimize.exact.MAX_FREE_VARIABLES', 0))
+            'nova_pmem_filters.planner.optimize.exact.MAX_FREE_VARIABLES', 0))
         self.useFixture(fixtures.MockPatch(
-            'planner.optimize.complete.MAX_PATTERNS', 0))
+            'nova_pmem_filters.planner.optimize.complete.MAX_PATTERNS', 0))
         self.useFixture(fixtures.MockPatch(
-            'planner.optimize.nodecuts.MAX_ROUNDS', 0))
+            'nova_pmem_filters.planner.optimize.nodecuts.MAX_ROUNDS', 0))
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'bench.yaml')
         with open(path, 'w') as f:
@@ -174,7 +174,7 @@ class CommandTestCase(testtools.TestCase):
         # Profiles nova-pmem-discover writes from lscpu carry vcpus: a
         # mixed fleet needs no --host-vcpus, which overrides them.
         from nova_pmem_filters.discover import cli as discover_cli
-        from planner import fleet as fleet_mod
+        from nova_pmem_filters.planner import fleet as fleet_mod
         fleet_dir = self.useFixture(fixtures.TempDir()).path
         for host in ('memory-mode', 'app-direct'):
             path = os.path.join(fleet_dir, host + '.json')
@@ -188,8 +188,8 @@ class CommandTestCase(testtools.TestCase):
         out, _err = self.run_ok('simulate', '--fleet', fleet_dir,
                                 '--days', '20', '-f', 'json')
         self.assertGreater(json.loads(out)[-1]['vms_peak'], 0)
-        from planner import scenario
-        from planner.simulate import runner as sim_runner
+        from nova_pmem_filters.planner import scenario
+        from nova_pmem_filters.planner.simulate import runner as sim_runner
         scen = scenario.load()
         self.assertEqual(
             [96, 112], sorted(k.vcpus for k in sim_runner.kinds_of_profiles(

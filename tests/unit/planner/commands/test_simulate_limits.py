@@ -15,7 +15,7 @@
 import fixtures
 import testtools
 
-from planner import progress
+from nova_pmem_filters.planner import progress
 from tests.unit import clitools
 
 
@@ -25,7 +25,8 @@ class SimulateLimitsTestCase(testtools.TestCase):
         super().setUp()
         # Neither the trace nor the optimiser's fleet may be made first.
         for target in ('numpy.random.default_rng',
-                       'planner.simulate.runner.planned_fleet'):
+                       'nova_pmem_filters.planner.simulate.runner.'
+                       'planned_fleet'):
             self.useFixture(fixtures.MockPatch(
                 target, side_effect=AssertionError('%s called' % target)))
 

@@ -16,7 +16,7 @@ import sys
 import hypothesis
 import yaml
 
-from planner import scenario
+from nova_pmem_filters.planner import scenario
 from tests.unit import paths
 
 sys.path.insert(0, paths.of('benchmarks'))

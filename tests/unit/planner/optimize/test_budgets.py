@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 import numpy as np
 import testtools
 
-from planner import optimize
-from planner.optimize import budgets
-from planner.optimize import colgen
-from planner.optimize import master as master_mod
-from planner import patterns
+from nova_pmem_filters.planner import optimize
+from nova_pmem_filters.planner.optimize import budgets
+from nova_pmem_filters.planner.optimize import colgen
+from nova_pmem_filters.planner.optimize import master as master_mod
+from nova_pmem_filters.planner import patterns
 from tests.unit.planner.optimize import base
 from tests.unit.planner.optimize import test_oracle
 

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 import numpy as np
 import testtools
 
-from planner import optimize
-from planner.optimize import colgen
-from planner.optimize import master as master_mod
-from planner.optimize import pricing
-from planner import patterns
+from nova_pmem_filters.planner import optimize
+from nova_pmem_filters.planner.optimize import colgen
+from nova_pmem_filters.planner.optimize import master as master_mod
+from nova_pmem_filters.planner.optimize import pricing
+from nova_pmem_filters.planner import patterns
 from tests.unit.planner.optimize import base
 
 

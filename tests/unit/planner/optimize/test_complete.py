@@ -17,9 +17,9 @@ import fixtures
 import hypothesis
 import testtools
 
-from planner import optimize
-from planner.optimize import complete
-from planner import patterns
+from nova_pmem_filters.planner import optimize
+from nova_pmem_filters.planner.optimize import complete
+from nova_pmem_filters.planner import patterns
 from tests.unit.planner.optimize import base
 from tests.unit.planner.optimize import test_oracle
 
@@ -96,7 +96,7 @@ class ListingTestCase(testtools.TestCase):
         self.assertEqual(0, listed.rounds)
         self.assertEqual('optimal', listed.status)
         self.useFixture(fixtures.MonkeyPatch(
-            'planner.optimize.complete.MAX_PATTERNS', 5))
+            'nova_pmem_filters.planner.optimize.complete.MAX_PATTERNS', 5))
         self.assertIsNone(complete.listing(problem))
         # Whatever the time limit lets it find or prove, it holds.
         generated = optimize.solve(problem, scen=scen, time_limit=10,

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import numpy as np
 import testtools
 
-from planner.optimize import nodecuts
+from nova_pmem_filters.planner.optimize import nodecuts
 from tests.unit.planner.optimize import test_budgets
 from tests.unit.planner.optimize import test_oracle
 

@@ -33,9 +33,9 @@ from hypothesis import strategies as st
 import numpy as np
 import testtools
 
-from planner import errors
-from planner import optimize
-from planner import patterns
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import optimize
+from nova_pmem_filters.planner import patterns
 from tests.unit.planner.optimize import base
 
 

@@ -16,10 +16,10 @@ import math
 
 import testtools
 
-from planner import errors
-from planner import optimize
-from planner.optimize import fleetplan
-from planner import patterns
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import optimize
+from nova_pmem_filters.planner.optimize import fleetplan
+from nova_pmem_filters.planner import patterns
 from tests.unit.planner.optimize import base
 
 

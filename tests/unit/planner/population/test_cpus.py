@@ -18,13 +18,13 @@ import fixtures
 import testtools
 import yaml
 
-from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core.rules import kinds
 
-from planner import errors
-from planner import population
-from planner.population import cpus
-from planner import scenario
-from planner import search
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import cpus
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import search
 from tests.unit import clitools
 from tests.unit.planner.population import test_pmem
 

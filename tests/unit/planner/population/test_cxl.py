@@ -14,10 +14,10 @@
 import testtools
 import yaml
 
-from nova_pmem_filters.core import kinds
-from planner import errors
-from planner import population
-from planner import scenario
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner import scenario
 from tests.unit.planner import cxl_cases
 
 

@@ -21,11 +21,11 @@ import re
 import testscenarios
 import testtools
 
-from nova_pmem_filters.core import kinds
+from nova_pmem_filters.core.rules import kinds
 
-from planner import population
-from planner.population import pmem as pmem_rules
-from planner import scenario
+from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import pmem as pmem_rules
+from nova_pmem_filters.planner import scenario
 
 CATALOG = scenario.builtin_catalog()
 

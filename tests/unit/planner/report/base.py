@@ -25,9 +25,9 @@ import tempfile
 
 from matplotlib import image
 
-from planner import report
-from planner import scenario
-from planner import simulate
+from nova_pmem_filters.planner import report
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import simulate
 
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'

@@ -14,9 +14,9 @@
 import testscenarios
 import testtools
 
-from planner import report
-from planner import scenario
-from planner import tables
+from nova_pmem_filters.planner import report
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import tables
 from tests.unit.planner.report import base
 
 

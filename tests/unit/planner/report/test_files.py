@@ -16,7 +16,7 @@ import os
 import fixtures
 import testtools
 
-from planner import report
+from nova_pmem_filters.planner import report
 from tests.unit.planner.report import base
 
 

@@ -17,9 +17,9 @@ import base64
 import testscenarios
 import testtools
 
-from planner import population
-from planner import report
-from planner import tables
+from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner import report
+from nova_pmem_filters.planner import tables
 from tests.unit.planner.report import base
 
 

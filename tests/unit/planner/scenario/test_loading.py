@@ -12,8 +12,8 @@
 """Scenario files: the built-in ones load, every bad one is one clear line.
 
 A bad file must give one line naming the file, the key path and the rule,
-both from :func:`planner.scenario.load` and from the command line (exit
-status 2, nothing on stdout).
+both from :func:`nova_pmem_filters.planner.scenario.load` and from the command
+line (exit status 2, nothing on stdout).
 """
 
 import os
@@ -22,10 +22,10 @@ import fixtures
 import testtools
 import yaml
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
-from planner import errors
-from planner import scenario
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import scenario
 from tests.unit import clitools
 from tests.unit.planner import test_cli
 
@@ -185,7 +185,7 @@ class GoodScenarioTestCase(ScenarioFileTestCase):
             return real(specs, *args, **kwargs)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_pmem_filters.core.extra_specs.parse', recording))
+            'nova_pmem_filters.core.rules.extra_specs.parse', recording))
         scenario.load(self.write(_base()))
         self.assertEqual([{'pmem:priority': 'low',
                            'pmem:hot_ratio': '0.25'}], calls)

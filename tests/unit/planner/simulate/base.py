@@ -14,8 +14,8 @@
 
 import hypothesis
 
-from planner import scenario
-from planner import simulate
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import simulate
 
 
 BUILTIN = scenario.load()

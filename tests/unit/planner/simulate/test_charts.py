@@ -16,9 +16,9 @@ import functools
 import testscenarios
 import testtools
 
-from planner import scenario
-from planner import simulate
-from planner.simulate import charts
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import simulate
+from nova_pmem_filters.planner.simulate import charts
 from tests.unit.planner.report import base as report_base
 
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 import numpy as np
 import testtools
 
-from nova_pmem_filters.core import profile
-from planner import errors
-from planner import simulate
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import simulate
 from tests.unit.planner.simulate import base
 
 
@@ -59,7 +59,7 @@ class ReplayTestCase(testtools.TestCase):
         nodes = {'mm-192-512': 4}
         run = simulate.run(base.BUILTIN, nodes=nodes, mix={'redis': 20000},
                            days=30, lifetime_days=1000, seed=2)
-        from planner import model
+        from nova_pmem_filters.planner import model
         node = model.node(
             base.BUILTIN.configs['mm-192-512'], base.BUILTIN.policies)
         vms, _binding = model.density(node, base.BUILTIN.workloads['redis'],
@@ -119,7 +119,7 @@ class ReplayCheckTestCase(testtools.TestCase):
 
     def test_the_bound_on_samples(self):
         self.useFixture(fixtures.MonkeyPatch(
-            'planner.simulate.engine.MAX_SAMPLES', 50))
+            'nova_pmem_filters.planner.simulate.engine.MAX_SAMPLES', 50))
         day = simulate.SECONDS_PER_DAY
         result = self.replay(self.events((0, 'boot', 'a'),
                                          (50 * day - 1, 'delete', 'a')))

@@ -37,13 +37,13 @@ from nova.scheduler.weights import ram as ram_weigher
 from nova.tests.unit.scheduler import fakes as nova_fakes
 from nova.virt import hardware
 
-from nova_pmem_filters.core import extra_specs
-from nova_pmem_filters.core import kinds
-from nova_pmem_filters.core import profile
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters import filters
+from nova_pmem_filters.planner import simulate
 from nova_pmem_filters.scheduler import ledger
 from nova_pmem_filters import weighers
-from planner import simulate
 from tests.unit import fakes
 from tests.unit import test_numa_cells
 

@@ -14,9 +14,9 @@
 import testtools
 import yaml
 
-from planner import errors
-from planner import scenario
-from planner import simulate
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import simulate
 
 
 class NumaSimulateTestCase(testtools.TestCase):

@@ -13,10 +13,10 @@
 
 import testtools
 
-from nova_pmem_filters.core import kinds
-from planner import model
-from planner import scenario
-from planner import simulate
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import simulate
 
 
 class ModelDensityTestCase(testtools.TestCase):

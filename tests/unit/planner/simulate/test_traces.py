@@ -18,8 +18,8 @@ import fixtures
 import numpy as np
 import testtools
 
-from planner import errors
-from planner import simulate
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import simulate
 from tests.unit.planner.simulate import base
 
 
@@ -77,7 +77,7 @@ class TraceTestCase(testtools.TestCase):
 
     def test_a_csv_trace_too_long_is_refused_as_it_is_read(self):
         self.useFixture(fixtures.MockPatch(
-            'planner.simulate.traces.MAX_EVENTS', 3))
+            'nova_pmem_filters.planner.simulate.traces.MAX_EVENTS', 3))
         path = self._csv('''\
             time,event,instance,flavor
             0,boot,a,redis

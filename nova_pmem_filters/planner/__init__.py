@@ -1,0 +1,23 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Offline capacity planner for DRAM, Memory-Mode and App-Direct PMem nodes.
+
+Imports the shared core of nova_pmem_filters (profiles, extra specs), never
+Nova itself.
+"""
+
+from nova_pmem_filters.cli import application
+
+
+def version_string():
+    """The installed version (``0.0.1.dev96``), as ``pip show`` gives it."""
+    return application.version()

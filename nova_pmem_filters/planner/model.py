@@ -1,0 +1,684 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The node model: how many VMs of a workload one node holds, and why.
+
+VMs per node is the minimum over every constraint, and the constraint that
+gives the minimum is named (the "binding" resource):
+
+``mode``
+    the flavor's ``pmem:`` extra specs exclude the node's memory mode (read
+    by the scheduler's own parser): 0 VMs.
+``vcpu``
+    ``floor(sockets x threads x cpu_overcommit / flavor vCPUs)``; left out
+    for a discovered node that does not report its vCPUs.
+``memory``
+    ``floor((visible GB - host_reserve_gb) x memory_cap / used GB)``: the
+    share of visible memory VMs may consume (``memory_cap``, e.g. 90%),
+    divided by what a VM really uses. Visible memory is the DRAM on
+    ``dram``, ``app_direct`` and ``cxl_devdax`` nodes, the PMem on
+    ``memory_mode`` nodes and DRAM + CXL memory on ``cxl_flat`` and
+    ``cxl_kmem`` nodes.
+``dram_cache``
+    tiered modes (``kinds.TIERED``: ``memory_mode``, ``cxl_flat``,
+    ``cxl_kmem``): the number of instances PmemCacheFilter admits, computed
+    by the same function from the aggregate metadata the planner emits for
+    the node (``pmem_dram_cache_gb``: the DRAM cache in Memory Mode, the
+    DRAM, i.e. the near memory, on CXL nodes) and what each instance
+    charges there (:func:`charge_mb`, the core's
+    :func:`~nova_pmem_filters.core.rules.charging.instance_mb`): its hot RAM
+    (RAM x hot ratio), but on a ``cxl_kmem`` node its whole RAM when Nova
+    binds the flavor's memory (``hw:numa_nodes``, ``hw:pmem``: the kernel
+    can neither promote nor demote it) and, on a configuration whose
+    ``kernel_tiering`` is ``off``, for every flavor.
+    The name stays ``dram_cache`` for CXL nodes too: it is the public
+    binding value, and the bound is the same filter's.
+``pmem_namespaces``
+    flavors with vPMEM (``hw:pmem``): whole namespaces of the flavor's size
+    that fit in each socket's App-Direct region after namespace overhead.
+
+Workloads with ``numa_nodes: N`` (the flavor's ``hw:numa_nodes=N``) keep
+every constraint above (Placement and PmemCacheFilter still count the whole
+host) and add per-socket ones, one NUMA cell per socket (see
+:func:`socket_limits`):
+
+``numa_nodes``
+    N is larger than the node's sockets (or a discovered node does not say
+    how many it has): Nova finds no N distinct cells, 0 VMs.
+``socket_vcpu``, ``socket_memory``, ``socket_dram_cache``
+    ``floor(S x k / N)`` VMs, where ``k`` is how many slices of ``vcpus /
+    N`` vCPUs, ``RAM / N`` MB and ``RAM / N x hot ratio`` hot MB (the
+    whole ``RAM / N`` on a ``cxl_kmem`` node) one socket holds by that
+    resource, as NUMATopologyFilter and PmemCacheFilter count a cell.
+
+Performance model (per-VM throughput relative to the same VM on DRAM):
+
+* ``dram`` and ``app_direct``: ``throughput[mode]`` of the workload, 1.0 if
+  not given.
+* ``memory_mode``: ``t = t_hit x (h + (1 - h) x dram_latency / pmem_latency)``
+  where ``h = min(1, cache bound / hot RAM of all VMs on the node)`` is the
+  share of the hot working set the DRAM cache holds, and ``t_hit`` the
+  per-VM throughput while it holds all of it. Misses run at PMem latency
+  (pessimistic: all of a miss is memory-bound). ``t_hit`` is the workload's
+  ``throughput.memory_mode`` or, with a ``calibration``, solved from a
+  node-throughput gain the scenario gives, published or assumed (see
+  :func:`calibrate`).
+* ``cxl_flat`` and ``cxl_kmem``: the same formula with the CXL device's
+  idle latency (from the catalog) as the far latency:
+  ``t = t_hit x (h + (1 - h) x dram_latency / cxl_latency)``; ``t_hit`` is
+  ``throughput.<mode>``, 1.0 if not given. ``cxl_devdax`` is like
+  ``app_direct``: guest RAM is the DRAM, and Nova offers no CXL devdax
+  device to guests (no vPMEM-like backend exists for it), so its CXL memory
+  adds cost and power but no VM capacity.
+* bandwidth-bound workloads (``bound: bandwidth``) on any node: a roofline
+  instead of the latency mix. A share ``h`` of the node's memory traffic
+  goes to the near tier and ``1 - h`` to the far tier, so the node sustains
+  ``T = min(B_near / h, B_far / (1 - h))`` GB/s (``B_near`` on a node
+  without a far tier), where ``B_near`` is the DRAM bandwidth (populated
+  channels x the DIMM's channel bandwidth, every socket) and ``B_far`` the
+  CXL devices' bandwidth; ``t = t_hit x min(1, T / (VMs x bandwidth one
+  VM draws))``.
+"""
+
+import dataclasses
+import math
+
+from nova_pmem_filters.core.rules import charging
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.core.rules import nearmem
+from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.core.rules import tiering
+
+from nova_pmem_filters.planner import population
+
+# Order in which tied constraints are named. The names are the public
+# ``binding`` values: append, never rename.
+CONSTRAINTS = ('mode', 'vcpu', 'memory', 'dram_cache', 'pmem_namespaces',
+               'numa_nodes', 'socket_vcpu', 'socket_memory',
+               'socket_dram_cache', 'shared_ratio', 'near_memory_rounding')
+
+# Floors of quotients that are integers on paper must not drop by one
+# through float rounding (0.9 x 240 / 24 is 8.999...).
+_EPS = 1e-9
+
+
+def _floor(x):
+    return int(math.floor(x + _EPS))
+
+
+def kernel_tiering(config):
+    """``pmem_kernel_tiering`` of ``config``'s hosts, None where none applies.
+
+    On a kind the kernel tiers (``cxl_kmem``): the configuration's
+    ``kernel_tiering``, ``on`` when it does not say, written out so that
+    the aggregate says what the plan assumed.
+    """
+    if config.mode not in kinds.KERNEL_TIERED:
+        return None
+    return getattr(config, 'kernel_tiering', None) or tiering.DEFAULT_STATE
+
+
+def aggregate_metadata(config):
+    """The host-aggregate metadata that describes ``config`` to Nova.
+
+    Tiered modes carry their near memory, the DRAM, as
+    ``pmem_dram_cache_gb``, and ``cxl_kmem`` whether its kernel tiers as
+    ``pmem_kernel_tiering`` (the core's :func:`profile.metadata`).
+    """
+    return profile.metadata(config.mode, config.dram_gb,
+                            kernel_tiering=kernel_tiering(config))
+
+
+def host_profile(config):
+    """The profile the scheduler will read from ``config``'s metadata."""
+    return profile.build(config.mode, config.dram_gb,
+                         kernel_tiering=kernel_tiering(config))
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """What one node of a configuration offers."""
+
+    config: object
+    profile: profile.HostProfile
+    visible_memory_gb: float
+    dram_cache_gb: float
+    # Usable App-Direct capacity per socket, after namespace overhead.
+    region_gb: tuple
+    vcpus: int
+    cost: float
+    watts: float
+    findings: tuple
+    # Sockets, one host NUMA cell each; None: not known (a discovered host
+    # whose profile lists none).
+    sockets: int = None
+    # CXL tiers: idle latency of the far tier (None: the scenario's
+    # pmem_latency_ns, Memory Mode) and the node's near (DRAM) and far
+    # (CXL) bandwidth, GB/s; None where the catalog gives none.
+    far_latency_ns: float = None
+    near_bandwidth_gbps: float = None
+    far_bandwidth_gbps: float = None
+
+    @property
+    def namespace_gb(self):
+        return sum(self.region_gb)
+
+    @property
+    def valid(self):
+        return not population.errors(self.findings)
+
+
+def node(config, policies):
+    """Build the :class:`Node` of a configuration."""
+    prof = host_profile(config)
+    mode = config.mode
+    if mode == kinds.MEMORY_MODE:
+        visible = config.pmem_gb
+    elif mode in (kinds.CXL_FLAT, kinds.CXL_KMEM):
+        visible = config.dram_gb + config.cxl_gb
+    else:
+        # dram, app_direct, cxl_devdax: guest RAM is the DRAM.
+        visible = config.dram_gb
+    cache_gb = prof.dram_cache_gb or 0.0
+    if mode == kinds.APP_DIRECT:
+        keep = 1.0 - policies.namespace_overhead
+        regions = tuple(sum(d.capacity_gb * n for d, n in sock.items()
+                            if d.is_pmem) * keep
+                        for sock in config.sockets)
+    else:
+        regions = tuple(0.0 for _ in config.sockets)
+    plat, cpu = config.platform, config.cpu
+    dimms = [(d, n) for sock in config.sockets for d, n in sock.items()]
+    cost = (plat.base_cost + cpu.price * plat.sockets
+            + sum(d.price * n for d, n in dimms))
+    watts = (plat.base_watts + cpu.watts * plat.sockets
+             + sum(d.watts * n for d, n in dimms))
+    near_bw, far_bw, far_latency = _tiers(config)
+    return Node(config=config, profile=prof, visible_memory_gb=visible,
+                dram_cache_gb=cache_gb, region_gb=regions,
+                vcpus=plat.sockets * cpu.threads, cost=cost, watts=watts,
+                findings=tuple(population.check(config)),
+                sockets=len(config.sockets),
+                far_latency_ns=(far_latency if mode in kinds.TIERED
+                                and mode != kinds.MEMORY_MODE else None),
+                near_bandwidth_gbps=near_bw, far_bandwidth_gbps=far_bw)
+
+
+def _tiers(config):
+    """(near GB/s, far GB/s, far latency ns) of a configuration.
+
+    Near: per socket, the populated channels (DIMMs up to the channel
+    count) x the DIMMs' channel bandwidth; far: the CXL devices' bandwidth,
+    and their capacity-weighted idle latency. None where a figure is
+    missing from the catalog.
+    """
+    near = far = 0.0
+    latency_weight = latency_gb = 0.0
+    for sock in config.sockets:
+        dimms = [(d, n) for d, n in sock.items() if d.is_dram]
+        count = sum(n for _d, n in dimms)
+        if any(d.bandwidth_gbps is None for d, _n in dimms):
+            near = None
+        elif count and near is not None:
+            channel = sum(d.bandwidth_gbps * n for d, n in dimms) / count
+            near += min(count, config.platform.channels_per_socket) * channel
+        for d, n in sock.items():
+            if d.is_cxl:
+                far += d.bandwidth_gbps * n
+                latency_weight += d.latency_ns * d.capacity_gb * n
+                latency_gb += d.capacity_gb * n
+    latency = latency_weight / latency_gb if latency_gb else None
+    return near, far, latency
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscoveredConfig:
+    """Stands for the configuration of a node known only by what it reports.
+
+    :func:`limits` and :func:`fit` read a node's ``config.name`` and
+    ``config.mode`` only.
+    """
+
+    name: str
+    mode: str
+
+
+def discovered_node(name, mode, visible_memory_gb, dram_cache_gb,
+                    vcpus=None, region_gb=(), sockets=None,
+                    cell_cache_gb=None, kernel_tiering=None):
+    """Build a :class:`Node` from a discovered host's figures.
+
+    For hosts that exist (``nova-pmem-planner fleet``): no DIMM population,
+    price or power, only what the host reports. The near memory (per NUMA
+    cell too, ``cell_cache_gb``) and the kernel's tiering
+    (``kernel_tiering``, ``on`` or ``off``, None when the profile does not
+    record it) are read back through the aggregate metadata the scheduler
+    would see (the core's :func:`profile.build`, as
+    :meth:`~nova_pmem_filters.core.formats.hostfile.DiscoveredHost.profile`),
+    as in
+    :func:`host_profile`. ``vcpus`` None (not reported) leaves out the
+    vcpu constraint; ``sockets`` None (not reported) gives NUMA-bound
+    workloads 0 VMs (binding ``numa_nodes``), never a host-wide count.
+    """
+    prof = profile.build(mode, dram_cache_gb, cell_cache_gb, kernel_tiering)
+    return Node(config=DiscoveredConfig(name=name, mode=mode), profile=prof,
+                visible_memory_gb=float(visible_memory_gb),
+                dram_cache_gb=prof.dram_cache_gb or 0.0,
+                region_gb=tuple(region_gb), vcpus=vcpus, cost=0.0,
+                watts=0.0, findings=(), sockets=sockets)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cells:
+    """What one host NUMA cell (one socket) of a node offers."""
+
+    cells: int
+    # The cell's memory as the host reports it: the visible memory of one
+    # socket, whole MB (NUMATopologyFilter's ``cell.memory``, not less
+    # reserved_host_memory_mb). On a kind the kernel tiers (cxl_kmem) the
+    # CXL memory is a NUMA node of its own without CPUs, where no
+    # instance cell lands: a cell with CPUs holds its socket's DRAM only.
+    memory_mb: int
+    # Logical CPUs of the cell; None: the node does not report its vCPUs.
+    vcpus: int
+    # Tiered modes: the near memory of the smallest cell, GB (the sizes
+    # the profile gives per cell, else the host's split evenly, as the
+    # scheduler splits it); 0 on other modes.
+    cache_gb: float
+
+
+def cell_capacities_mb(node_, overcommit_ratio=1.0):
+    """``{cell: MB}`` of hot RAM each cell of a tiered node may hold.
+
+    The scheduler's per-cell bound (the core's
+    :meth:`profile.HostProfile.cell_capacities_mb`) on the cells the
+    profile names or, without per-cell sizes, on one cell per socket.
+    None on other modes or when the sockets are unknown.
+    """
+    prof = node_.profile
+    if not node_.sockets or not prof.tiered:
+        return None
+    if prof.cell_cache_gb:
+        ids = [cell for cell, _gb in prof.cell_cache_gb]
+    else:
+        ids = range(node_.sockets)
+    capacities, _problem = prof.cell_capacities_mb(ids, overcommit_ratio)
+    return capacities
+
+
+def cells(node_):
+    """The per-cell sizing of a :class:`Node`; None if sockets unknown."""
+    count = node_.sockets
+    if not count:
+        return None
+    vcpus = None if node_.vcpus is None else node_.vcpus // count
+    capacities = cell_capacities_mb(node_)
+    cache_gb = (min(capacities.values()) / profile.MB_PER_GB
+                if capacities else 0.0)
+    memory_gb = node_.visible_memory_gb / count
+    if tiering.kernel_tiered(node_.profile):
+        # The DRAM of the cell: its near memory.
+        memory_gb = cache_gb
+    return Cells(cells=count,
+                 memory_mb=int(round(memory_gb * profile.MB_PER_GB)),
+                 vcpus=vcpus, cache_gb=cache_gb)
+
+
+def cell_sizing(config, policies=None):
+    """Per-cell sizing of a configuration, e.g. to build a test host.
+
+    :returns: a :class:`Cells`: number of cells (the platform's sockets),
+        memory MB, vCPUs and DRAM-cache GB of each cell.
+    """
+    if policies is None:
+        # Only the namespace overhead is read, and not for the cells.
+        from nova_pmem_filters.planner import scenario
+        policies = scenario.Policies()
+    return cells(node(config, policies))
+
+
+def vm_memory_gb(node_, policies):
+    """The memory VMs of a node may use, GB (the ``memory`` bound's).
+
+    ``(visible GB - host_reserve_gb) x memory_cap``, as the packer and
+    nova-config (the reserve and ratio it prints) count it too.
+    """
+    usable = max(node_.visible_memory_gb - policies.host_reserve_gb, 0.0)
+    return usable * policies.memory_cap
+
+
+def binds_memory(workload):
+    """Whether Nova binds the guest memory of ``workload``'s flavor.
+
+    The core's :func:`~nova_pmem_filters.core.rules.charging.binds_memory` of
+    the flavor's extra specs, as the scheduler reads them.
+    """
+    return charging.binds_memory(workload.extra_specs) is not None
+
+
+def charge_mb(node_, workload, memory_mb):
+    """Near-memory MB ``memory_mb`` of a workload's VM charges on a node.
+
+    For one VM (``workload.ram_mb``) or one of its NUMA cells (``RAM /
+    N``): the core's :func:`~nova_pmem_filters.core.rules.charging.instance_mb`
+    with the node's profile, as PmemCacheFilter charges it.
+    """
+    return charging.instance_mb(node_.profile, workload.request, memory_mb,
+                                binds_memory(workload))
+
+
+def limits(node_, workload, policies):
+    """VMs per node allowed by each constraint that applies."""
+    mode = node_.config.mode
+    request = workload.request
+    result = {}
+    if not request.allows(mode):
+        result['mode'] = 0
+    if node_.vcpus is not None:
+        result['vcpu'] = _floor(node_.vcpus * policies.cpu_overcommit
+                                / workload.vcpus)
+    result['memory'] = _floor(vm_memory_gb(node_, policies)
+                              / workload.used_gb)
+    if mode in kinds.TIERED:
+        capacity = node_.profile.cache_capacity_mb(policies.cache_overcommit)
+        result['dram_cache'] = nearmem.instances_in_cache(
+            capacity, charge_mb(node_, workload, workload.ram_mb))
+    if workload.vpmem_gb:
+        result['pmem_namespaces'] = sum(_floor(region / workload.vpmem_gb)
+                                        for region in node_.region_gb)
+    if workload.numa_nodes:
+        result.update(socket_limits(node_, workload, policies))
+    return result
+
+
+def cell_slices(node_, workload, policies):
+    """Instance cells one host cell holds, by resource.
+
+    An instance cell is ``vcpus / N`` vCPUs and ``RAM / N`` MB (Nova's
+    ``_get_numa_topology_auto``). Per resource, as Nova 34's
+    ``_numa_fit_instance_cell`` (shared CPUs, no pinning, no huge pages)
+    with NUMATopologyFilter's limits and PmemCacheFilter count a cell:
+
+    * ``socket_vcpu``: ``floor(cell CPUs x cpu_overcommit / (vcpus / N))``,
+      0 when ``vcpus / N`` exceeds the cell's CPUs (Nova does not let an
+      instance cell overcommit against itself);
+    * ``socket_memory``: ``floor(cell GB x memory_cap / (used GB / N))``,
+      Nova's ``cell.memory x ram_allocation_ratio`` with the ratio
+      nova-config emits; 0 when ``RAM / N`` exceeds the cell's memory (on
+      ``cxl_kmem`` the socket's DRAM: :class:`Cells`);
+    * ``socket_dram_cache`` (tiered modes): instances of ``RAM / N x hot
+      ratio`` hot MB (``RAM / N`` whole on ``cxl_kmem``,
+      :func:`charge_mb`) that ``nearmem.instances_in_cache`` admits in the
+      cell's near memory x ``cache_overcommit``.
+
+    :returns: {constraint: slices}, or None when the node's sockets are
+        unknown.
+    """
+    sizing = cells(node_)
+    if sizing is None:
+        return None
+    n = workload.numa_nodes
+    cell_vcpus = workload.vcpus // n
+    cell_mb = workload.ram_mb // n
+    result = {}
+    if sizing.vcpus is not None:
+        result['socket_vcpu'] = (
+            0 if cell_vcpus > sizing.vcpus
+            else _floor(sizing.vcpus * policies.cpu_overcommit / cell_vcpus))
+    cell_gb = sizing.memory_mb / profile.MB_PER_GB
+    result['socket_memory'] = (
+        0 if cell_mb > sizing.memory_mb
+        else _floor(cell_gb * policies.memory_cap * n / workload.used_gb))
+    capacities = cell_capacities_mb(node_, policies.cache_overcommit)
+    if capacities:
+        # The scheduler's bound per cell; the smallest cell decides.
+        result['socket_dram_cache'] = nearmem.instances_in_cache(
+            min(capacities.values()), charge_mb(node_, workload, cell_mb))
+    return result
+
+
+def socket_limits(node_, workload, policies):
+    """VMs per node allowed by the per-socket constraints.
+
+    Each VM needs N distinct cells. With S equal sockets that each hold k
+    instance cells (by one resource), at most ``floor(S x k / N)`` VMs fit
+    (S x k slices, N per VM) and that many do: deal VM after VM to the N
+    least-loaded cells. Nova boots them that way: with N < S,
+    ``numa_fit_instance_to_host`` tries the host cells sorted by most free
+    memory, then least CPU usage (``[compute]
+    packing_host_numa_cells_allocation_strategy = False``, the default,
+    which nova-config leaves alone), so cell loads never differ by more
+    than one slice and Nova admits exactly ``floor(S x k / N)``; with N = S
+    every VM takes every cell, k VMs. With the packing strategy set to True
+    Nova fills the most-used cells first and can strand slices (S=3, k=2,
+    N=2: 2 VMs, not 3); the planner does not count that.
+
+    :returns: {constraint: VMs}: ``numa_nodes`` 0 when N exceeds the
+        sockets (or they are unknown), else ``socket_vcpu``,
+        ``socket_memory`` and, on tiered modes, ``socket_dram_cache``.
+    """
+    n = workload.numa_nodes
+    slices = cell_slices(node_, workload, policies)
+    if slices is None or n > node_.sockets:
+        return {'numa_nodes': 0}
+    return {name: node_.sockets * k // n for name, k in slices.items()}
+
+
+def density(node_, workload, policies):
+    """(VMs per node, binding constraints joined by '+')."""
+    allowed = limits(node_, workload, policies)
+    vms = max(min(allowed.values()), 0)
+    binding = '+'.join(name for name in CONSTRAINTS
+                       if name in allowed and allowed[name] == vms)
+    return vms, binding
+
+
+def hit_fraction(node_, workload, vms, policies):
+    """Share of the node's hot working set the DRAM cache holds.
+
+    Counted in what the VMs charge the near memory (:func:`charge_mb`): on
+    a ``cxl_kmem`` node, bound VMs (and every VM where the kernel does not
+    tier) need their whole RAM there for their hot part to be served from
+    it.
+    """
+    if node_.config.mode not in kinds.TIERED or vms <= 0:
+        return 1.0
+    # The DRAM itself, not the overcommitted bound: with cache_overcommit
+    # above 1 the filter admits more hot RAM than the cache can hold, and
+    # that excess is what misses.
+    capacity = node_.profile.cache_capacity_mb()
+    hot = vms * charge_mb(node_, workload, workload.ram_mb)
+    return min(1.0, capacity / hot) if hot > 0 else 1.0
+
+
+def miss_factor(performance, node_=None):
+    """Throughput of a cache miss relative to a hit.
+
+    The far tier's latency is the PMem's (the scenario's
+    ``pmem_latency_ns``) or, on a CXL node, the CXL devices'.
+    """
+    far = performance.pmem_latency_ns
+    if node_ is not None and node_.far_latency_ns:
+        far = node_.far_latency_ns
+    return performance.dram_latency_ns / far
+
+
+def sustained_bandwidth(node_, h):
+    """GB/s of memory traffic the node sustains with share h near."""
+    near = node_.near_bandwidth_gbps
+    far = node_.far_bandwidth_gbps or 0.0
+    if near is None:
+        return math.inf
+    if node_.config.mode not in kinds.TIERED or h >= 1.0:
+        return near
+    if h <= 0.0:
+        return far
+    return min(near / h, far / (1.0 - h))
+
+
+def per_vm_throughput(node_, workload, vms, policies, performance,
+                      t_hit=None):
+    """Per-VM throughput relative to the same VM on a DRAM node."""
+    mode = node_.config.mode
+    if t_hit is None or mode != kinds.MEMORY_MODE:
+        # A calibrated t_hit is solved for Memory Mode only.
+        t_hit = float(workload.throughput.get(mode, 1.0))
+    if getattr(workload, 'bound', 'latency') == 'bandwidth':
+        if vms <= 0:
+            return t_hit
+        h = hit_fraction(node_, workload, vms, policies)
+        demand = vms * workload.bandwidth_gbps
+        return t_hit * min(1.0, sustained_bandwidth(node_, h) / demand)
+    if mode not in kinds.TIERED:
+        return t_hit
+    h = hit_fraction(node_, workload, vms, policies)
+    return t_hit * (h + (1.0 - h) * miss_factor(performance, node_))
+
+
+@dataclasses.dataclass(frozen=True)
+class Fit:
+    """One workload on one configuration: the row of a comparison."""
+
+    config: str
+    workload: str
+    mode: str
+    visible_memory_gb: float
+    dram_cache_gb: float
+    vms_per_node: int
+    binding: str
+    node_cost: float
+    cost_per_vm: float
+    node_watts: float
+    vms_per_kw: float
+    per_vm_throughput: float
+    node_throughput: float
+    hit_fraction: float
+    warnings: tuple
+
+
+def fit(node_, workload, policies, performance, t_hit=None, admitted=None):
+    """The :class:`Fit` of one workload on one node.
+
+    :param admitted: (VMs, reason) Nova admits as nova-config configures
+        it (:func:`nova_pmem_filters.planner.realise.admitted`); below the
+        model's count, it is the density, and its reason (``shared_ratio``,
+        ``near_memory_rounding``) the binding.
+    """
+    vms, binding = density(node_, workload, policies)
+    if admitted is not None and admitted[0] < vms:
+        vms, binding = admitted
+    t = per_vm_throughput(node_, workload, vms, policies, performance,
+                          t_hit=t_hit)
+    return Fit(
+        config=node_.config.name, workload=workload.name,
+        mode=node_.config.mode,
+        visible_memory_gb=node_.visible_memory_gb,
+        dram_cache_gb=node_.dram_cache_gb,
+        vms_per_node=vms, binding=binding, node_cost=node_.cost,
+        cost_per_vm=(node_.cost / vms) if vms else math.inf,
+        node_watts=node_.watts,
+        vms_per_kw=vms / (node_.watts / 1000.0) if node_.watts else math.inf,
+        per_vm_throughput=t, node_throughput=vms * t,
+        hit_fraction=hit_fraction(node_, workload, vms, policies),
+        warnings=tuple(f.code for f in population.warnings(
+            node_.findings)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    workload: str
+    config: str
+    # calibration.node_gain: published, or an assumption (``source``).
+    node_gain: float
+    source: str
+    baseline_vms: int
+    config_vms: int
+    hit_fraction: float
+    t_hit: float
+    model_gain: float
+
+
+def calibrate(scenario):
+    """Solve each calibrated workload's ``t_hit`` from its node gain.
+
+    A calibration says: on the first ``memory_mode`` configuration of the
+    scenario, node throughput was ``node_gain`` times the baseline's. With
+    the model's own densities n_b and n_m and hit fraction h:
+    ``node_gain = n_m x t_hit x (h + (1 - h) x miss) / (n_b x t_base)``.
+
+    :returns: {workload name: Calibration}
+    """
+    policies, performance = scenario.policies, scenario.performance
+    base = node(scenario.configs[scenario.baseline], policies)
+    result = {}
+    for workload in scenario.workloads.values():
+        cal = workload.calibration
+        if not cal:
+            continue
+        target = next((c for c in scenario.configs.values()
+                       if c.mode == cal['mode']), None)
+        if target is None:
+            continue
+        tnode = node(target, policies)
+        n_b, _ = density(base, workload, policies)
+        n_m, _ = density(tnode, workload, policies)
+        t_base = per_vm_throughput(base, workload, n_b, policies,
+                                   performance)
+        if not n_b or not n_m:
+            continue
+        h = hit_fraction(tnode, workload, n_m, policies)
+        shape = h + (1.0 - h) * miss_factor(performance)
+        t_hit = cal['node_gain'] * n_b * t_base / (n_m * shape)
+        model_gain = (n_m * per_vm_throughput(
+            tnode, workload, n_m, policies, performance, t_hit=t_hit)
+            / (n_b * t_base))
+        result[workload.name] = Calibration(
+            workload=workload.name, config=target.name,
+            node_gain=cal['node_gain'], source=cal.get('source', ''),
+            baseline_vms=n_b, config_vms=n_m, hit_fraction=h, t_hit=t_hit,
+            model_gain=model_gain)
+    return result
+
+
+def compare(scenario, admitted=None):
+    """Fits of every workload on the baseline and every other config.
+
+    :param admitted: {(config, workload): (VMs, reason)} that Nova admits
+        as configured
+        (:func:`nova_pmem_filters.planner.realise.admitted_counts`); the
+        densities are then those.
+
+    :returns: a list of (Fit, relative_throughput, cost_vs_baseline) in
+        scenario order, baseline first.
+    """
+    policies, performance = scenario.policies, scenario.performance
+    cal = calibrate(scenario)
+    names = [scenario.baseline] + [n for n in scenario.configs
+                                   if n != scenario.baseline]
+    nodes = {n: node(scenario.configs[n], policies) for n in names}
+    base_node = nodes[scenario.baseline]
+    rows = []
+    for name in names:
+        for workload in scenario.workloads.values():
+            t_hit = cal[workload.name].t_hit if workload.name in cal else None
+            this = fit(nodes[name], workload, policies, performance,
+                       t_hit=t_hit,
+                       admitted=(admitted or {}).get((name, workload.name)))
+            base = fit(base_node, workload, policies, performance,
+                       t_hit=t_hit, admitted=(admitted or {}).get(
+                           (scenario.baseline, workload.name)))
+            relative = (this.node_throughput / base.node_throughput
+                        if base.node_throughput else math.nan)
+            # A baseline priced at zero (prices left out) has no ratio.
+            cost_delta = (this.node_cost / base.node_cost - 1.0
+                          if base.node_cost else math.nan)
+            rows.append((this, relative, cost_delta))
+    return rows

@@ -1,0 +1,322 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Pricing: the node patterns worth adding; the bound that none is left."""
+
+import dataclasses
+
+import numpy as np
+
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters.planner.optimize import clock
+from nova_pmem_filters.planner import patterns
+
+
+# Reduced costs below this, relative to the node's price, do not count.
+RC_TOL = 1e-7
+
+
+def _fractional(values, sizes, limits, capacity):
+    """Dantzig's bound: the knapsack with fractions of the last item."""
+    total = 0.0
+    room = capacity
+    free = 0.0
+    order = []
+    for v, size, lim in zip(values, sizes, limits):
+        if size <= 0:
+            free += v * lim
+        else:
+            order.append((v / size, v, size, lim))
+    order.sort(key=lambda item: -item[0])
+    for _ratio, v, size, lim in order:
+        if room <= 0:
+            break
+        take = min(lim, room / size)
+        total += v * take
+        room -= take * size
+    return total + free
+
+
+def pricing_bound(cand, demand_list, values):
+    """An upper bound on the best pattern's value, without a solver.
+
+    The least of Dantzig's bound for each resource alone and for their
+    surrogate (every resource as a share of the node, summed): each relaxes
+    the node's constraints, so none is below the best pattern's value.
+    """
+    use = [(d, v, lim) for d, v, lim in zip(demand_list, values,
+                                            cand.limits) if v > 0 and lim]
+    if not use:
+        return 0.0
+    cap = cand.capacity
+    vals = [v for _d, v, _l in use]
+    lims = [lim for _d, _v, lim in use]
+    resources = [([d.used_gb for d, _v, _l in use], cap.memory_gb)]
+    if cap.vcpus is not None:
+        resources.append(([d.vcpus for d, _v, _l in use], cap.vcpus))
+    if cap.mode in kinds.TIERED:
+        resources.append(([cap.near_mb(d) for d, _v, _l in use],
+                          cap.cache_mb))
+    if any(d.vpmem_gb for d, _v, _l in use):
+        resources.append(([d.vpmem_gb for d, _v, _l in use],
+                          sum(cap.regions)))
+    bounds = [sum(v * lim for v, lim in zip(vals, lims))]
+    surrogate = [0.0] * len(use)
+    for sizes, total in resources:
+        if total <= 0:
+            continue
+        bounds.append(_fractional(vals, sizes, lims, total))
+        for i, size in enumerate(sizes):
+            surrogate[i] += size / total
+    bounds.append(_fractional(vals, surrogate, lims, len(resources)))
+    return min(bounds) * (1 + 1e-9) + 1e-9
+
+
+# The pricing integer programs may stop this close to their optimum; their
+# dual bound, not their answer, goes into the bound, which it lowers by as
+# much: a tenth of the gap asked of the fleet, within these limits
+# (master.pricing_gap).
+LOOSEST_PRICING_GAP = 1e-3
+TIGHTEST_PRICING_GAP = 1e-6
+
+
+def pricing_gap(gap):
+    """How close to their optimum the pricing programs must get."""
+    return min(LOOSEST_PRICING_GAP, max(gap / 10.0, TIGHTEST_PRICING_GAP))
+
+
+def node_limits(problem, master, incumbent, hard_caps=False):
+    """K[c,t]: the most nodes of c in period t of some optimal fleet.
+
+    A fleet needs no node that serves nothing when it is bought, so it has
+    at most a node per VM of the periods so far; with TCO, no more nodes
+    than a fleet at hand (``incumbent``) pays for; under a cap, no more
+    than the cap holds. ``hard_caps``: count the caps even where the master
+    problem lets them grow (the integer stage holds them).
+    """
+    limits = {}
+    most = 0.0
+    for t, period in enumerate(problem.periods):
+        most = max(most, float(sum(period.vms.values())))
+        for ci, cand in enumerate(problem.candidates):
+            k = most
+            if problem.objective == 'tco' or master.keep_served is not None:
+                if incumbent is not None:
+                    # A node bought for period t stays: it costs its capex
+                    # and its energy from t on, and the optimum costs no
+                    # more than the fleet at hand.
+                    per_node = cand.capex + sum(
+                        problem.energy(cand, p)
+                        for p in problem.periods[t:])
+                    if per_node > 0:
+                        k = min(k, incumbent / per_node)
+            if hard_caps or not master.elastic:
+                for kind, tt, value in master.caps:
+                    if kind == 'budget' and cand.capex > 0:
+                        k = min(k, value / cand.capex)
+                    elif (kind == 'power_kw' and tt >= t
+                          and problem.kw(cand)):
+                        # Nodes of period t stay on in the later ones.
+                        k = min(k, value / problem.kw(cand))
+                    elif kind == 'rack_units' and cand.rack_units:
+                        k = min(k, value / cand.rack_units)
+            limits[ci, t] = k
+    return limits
+
+
+def known_bound(problem, master, ci, t, values):
+    """An upper bound on the best pattern of (ci, t) from its last pricing.
+
+    The best value U(v) of a pattern is convex in the workload values v:
+    for any pattern a, a.v = a.v0 + a.(v - v0) <= U(v0) + a.(v - v0)+, so
+    U(v) <= U(v0) + the quick bound at the positive part of v - v0. While
+    the duals move little (stabilised, near the end), this proves that no
+    pattern pays without solving the pricing problem again. None: not
+    priced exactly yet.
+    """
+    last = master.tops.get((ci, t))
+    if last is None:
+        return None
+    before, top = last
+    rise = [max(0.0, v - v0) for v, v0 in zip(values, before)]
+    return top + pricing_bound(problem.candidates[ci], problem.demands,
+                               rise)
+
+
+def _remember(master, ci, t, values, top):
+    """The upper bound of an exact pricing, for :func:`known_bound`."""
+    master.tops[ci, t] = (list(values), top)
+
+
+def shape(cand):
+    """What a configuration's pricing problem depends on, but its duals.
+
+    Configurations of one shape (the same node model and limits, another
+    name or price) have the same best pattern for the same workload
+    values: it is solved once.
+    """
+    return (dataclasses.replace(cand.capacity, name=''), cand.limits)
+
+
+def _exact(problem, master, ci, values, mu, per_call, known=None):
+    """Exact pricing of one configuration; adds its best pattern if it pays.
+
+    ``known``: {(shape, values): answer} of the pricing problems solved in
+    this round, which configurations of the same shape reuse.
+
+    Returns (pays, counts, upper bound on the best pattern's value).
+    """
+    cand = problem.candidates[ci]
+    key = (shape(cand), tuple(values))
+    if known is not None and key in known:
+        value, counts, top = known[key]
+    else:
+        value, counts, top = clock.timed(
+            'pricing', per_call, patterns.best_pattern, cand.capacity,
+            problem.demands, values, cand.limits, gap=master.pricing_gap,
+            time_limit=per_call)
+        if known is not None:
+            known[key] = (value, counts, top)
+    return value > mu + RC_TOL * max(mu, 1e-6), counts, top
+
+
+def farley_applies(problem, master):
+    return (problem.objective == 'tco' and len(problem.periods) == 1
+            and not master.caps)
+
+
+def cover_duals(problem, master, duals):
+    """The LP's duals with every workload valued at its demand's dual.
+
+    One period, no caps, TCO: the master problem is the cover LP (least
+    cost of nodes whose patterns cover the demand) in disguise, and the
+    duals that count are those of the demand rows, pi. The LP may value a
+    workload's slots on a configuration (its serve row) above pi (a VM
+    served there has no cost of its own), and a node below its price; a
+    pattern then seems to pay only because of that. Valuing every slot at
+    pi and every node at its price (less the node cut's dual) is just as
+    feasible in the dual, with the same objective (pi times the demand,
+    plus the cut): so pricing at these duals ends column generation at
+    the same LP, adds the patterns that pay for the cover, and gives a
+    Farley bound at least as high.
+    """
+    out = np.array(duals, dtype=float)
+    sigma = (max(0.0, out[master.cut_row])
+             if master.cut_row is not None else 0.0)
+    pi = [max(0.0, out[master.demand_row[w, 0]])
+          for w in range(len(problem.workloads))]
+    for (w, ci, _t), row in master.serve_row.items():
+        out[row] = pi[w]
+    for ci, cand in enumerate(problem.candidates):
+        out[master.link_row[ci, 0]] = problem.node_cost(cand) - sigma
+    return out
+
+
+def price_farley(problem, master, duals, value, priced, per_call):
+    """Exact pricing with Farley's bound (one period, no caps, TCO).
+
+    With the demand duals pi and the dual sigma of the node-count cut,
+    theta (pi, sigma) is feasible in the dual of the LP over all patterns,
+    theta = min_c cost_c / (U_c + sigma) with U_c an upper bound on the
+    value of a pattern of c; so theta times the duals' value bounds the
+    optimum from below. The duals need not be the LP's own: any
+    nonnegative ones, such as the stabilised duals of column generation,
+    give a bound (``value``: their dual objective, ``duals``: one per
+    row of the master problem, nonnegative). Configurations are priced
+    in the order of their quick bound, and pricing stops once no
+    configuration left can lower theta; the patterns found on the way
+    join the master problem.
+    """
+    cost = [problem.node_cost(c) for c in problem.candidates]
+    sigma = (max(0.0, duals[master.cut_row])
+             if master.cut_row is not None else 0.0)
+    order = []
+    for (ci, t), entry in priced.items():
+        quick = entry[1] if entry[1] is not None else pricing_bound(
+            problem.candidates[ci], problem.demands, entry[2])
+        ratio = (cost[ci] / (quick + sigma) if quick + sigma > 0
+                 else np.inf)
+        order.append((ratio, ci, t, entry))
+    order.sort(key=lambda item: item[0])
+    theta = 1.0
+    added = 0
+    known = {}
+    for ratio, ci, t, entry in order:
+        if ratio >= theta:
+            break
+        if entry[1] is not None:
+            # The quick bound already showed no pattern pays.
+            theta = min(theta, ratio)
+            continue
+        pays, counts, top = _exact(problem, master, ci, entry[2], entry[0],
+                                   per_call, known)
+        _remember(master, ci, t, entry[2], top)
+        if pays and master.add(ci, t, counts):
+            added += 1
+        if top + sigma > 0:
+            theta = min(theta, cost[ci] / (top + sigma))
+    return added, theta * value
+
+
+def node_cut(problem, master, res, per_call):
+    """The fewest whole nodes any fleet needs (one period), or None.
+
+    With the demand duals pi >= 0 of the LP, no node holds VMs worth more
+    than max_c U_c(pi), so a fleet needs sum(pi d) / max_c U_c(pi) nodes or
+    more; and a whole number of them. Returns that number when it cuts the
+    LP's fleet off, else None.
+    """
+    duals = -res.ineqlin.marginals
+    nw = len(problem.workloads)
+    pi = [max(0.0, duals[master.demand_row[w, 0]]) for w in range(nw)]
+    want = sum(p * problem.periods[0].vms.get(name, 0)
+               for p, name in zip(pi, problem.workloads))
+    if want <= 0:
+        return None
+    quick = sorted(((pricing_bound(c, problem.demands, pi), ci)
+                    for ci, c in enumerate(problem.candidates)),
+                   reverse=True)
+    most = 0.0
+    for upper, ci in quick:
+        if upper <= most:
+            break
+        cand = problem.candidates[ci]
+        _value, _counts, top = clock.timed(
+            'the cut on nodes', per_call, patterns.best_pattern,
+            cand.capacity, problem.demands, pi, cand.limits,
+            gap=master.pricing_gap, time_limit=per_call)
+        most = max(most, min(top, upper))
+    if most <= 0:
+        return None
+    nodes = int(np.ceil(want / most - 1e-6))
+    have = sum(res.x[master._n(ci, 0)] for ci in range(master.nc))
+    return nodes if nodes > have + 1e-6 else None
+
+
+def price_all(problem, master, res, priced, per_call, incumbent):
+    """Exact pricing of every configuration, with the Lagrangian bound."""
+    upper = {}
+    added = 0
+    known = {}
+    for (ci, t), entry in priced.items():
+        if entry[1] is not None:
+            upper[ci, t] = entry[1]
+            continue
+        pays, counts, top = _exact(problem, master, ci, entry[2], entry[0],
+                                   per_call, known)
+        _remember(master, ci, t, entry[2], top)
+        upper[ci, t] = top
+        if pays and master.add(ci, t, counts):
+            added += 1
+    limits = node_limits(problem, master, incumbent)
+    lower = res.fun - sum(limits[key] * max(0.0, upper[key] - priced[key][0])
+                          for key in priced)
+    return added, lower

@@ -1,0 +1,345 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Reading a scenario: the file's values, the planner's model of them.
+
+The file format (YAML, the schema, the rules between keys and the names it
+refers to) is :mod:`nova_pmem_filters.core.formats.scenario`'s; here its values
+become the planner's types, with the built-in catalog, the DIMM population
+rules and the measured hot ratios.
+"""
+
+import contextlib
+import dataclasses
+import importlib.resources
+import os
+
+from nova_pmem_filters.core.formats import observation
+from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_filters.core.rules import kinds
+from nova_pmem_filters import fileutil
+from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import observed
+from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.scenario import types
+
+
+BUILTIN_SCENARIO = 'telco-cost-matched'
+
+
+@contextlib.contextmanager
+def _planner_errors():
+    """The file format's errors as the planner's (exit status 2)."""
+    try:
+        yield
+    except document.ScenarioError as exc:
+        if isinstance(exc, errors.ScenarioError):
+            raise
+        raise errors.ScenarioError(exc.source, exc.path, exc.rule) from None
+
+
+def _package_text(name):
+    return importlib.resources.files('nova_pmem_filters.planner').joinpath(
+        'data', name).read_text(encoding='utf-8')
+
+
+def builtin_names():
+    """Names of the scenarios that ship with the planner."""
+    names = []
+    for entry in importlib.resources.files(
+            'nova_pmem_filters.planner').joinpath('data').iterdir():
+        if entry.name.endswith('.yaml') and entry.name != 'catalog.yaml':
+            names.append(entry.name[:-len('.yaml')])
+    return sorted(names)
+
+
+def _or(value, default):
+    return default if value is None else value
+
+
+def _cpu(name, c):
+    return types.Cpu(
+        name=name, cores=c.cores, threads=c.threads,
+        price=float(c.price), watts=float(c.watts),
+        memory_limit_gb=float(c.memory_limit_gb),
+        pmem_generations=tuple(_or(c.pmem_generations, ())),
+        pmem_max_module_gb=float(_or(c.pmem_max_module_gb, 0)),
+        cxl_lanes=int(_or(c.cxl_lanes, 0)),
+        flat_memory_mode=bool(_or(c.flat_memory_mode, False)),
+        generation=_or(c.generation, ''),
+        description=_or(c.description, ''),
+        price_source=_or(c.price_source, ''),
+        watts_source=_or(c.watts_source, ''),
+        source=_or(c.source, ''))
+
+
+def _dimm(name, d):
+    return types.Dimm(
+        name=name, type=d.type, capacity_gb=float(d.capacity_gb),
+        price=float(d.price), watts=float(d.watts),
+        generation=d.generation,
+        price_source=_or(d.price_source, ''),
+        watts_source=_or(d.watts_source, ''),
+        bandwidth_gbps=d.bandwidth_gbps, latency_ns=d.latency_ns,
+        lanes=int(_or(d.lanes, 0)), source=_or(d.source, ''))
+
+
+def _platform(name, p):
+    return types.Platform(
+        name=name, sockets=p.sockets,
+        controllers_per_socket=p.controllers_per_socket,
+        channels_per_socket=p.channels_per_socket,
+        slots_per_channel=p.slots_per_channel,
+        base_cost=float(p.base_cost), base_watts=float(p.base_watts),
+        pmem_generations=tuple(_or(p.pmem_generations, ())),
+        description=_or(p.description, ''),
+        base_cost_source=_or(p.base_cost_source, ''),
+        base_watts_source=_or(p.base_watts_source, ''),
+        source=_or(p.source, ''), rack_units=_or(p.rack_units, 2),
+        memory_type=_or(p.memory_type, 'ddr4'),
+        cxl_lanes=int(_or(p.cxl_lanes, 0)),
+        cpu_generations=tuple(_or(p.cpu_generations, ())))
+
+
+def _build_catalog(section):
+    """The planner's entries of a file's catalog (core values)."""
+    return types.Catalog(
+        cpus={name: _cpu(name, c) for name, c in section.cpus.items()},
+        dimms={name: _dimm(name, d) for name, d in section.dimms.items()},
+        platforms={name: _platform(name, p)
+                   for name, p in section.platforms.items()})
+
+
+def builtin_catalog():
+    """The catalog that ships with the planner."""
+    with _planner_errors():
+        section = document.parse_catalog(_package_text('catalog.yaml'),
+                                         'built-in catalog.yaml')
+    return _build_catalog(section)
+
+
+def _merge(base, section):
+    if section is None:
+        return base
+    own = _build_catalog(section)
+    return types.Catalog(cpus={**base.cpus, **own.cpus},
+                         dimms={**base.dimms, **own.dimms},
+                         platforms={**base.platforms, **own.platforms})
+
+
+def _socket_population(names, catalog):
+    return {catalog.dimms[name]: n for name, n in sorted(names.items()) if n}
+
+
+def _build_config(name, config, catalog):
+    platform = catalog.platforms[config.platform]
+    sockets = tuple(_socket_population(names, catalog)
+                    for names in config.populations(platform.sockets))
+    return types.NodeConfig(name=name, platform=platform,
+                            cpu=catalog.cpus[config.cpu],
+                            mode=config.mode, sockets=sockets,
+                            description=_or(config.description, ''),
+                            kernel_tiering=config.kernel_tiering)
+
+
+def _check_populations(configs, source):
+    for name, config in configs.items():
+        problems = population.errors(population.check(config))
+        if problems:
+            raise errors.ScenarioError(
+                source, ['configs', name],
+                'invalid population: %s (%s) [%s]'
+                % (problems[0].message, problems[0].code,
+                   problems[0].source))
+
+
+def _check_host_reserve(configs, policies, source):
+    # What the host keeps for itself must leave memory for guests on
+    # every configuration, or every density is zero for a typo.
+    visible, name = min((model.node(config, policies).visible_memory_gb,
+                         name) for name, config in configs.items())
+    if policies.host_reserve_gb >= visible:
+        raise errors.ScenarioError(
+            source, ['policies', 'host_reserve_gb'],
+            '%g GB leaves no memory for guests on configuration %s '
+            '(%g GB); allowed: 0 to less than %g'
+            % (policies.host_reserve_gb, name, visible, visible))
+
+
+def workload_extra_specs(raw):
+    """The flavor extra specs that express a workload's scenario entry."""
+    return document.from_mapping(document.Workload, raw).extra_specs()
+
+
+def explicit_specs(specs, request):
+    """``specs`` with every value the plan relies on written out.
+
+    A workload that gives no modes or hot ratio is planned with the core's
+    defaults (:data:`nova_pmem_filters.core.rules.extra_specs.DEFAULTS`, the
+    defaults of ``[pmem] default_flavor_modes`` and ``default_hot_ratio``);
+    its flavor carries them as ``pmem:modes`` and ``pmem:hot_ratio``, so
+    that a cloud whose options differ still admits what was planned.
+    """
+    specs = dict(specs)
+    if extra_specs.MODES_KEY not in specs:
+        specs[extra_specs.MODES_KEY] = ','.join(
+            m for m in kinds.FLAVOR_MODES if m in request.modes)
+    if extra_specs.HOT_RATIO_KEY not in specs:
+        specs[extra_specs.HOT_RATIO_KEY] = extra_specs.format_hot_ratio(
+            request.hot_ratio)
+    return specs
+
+
+def _observed(name, workload, source, ratios):
+    """``workload`` with its observed hot ratio, and that ratio's source."""
+    path = ['workloads', name, 'hot_ratio']
+    if ratios is None:
+        raise errors.ScenarioError(
+            source, path, "'%s' needs observations: give the scenario's "
+            "observations key or --observations DIR, a directory of "
+            "nova-pmem-observe documents" % document.OBSERVED)
+    directory, by_flavor = ratios
+    flavor = _or(workload.flavor, name)
+    found = by_flavor.get(flavor)
+    if found is None:
+        raise errors.ScenarioError(
+            source, path, 'no measured instance of flavor %r in %s '
+            '(flavors measured: %s)' % (flavor, directory, ', '.join(
+                sorted(by_flavor)) or 'none'))
+    return (dataclasses.replace(workload, hot_ratio=found.recommended),
+            observed.describe(found, directory))
+
+
+def _observations(doc, source, directory):
+    """(directory, {flavor: FlavorRatios}), or None when none is given.
+
+    ``directory`` (from the command line) wins over the scenario's
+    ``observations`` key, which is relative to the scenario file.
+    """
+    if directory is not None:
+        return directory, observed.load(directory)
+    if doc.observations is None:
+        return None
+    directory = doc.observations
+    if not source.startswith('built-in '):
+        directory = os.path.join(os.path.dirname(source), directory)
+    try:
+        return directory, observation.by_flavor(observation.load(directory))
+    except observation.ObservationError as exc:
+        raise errors.ScenarioError(source, ['observations'], str(exc))
+
+
+def _build_workload(name, workload, source, ratios=None):
+    ratio_source = _or(workload.hot_ratio_source, '')
+    if workload.observed:
+        workload, ratio_source = _observed(name, workload, source, ratios)
+    with _planner_errors():
+        specs, request = document.flavor_request(name, workload, source)
+    specs = explicit_specs(specs, request)
+    numa_nodes = workload.numa_nodes
+    if numa_nodes is not None:
+        numa_nodes = int(numa_nodes)
+    return types.Workload(
+        name=name, vcpus=workload.vcpus,
+        ram_gb=float(workload.ram_gb),
+        used_gb=float(_or(workload.used_gb, workload.ram_gb)),
+        extra_specs=specs, request=request,
+        vpmem_gb=float(workload.vpmem.size_gb if workload.vpmem else 0),
+        throughput=dict(_or(workload.throughput, {})),
+        calibration=(None if workload.calibration is None
+                     else document.to_mapping(workload.calibration)),
+        description=_or(workload.description, ''),
+        numa_nodes=numa_nodes,
+        bound=_or(workload.bound, document.LATENCY_BOUND),
+        bandwidth_gbps=workload.bandwidth_gbps,
+        flavor=workload.flavor, hot_ratio_source=ratio_source)
+
+
+def _given(section, *left_out):
+    """The keys a section gives, less ``left_out`` and the ``*_source``."""
+    if section is None:
+        return {}
+    return {key: value for key, value in document.to_mapping(
+        section).items() if key not in left_out
+        and not key.endswith('_source')}
+
+
+def parse(text, source, catalog=None, observations=None):
+    """Build a :class:`Scenario` from YAML text.
+
+    :param source: the file name to use in error messages.
+    :param observations: a directory of observation documents for the
+        workloads whose hot ratio is ``observed``, in place of the
+        scenario's ``observations`` key.
+    :raises nova_pmem_filters.planner.errors.ScenarioError: on the first
+    problem found.
+    """
+    catalog = catalog or builtin_catalog()
+    with _planner_errors():
+        doc = document.parse(text, source, catalog)
+    catalog = _merge(catalog, doc.catalog)
+    configs = {name: _build_config(name, c, catalog)
+               for name, c in doc.configs.items()}
+    _check_populations(configs, source)
+    ratios = _observations(doc, source, observations)
+    workloads = {name: _build_workload(name, w, source, ratios)
+                 for name, w in doc.workloads.items()}
+    policies = types.Policies(**_given(doc.policies))
+    _check_host_reserve(configs, policies, source)
+    performance = types.Performance(**_given(doc.performance, 'source'))
+    economics = types.Economics(**_given(doc.economics))
+    return types.Scenario(
+        name=doc.name, source=source, catalog=catalog,
+        configs=configs, baseline=doc.baseline_config, workloads=workloads,
+        policies=policies, performance=performance,
+        description=_or(doc.description, ''), economics=economics,
+        demand=_build_demand(doc.demand, workloads, economics))
+
+
+def _build_demand(periods, workloads, economics):
+    if periods is None:
+        return ()
+    return tuple(
+        types.Period(name=p.name,
+                     years=float(_or(p.years, economics.years)),
+                     vms={w: int(p.vms.get(w, 0)) for w in workloads})
+        for p in periods)
+
+
+def load(path=None, observations=None):
+    """Load a scenario file, or a built-in scenario by name.
+
+    :param path: a file path, a built-in scenario name, or None for the
+        default built-in scenario.
+    :param observations: see :func:`parse`.
+    """
+    return parse(*read_text(path), observations=observations)
+
+
+def read_text(path=None):
+    """(YAML text, source name) of a scenario file or built-in scenario."""
+    if path is None:
+        path = BUILTIN_SCENARIO
+    if not os.path.exists(path) and path in builtin_names():
+        return _package_text(path + '.yaml'), 'built-in %s.yaml' % path
+    try:
+        return fileutil.read_text(path), path
+    except FileNotFoundError as exc:
+        raise errors.ScenarioError(
+            path, [], 'cannot read the file: %s; nor is it a built-in '
+            'scenario (%s)' % (exc.strerror, ', '.join(builtin_names())))
+    except OSError as exc:
+        raise errors.ScenarioError(path, [], 'cannot read the file: %s'
+                                   % exc.strerror)
+    except UnicodeDecodeError:
+        raise errors.ScenarioError(path, [], 'not UTF-8 text')
