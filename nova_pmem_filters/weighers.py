@@ -52,6 +52,16 @@ CONF = conf.CONF
 class _PmemWeigher(weights.BaseHostWeigher):
     minval = 0.0
     maxval = 1.0
+    # The [pmem] option of the multiplier and its aggregate override key.
+    multiplier_option = None
+    multiplier_key = None
+
+    def weight_multiplier(self, host_state):
+        # As Nova's own weighers (nova/scheduler/weights/ram.py): the
+        # host's aggregates override the option, the smallest value wins.
+        return scheduler_utils.get_weight_multiplier(
+            host_state, self.multiplier_key,
+            getattr(CONF.pmem, self.multiplier_option))
 
     def weigh_objects(self, weighed_obj_list, weight_properties):
         hosts = [obj.obj for obj in weighed_obj_list]
@@ -76,10 +86,8 @@ class _PmemWeigher(weights.BaseHostWeigher):
 class PmemTierWeigher(_PmemWeigher):
     """Prefer the memory tier that matches the flavor's pmem:priority."""
 
-    def weight_multiplier(self, host_state):
-        return scheduler_utils.get_weight_multiplier(
-            host_state, profile.TIER_WEIGHT_MULTIPLIER_KEY,
-            CONF.pmem.tier_weight_multiplier)
+    multiplier_option = 'tier_weight_multiplier'
+    multiplier_key = profile.TIER_WEIGHT_MULTIPLIER_KEY
 
     def _weigh_hosts(self, hosts, spec_obj, memo, request):
         if request.priority == extra_specs.PRIORITY_NORMAL:
@@ -99,8 +107,8 @@ class PmemTierWeigher(_PmemWeigher):
 class PmemCacheHeadroomWeigher(_PmemWeigher):
     """Prefer tiered hosts with the most free near memory."""
 
-    def weight_multiplier(self, host_state):
-        return CONF.pmem.cache_headroom_weight_multiplier
+    multiplier_option = 'cache_headroom_weight_multiplier'
+    multiplier_key = profile.HEADROOM_WEIGHT_MULTIPLIER_KEY
 
     def _weigh_hosts(self, hosts, spec_obj, memo, request):
         groups = request_memo.host_groups(spec_obj, hosts, memo)
@@ -124,8 +132,8 @@ class PmemCacheHeadroomWeigher(_PmemWeigher):
 class PmemNumaCellWeigher(_PmemWeigher):
     """Give pmem:priority=high flavors the least loaded NUMA cells."""
 
-    def weight_multiplier(self, host_state):
-        return CONF.pmem.numa_cell_weight_multiplier
+    multiplier_option = 'numa_cell_weight_multiplier'
+    multiplier_key = profile.NUMA_CELL_WEIGHT_MULTIPLIER_KEY
 
     def _weigh_hosts(self, hosts, spec_obj, memo, request):
         if request.priority != extra_specs.PRIORITY_HIGH:

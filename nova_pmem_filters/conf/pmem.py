@@ -19,6 +19,7 @@ gives.
 from oslo_config import cfg
 from oslo_config import types
 
+from nova_pmem_filters.core.rules import defaults
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
 
@@ -92,7 +93,7 @@ Related options:
 """),
     cfg.FloatOpt(
         'cache_overcommit_ratio',
-        default=1.0,
+        default=defaults.CACHE_OVERCOMMIT_RATIO,
         min=0.0,
         max=100.0,
         help="""
@@ -110,7 +111,7 @@ Related options:
 """),
     cfg.FloatOpt(
         'tier_weight_multiplier',
-        default=10.0,
+        default=defaults.TIER_WEIGHT_MULTIPLIER,
         help="""
 Multiplier of PmemTierWeigher, which steers ``pmem:priority=high`` flavors
 to DRAM-backed hosts and ``low`` flavors to ``memory_mode`` hosts.
@@ -133,7 +134,7 @@ Related options:
 """),
     cfg.FloatOpt(
         'cache_headroom_weight_multiplier',
-        default=1.0,
+        default=defaults.CACHE_HEADROOM_WEIGHT_MULTIPLIER,
         help="""
 Multiplier of PmemCacheHeadroomWeigher, which prefers the ``memory_mode``
 host with the most free DRAM cache (spreading hot RAM across caches).
@@ -144,6 +145,9 @@ cache to spare, keeping DRAM hosts free for ``high`` priority.
 
 Possible values:
 
+Aggregate metadata ``pmem_cache_headroom_weight_multiplier`` overrides it
+per host; the smallest value wins when several aggregates set it.
+
 * A positive number spreads hot RAM; a negative number packs it onto the
   fullest cache first; 0 disables the weigher.
 
@@ -153,7 +157,7 @@ Related options:
 """),
     cfg.FloatOpt(
         'numa_cell_weight_multiplier',
-        default=1.0,
+        default=defaults.NUMA_CELL_WEIGHT_MULTIPLIER,
         help="""
 Multiplier of PmemNumaCellWeigher, which gives flavors with
 ``pmem:priority=high`` the host whose NUMA cells are least loaded: the
@@ -166,6 +170,9 @@ Flavors of other priorities, and hosts without a NUMA topology (drivers
 other than libvirt), score 0.
 
 Possible values:
+
+Aggregate metadata ``pmem_numa_cell_weight_multiplier`` overrides it per
+host; the smallest value wins when several aggregates set it.
 
 * A positive number prefers lightly loaded cells; a negative number the
   most loaded ones; 0 disables the weigher.

@@ -58,8 +58,7 @@ class NovaConfig:
     @property
     def defaults(self):
         """What flavors get for the pmem: keys they leave out."""
-        return extra_specs.Defaults(modes=self.default_flavor_modes,
-                                    hot_ratio=self.default_hot_ratio)
+        return extra_specs.Defaults.from_options(self)
 
 
 def _conf(files):

@@ -34,7 +34,7 @@ RATIO_DIGITS = 4
 
 def placement_admits(total_mb, reserved_mb, ratio, flavor_mb):
     """How many instances Placement admits on one MEMORY_MB inventory."""
-    capacity = (total_mb - reserved_mb) * ratio
+    capacity = placement.capacity(total_mb, reserved_mb, ratio)
     return max(int(math.floor(capacity / flavor_mb + 1e-9)), 0)
 
 

@@ -26,8 +26,7 @@ def defaults():
     global _DEFAULTS
     key = (tuple(CONF.pmem.default_flavor_modes), CONF.pmem.default_hot_ratio)
     if _DEFAULTS[0] != key:
-        _DEFAULTS = (key, extra_specs.Defaults(modes=key[0],
-                                               hot_ratio=key[1]))
+        _DEFAULTS = (key, extra_specs.Defaults.from_options(CONF.pmem))
     return _DEFAULTS[1]
 
 

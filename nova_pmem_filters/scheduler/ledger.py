@@ -20,6 +20,7 @@ specs do not parse counts all its RAM (the core's rule,
 """
 
 import time
+import typing
 
 from oslo_log import log as logging
 
@@ -37,6 +38,44 @@ LOG = logging.getLogger(__name__)
 CONF = conf.CONF
 
 
+class Entry(typing.NamedTuple):
+    """What the ledger knows of one instance (a tuple: made by thousands).
+
+    ``cells``: the hot MB on each host NUMA cell of a NUMA-bound instance,
+    ``((cell, MB), ...)``, else None; ``ram_cells`` the same of its whole
+    RAM, which hosts whose tiering the kernel does charge.
+    """
+
+    host: str
+    hot_mb: float
+    time: float
+    cells: tuple
+    ram_mb: float
+    ram_cells: tuple
+
+
+class HostRecord(object):
+    """The total of a host whose instances have not changed since summed.
+
+    ``uuids``: the frozenset of its instance UUIDs; ``total``: their
+    HotRam; ``oldest``: time of the oldest entry summed; ``idents``:
+    identities of the instance objects if nova-compute pushed them, else
+    None; ``instances`` and ``objects``: the dict of instances and its
+    objects when last seen (see _unchanged).
+    """
+
+    __slots__ = ('uuids', 'total', 'oldest', 'idents', 'instances',
+                 'objects')
+
+    def __init__(self, uuids, total, oldest, idents, instances, objects):
+        self.uuids = uuids
+        self.total = total
+        self.oldest = oldest
+        self.idents = idents
+        self.instances = instances
+        self.objects = objects
+
+
 def _newly_pushed(instances, idents):
     """Whether nova-compute pushed an instance object since ``idents``.
 
@@ -50,7 +89,7 @@ def _newly_pushed(instances, idents):
     return False
 
 
-def _unchanged(instances, record, records, host):
+def _unchanged(instances, record):
     """Whether a host holds what it held when its record was summed.
 
     With ``track_instance_changes`` the scheduler keeps one dict of a
@@ -60,13 +99,16 @@ def _unchanged(instances, record, records, host):
     is unchanged when it has the same UUIDs and no object nova-compute
     pushed since.
     """
-    if instances is record[4]:
+    if instances is record.instances:
         # List equality compares identical elements without calling their
         # __eq__, and Instance objects compare by identity otherwise.
-        return list(instances.values()) == record[5]
-    if instances.keys() != record[0] or _newly_pushed(instances, record[3]):
+        return list(instances.values()) == record.objects
+    if (instances.keys() != record.uuids
+            or _newly_pushed(instances, record.idents)):
         return False
-    records[host] = record[:4] + (instances, list(instances.values()))
+    # The record is the ledger's own: renew it in place.
+    record.instances = instances
+    record.objects = list(instances.values())
     return True
 
 
@@ -105,8 +147,9 @@ def _pushed_cells(inst, hot_mb, memory_mb, entry, host):
     """
     if ovo.NUMA_ATTR in inst.__dict__:
         return _cells_of(getattr(inst, ovo.NUMA_ATTR), hot_mb, memory_mb)
-    if entry is not None and entry[0] == host and entry[3] is not None:
-        return nearmem.bound_cells(entry[3], hot_mb) or entry[3], entry[5]
+    if entry is not None and entry.host == host and entry.cells is not None:
+        return (nearmem.bound_cells(entry.cells, hot_mb) or entry.cells,
+                entry.ram_cells)
     return _FLOATS
 
 
@@ -116,11 +159,8 @@ class HotRamLedger(object):
     The scheduler usually knows the instances of a host only by UUID
     (``HostManager._get_instances_by_host``), and reading ``instance.flavor``
     from such an object costs a database query per instance. The ledger keeps
-    a per-process record ``uuid -> (host, hot MB, time, cells, RAM MB, RAM
-    cells)`` (``cells``: the hot MB on each host NUMA cell of a NUMA-bound
-    instance, else None; ``RAM cells`` the same of its whole RAM, which
-    hosts whose tiering the kernel does charge) and fills what is missing
-    with one batched query per cell per request.
+    a per-process record ``uuid -> Entry`` and fills what is missing with
+    one batched query per cell per request.
     Instances that nova-compute pushed with their flavor loaded
     (``track_instance_changes``) are read directly and refresh the record.
 
@@ -132,11 +172,7 @@ class HotRamLedger(object):
     def __init__(self, clock=time.monotonic):
         self._clock = clock
         self._entries = {}
-        # host -> (frozenset of its instance UUIDs, their HotRam, time of
-        # the oldest entry summed, identities of the instance objects if
-        # nova-compute pushed them, the dict of instances and its objects
-        # when last seen): the total of a host whose instances have not
-        # changed since it was summed (see _unchanged).
+        # host -> HostRecord.
         self._hosts = {}
         self._parsed = {}
         self._last_prune = clock()
@@ -170,9 +206,9 @@ class HotRamLedger(object):
         self._last_prune = now
         horizon = now - 2 * max(ttl, 60)
         self._entries = {uuid: entry for uuid, entry in self._entries.items()
-                         if entry[2] >= horizon}
+                         if entry.time >= horizon}
         self._hosts = {host: record for host, record in self._hosts.items()
-                       if record[2] >= horizon}
+                       if record.oldest >= horizon}
 
     def usage_by_host(self, host_states, exclude_uuid=None):
         """Hot MB in use per host, loading unknown flavors in one batch.
@@ -207,15 +243,15 @@ class HotRamLedger(object):
             # The host holds the instances it held when its total was
             # summed, none of them has expired, and none is being moved:
             # the total stands, without a look at each instance.
-            if (record is not None and now - record[2] < ttl
+            if (record is not None and now - record.oldest < ttl
                     and (exclude_uuid is None
                          or exclude_uuid not in instances)
                     # _unchanged's test of a tracked dict, inlined: this
                     # runs for every tiered host on every request.
-                    and (list(instances.values()) == record[5]
-                         if instances is record[4]
-                         else _unchanged(instances, record, records, host))):
-                used[index] = record[1]
+                    and (list(instances.values()) == record.objects
+                         if instances is record.instances
+                         else _unchanged(instances, record))):
+                used[index] = record.total
                 continue
             walked.append((index, host_state))
             for uuid, inst in instances.items():
@@ -227,12 +263,13 @@ class HotRamLedger(object):
                     ram = ovo.loaded(flavor, 'memory_mb') or 0
                     cells, ram_cells = _pushed_cells(
                         inst, hot, ram, entries.get(uuid), host)
-                    entries[uuid] = (host, hot, now, cells, ram, ram_cells)
+                    entries[uuid] = Entry(host, hot, now, cells, ram,
+                                          ram_cells)
                     pushed.add(host)
                     continue
                 entry = entries.get(uuid)
-                if (entry is not None and entry[0] == host
-                        and now - entry[2] < ttl):
+                if (entry is not None and entry.host == host
+                        and now - entry.time < ttl):
                     continue
                 ctxt = getattr(inst, '_context', None)
                 if ctxt is None:
@@ -242,8 +279,8 @@ class HotRamLedger(object):
                     # pending RAM.
                     continue
                 cell = getattr(ctxt, 'cell_uuid', None)
-                batch = missing.setdefault(cell, (ctxt, {}))
-                batch[1][uuid] = host
+                _ctxt, cell_hosts = missing.setdefault(cell, (ctxt, {}))
+                cell_hosts[uuid] = host
         for ctxt, hosts_by_uuid in missing.values():
             self._load(ctxt, hosts_by_uuid, now)
 
@@ -263,9 +300,10 @@ class HotRamLedger(object):
                         continue
                     total = None
                     break
-                total.add(entry[1], entry[3], entry[4], entry[5])
-                if entry[2] < oldest:
-                    oldest = entry[2]
+                total.add(entry.hot_mb, entry.cells, entry.ram_mb,
+                          entry.ram_cells)
+                if entry.time < oldest:
+                    oldest = entry.time
             used[index] = total
             if total is not None and whole:
                 # nova-compute replaces the Instance objects it pushes, so
@@ -273,7 +311,7 @@ class HotRamLedger(object):
                 # flavor may have changed (a resize on the same host).
                 idents = (frozenset(map(id, instances.values()))
                           if host_state.host in pushed else None)
-                records[host_state.host] = (
+                records[host_state.host] = HostRecord(
                     frozenset(instances), total, oldest, idents, instances,
                     list(instances.values()))
             else:
@@ -304,14 +342,14 @@ class HotRamLedger(object):
             ram = ovo.loaded(inst.flavor, 'memory_mb') or 0
             cells, ram_cells = _cells_of(ovo.loaded(inst, 'numa_topology'),
                                          hot, ram)
-            self._entries[inst.uuid] = (
+            self._entries[inst.uuid] = Entry(
                 hosts_by_uuid.get(inst.uuid), hot, now, cells, ram,
                 ram_cells)
         for uuid in uuids:
             if uuid not in seen:
                 # Deleted since the host state was built: it holds no RAM.
-                self._entries[uuid] = (hosts_by_uuid[uuid], 0.0, now, None,
-                                       0.0, None)
+                self._entries[uuid] = Entry(hosts_by_uuid[uuid], 0.0, now,
+                                            None, 0.0, None)
 
 
 # One ledger per scheduler process, shared by PmemCacheFilter and the

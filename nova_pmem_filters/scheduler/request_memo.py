@@ -27,6 +27,7 @@ chosen host's ``free_ram_mb`` (and, for a NUMA-bound flavor, its cells'
 the request has already put on the host (``HostEntry.base_free``).
 """
 
+import typing
 import weakref
 
 from nova_pmem_filters.core.rules import decide
@@ -83,21 +84,24 @@ class Memo(object):
         self.host_groups = {}
         self.groups = {}
         # The instance the ledger does not count (a move, or the instance of
-        # a multi-create's pass), and {id(host state): entry} of the hosts
-        # whose usage was read; an entry is a list
-        # [free RAM, inputs, ledger usage, free RAM and {cell:
-        # memory_usage} when the request first read the host, ids of its
-        # NUMA cells with CPUs or None]: the core's rules take the inputs
-        # (HotRam with what the request placed there since, the cell ids),
-        # which hold while the host has that free RAM.
+        # a multi-create's pass), and {id(host state): HostEntry} of the
+        # hosts whose usage was read.
         self.exclude = None
         self.entries = {}
         # {(host, node): (host topology, {cell: memory MB} or None)}
         self.fits = {}
         # What PmemCacheFilter's pass read, for the weigher of the same
-        # pass: (the pass's instance, the groups read, {id(host state):
-        # inputs}).
+        # pass (Kept).
         self.kept = None
+
+
+class Kept(typing.NamedTuple):
+    """What a filter's pass read: its instance, groups and inputs."""
+
+    instance: str
+    reads: frozenset
+    # {id(host state): inputs}
+    inputs: dict
 
 
 # RequestSpec -> Memo.
@@ -180,20 +184,40 @@ def _cell_memory_usage(topology):
     return {cell.id: cell.memory_usage for cell in cells}
 
 
+class HostEntry(object):
+    """What a request read of one host whose usage the cache rules read.
+
+    ``free``: the host's free RAM when ``inputs`` were worked out; the
+    core's rules take the inputs (HotRam with what the request placed there
+    since, the cell ids), which hold while the host has that free RAM.
+    ``ledger``: the ledger's usage for the request's current instance
+    (``_UNREAD`` until read). ``base_free`` and ``base_cells`` (``{cell:
+    memory_usage}``): the host when the request first read it. ``cells``:
+    ids of its NUMA cells with CPUs, or None.
+    """
+
+    # Thousands are made per request: slots, no dict.
+    __slots__ = ('free', 'inputs', 'ledger', 'base_free', 'base_cells',
+                 'cells')
+
+    def __init__(self, free, base_cells, cells):
+        self.free = free
+        self.inputs = None
+        self.ledger = _UNREAD
+        self.base_free = free
+        self.base_cells = base_cells
+        self.cells = cells
+
+
 def pending_cell_mb(entry, topology):
     """RAM, in MB, this request already placed on each NUMA cell."""
-    base = entry[BASE_CELLS]
+    base = entry.base_cells
     pending = {}
     for cell, usage in _cell_memory_usage(topology).items():
         drop = usage - base.get(cell, usage)
         if drop > 0:
             pending[cell] = float(drop)
     return pending
-
-
-# The fields of an entry of Memo.entries (a list: thousands are made per
-# request).
-FREE, INPUTS, LEDGER, BASE_FREE, BASE_CELLS, CELLS = range(6)
 
 
 def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None,
@@ -229,14 +253,15 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None,
         # (the base) stays.
         memo.exclude = exclude
         for entry in entries.values():
-            entry[FREE] = None
-            entry[LEDGER] = _UNREAD
+            entry.free = None
+            entry.ledger = _UNREAD
     if reads is None:
         reads = {group for group in memo.groups.values() if group.tiered}
     kept = memo.kept
-    if reuse and kept is not None and kept[0] == exclude and kept[1] == reads:
+    if (reuse and kept is not None and kept.instance == exclude
+            and kept.reads == reads):
         # In C: the weigher's hosts are some of the filter's.
-        return list(map(kept[2].get, map(id, host_states)))
+        return list(map(kept.inputs.get, map(id, host_states)))
     result = [None] * len(host_states)
     # (index, host state, entry) of the hosts whose usage the ledger gives
     # now, and of those the request placed something on since it was read.
@@ -251,17 +276,16 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None,
             free = host_state.free_ram_mb
             topology = getattr(host_state, 'numa_topology', None)
             if topology is None:
-                entry = [free, None, _UNREAD, free, _NO_CELLS, None]
+                entry = HostEntry(free, _NO_CELLS, None)
             else:
-                entry = [free, None, _UNREAD, free,
-                         _cell_memory_usage(topology),
-                         numa.cell_ids(host_state)]
+                entry = HostEntry(free, _cell_memory_usage(topology),
+                                  numa.cell_ids(host_state))
             entries[id(host_state)] = entry
             unread.append((index, host_state, entry))
-        elif entry[FREE] == host_state.free_ram_mb:
-            result[index] = entry[INPUTS]
+        elif entry.free == host_state.free_ram_mb:
+            result[index] = entry.inputs
         else:
-            if entry[LEDGER] is _UNREAD:
+            if entry.ledger is _UNREAD:
                 unread.append((index, host_state, None))
             stale.append((index, host_state, entry))
     if unread:
@@ -269,14 +293,14 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None,
                                         exclude_uuid=exclude)
         for (index, host_state, new), usage in zip(unread, usages):
             entry = new or entries[id(host_state)]
-            entry[LEDGER] = usage
+            entry.ledger = usage
             if new is not None:
                 # Up to date: the request has placed nothing there yet.
-                entry[INPUTS] = result[index] = (usage, entry[CELLS])
+                entry.inputs = result[index] = (usage, entry.cells)
     for index, host_state, entry in stale:
-        usage = entry[LEDGER]
+        usage = entry.ledger
         free = host_state.free_ram_mb
-        pending = entry[BASE_FREE] - free
+        pending = entry.base_free - free
         if usage is not None and pending > 0:
             usage = usage.copy()
             topology = getattr(host_state, 'numa_topology', None)
@@ -284,9 +308,9 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None,
             usage.add(request_.hot_mb(pending),
                       tuple((cell, request_.hot_mb(mb)) for cell, mb in cells),
                       pending, cells)
-        entry[FREE] = free
-        entry[INPUTS] = result[index] = (usage, entry[CELLS])
+        entry.free = free
+        entry.inputs = result[index] = (usage, entry.cells)
     if keep:
-        memo.kept = (exclude, frozenset(reads),
-                     dict(zip(map(id, host_states), result)))
+        memo.kept = Kept(exclude, frozenset(reads),
+                         dict(zip(map(id, host_states), result)))
     return result

@@ -217,9 +217,7 @@ class TieredMemoryRebalance(base.BaseStrategy):
             self.config.default_host_mode)
         for name, why in self.left_out:
             LOG.info('%s: not planned on: %s', name, why)
-        defaults = extra_specs.Defaults(
-            modes=self.config.default_flavor_modes,
-            hot_ratio=self.config.default_hot_ratio)
+        defaults = extra_specs.Defaults.from_options(self.config)
         try:
             self.plan = rebalance.plan(
                 hosts, act_above=params.act_above,

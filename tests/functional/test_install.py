@@ -103,7 +103,7 @@ class BareInstallTest(testtools.TestCase):
         out = self._python(
             'import nova_pmem_filters.conf as conf\n'
             'from nova_pmem_filters.conf import opts\n'
-            'from nova_pmem_filters.core import extra_specs, profile\n'
+            'from nova_pmem_filters.core.rules import extra_specs, profile\n'
             'prof = profile.from_metadata([{"pmem_mode": "memory_mode", '
             '"pmem_dram_cache_gb": "192"}])\n'
             'req = extra_specs.parse({"pmem:hot_ratio": "0.25"})\n'

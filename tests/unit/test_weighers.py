@@ -192,6 +192,29 @@ class PmemCacheHeadroomWeigherTestCase(_WeigherTestCase):
         self.assertEqual({'mm1': 3.0, 'dram1': 0.0},
                          self._weighed(hosts, fakes.request_spec()))
 
+    def test_aggregate_multiplier_overrides_config(self):
+        self.flags(cache_headroom_weight_multiplier=4.0, group='pmem')
+        hosts = [
+            fakes.host('mm1', [dict(
+                fakes.memory_mode(2),
+                pmem_cache_headroom_weight_multiplier='2')]),
+            fakes.host('mm2', [fakes.memory_mode(2)]),
+            fakes.host('dram1', [fakes.DRAM])]
+        self.assertEqual({'mm1': 1.5, 'mm2': 3.0, 'dram1': 0.0},
+                         self._weighed(hosts, fakes.request_spec()))
+
+    def test_multiplier_override_per_weigher(self):
+        # Each weigher reads its own key: "pmem_" and its option's name.
+        host = fakes.host('mm1', [{
+            'pmem_tier_weight_multiplier': '3',
+            'pmem_cache_headroom_weight_multiplier': '5',
+            'pmem_numa_cell_weight_multiplier': '7'}])
+        self.assertEqual(
+            [3.0, 5.0, 7.0],
+            [cls().weight_multiplier(host) for cls in (
+                weighers.PmemTierWeigher, weighers.PmemCacheHeadroomWeigher,
+                weighers.PmemNumaCellWeigher)])
+
     def test_negative_multiplier_packs(self):
         self.flags(cache_headroom_weight_multiplier=-1.0, group='pmem')
         hosts = [

@@ -110,6 +110,16 @@ class Defaults:
         object.__setattr__(self, 'modes', frozenset(self.modes))
         object.__setattr__(self, 'hot_ratio', float(self.hot_ratio))
 
+    @classmethod
+    def from_options(cls, options):
+        """The Defaults of ``[pmem]`` option values.
+
+        :param options: anything with ``default_flavor_modes`` and
+            ``default_hot_ratio`` (the ``[pmem]`` group, or a record of it).
+        """
+        return cls(modes=options.default_flavor_modes,
+                   hot_ratio=options.default_hot_ratio)
+
 
 DEFAULTS = Defaults()
 

@@ -150,11 +150,19 @@ def near_memory_inventory(mode, near_gb=None, cache_overcommit_ratio=1.0,
     return inventory(total_mb, allocation_ratio=ratio)
 
 
+def capacity(total, reserved, ratio):
+    """What Placement admits of an inventory: (total - reserved) x ratio.
+
+    Unrounded: callers compare requests against it (numbers or numpy
+    arrays alike).
+    """
+    return (total - reserved) * ratio
+
+
 def capacity_mb(inventory):
-    """What Placement admits of an inventory: (total - reserved) x ratio."""
-    return ((inventory.get(TOTAL, 0)
-             - inventory.get(RESERVED, 0))
-            * float(inventory.get(ALLOCATION_RATIO, 1.0)))
+    """:func:`capacity` of an inventory dict (a provider config's)."""
+    return capacity(inventory.get(TOTAL, 0), inventory.get(RESERVED, 0),
+                    float(inventory.get(ALLOCATION_RATIO, 1.0)))
 
 
 def inventory(total, allocation_ratio=1.0, reserved=0, min_unit=1,

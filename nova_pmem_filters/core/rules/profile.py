@@ -34,7 +34,14 @@ DRAM_CACHE_KEY = 'pmem_dram_cache_gb'
 # The near memory of each NUMA cell, "cell:GB,cell:GB" (e.g. "0:96,1:96");
 # without it a host's near memory is split evenly over its cells.
 DRAM_CACHE_PER_CELL_KEY = 'pmem_dram_cache_gb_per_cell'
+# Per-aggregate overrides of the weighers' [pmem] multipliers ("pmem_" and
+# the option's name), read as Nova's get_weight_multiplier reads its own.
 TIER_WEIGHT_MULTIPLIER_KEY = 'pmem_tier_weight_multiplier'
+HEADROOM_WEIGHT_MULTIPLIER_KEY = 'pmem_cache_headroom_weight_multiplier'
+NUMA_CELL_WEIGHT_MULTIPLIER_KEY = 'pmem_numa_cell_weight_multiplier'
+WEIGHT_MULTIPLIER_KEYS = (TIER_WEIGHT_MULTIPLIER_KEY,
+                          HEADROOM_WEIGHT_MULTIPLIER_KEY,
+                          NUMA_CELL_WEIGHT_MULTIPLIER_KEY)
 # On a kind the kernel tiers (cxl_kmem): "on" when it promotes hot pages to
 # DRAM and demotes cold ones, "off" otherwise (every guest's whole RAM then
 # counts against near memory); absent means "on". See core.tiering.
@@ -45,7 +52,9 @@ PROFILE_KEYS = (MODE_KEY, DRAM_CACHE_KEY, DRAM_CACHE_PER_CELL_KEY,
                 KERNEL_TIERING_KEY)
 # Every aggregate key of ours.
 AGGREGATE_KEYS = (MODE_KEY, DRAM_CACHE_KEY, TIER_WEIGHT_MULTIPLIER_KEY,
-                  DRAM_CACHE_PER_CELL_KEY, KERNEL_TIERING_KEY)
+                  DRAM_CACHE_PER_CELL_KEY, KERNEL_TIERING_KEY,
+                  HEADROOM_WEIGHT_MULTIPLIER_KEY,
+                  NUMA_CELL_WEIGHT_MULTIPLIER_KEY)
 # The keys that size near memory.
 CACHE_KEYS = (DRAM_CACHE_KEY, DRAM_CACHE_PER_CELL_KEY)
 

@@ -37,6 +37,8 @@ _PLACEHOLDERS = {
     profile.DRAM_CACHE_KEY: '<GB of DRAM cache per host>',
     profile.DRAM_CACHE_PER_CELL_KEY: '<cell:GB,...>',
     profile.TIER_WEIGHT_MULTIPLIER_KEY: '<number>',
+    profile.HEADROOM_WEIGHT_MULTIPLIER_KEY: '<number>',
+    profile.NUMA_CELL_WEIGHT_MULTIPLIER_KEY: '<number>',
     profile.KERNEL_TIERING_KEY: '<on or off>',
 }
 
@@ -49,7 +51,7 @@ def _moved_value(key, value):
     placeholder is printed instead; a mode is written as the scheduler
     reads it, without spaces.
     """
-    if key == profile.TIER_WEIGHT_MULTIPLIER_KEY:
+    if key in profile.WEIGHT_MULTIPLIER_KEYS:
         try:
             finite = math.isfinite(float(value))
         except (TypeError, ValueError):

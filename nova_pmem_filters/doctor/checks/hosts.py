@@ -163,9 +163,8 @@ def _check_near_inventory(obj, host, inventory, view):
     if label.mode in kinds.TIERED:
         cache_gb = prof.near_memory_gb if prof is not None and (
             prof.mode == label.mode) else label.dram_cache_gb
-        expected = (placement.near_memory_inventory(
-            label.mode, cache_gb)['total']
-            * config.cache_overcommit_ratio)
+        expected = placement.capacity(placement.near_memory_inventory(
+            label.mode, cache_gb)['total'], 0, config.cache_overcommit_ratio)
         if abs(actual - expected) <= _MB_TOLERANCE * max(
                 config.cache_overcommit_ratio, 1.0):
             return None

@@ -36,6 +36,7 @@ import pandas as pd
 
 from nova_pmem_filters.core.rules import charging
 from nova_pmem_filters.core.rules import decide
+from nova_pmem_filters.core.rules import defaults as pmem_defaults
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import nearmem
@@ -71,21 +72,21 @@ class Scheduler:
     Defaults are those of Nova and of ``[pmem]``.
     """
 
-    cache_overcommit_ratio: float = 1.0
+    cache_overcommit_ratio: float = pmem_defaults.CACHE_OVERCOMMIT_RATIO
     default_flavor_modes: tuple = tuple(extra_specs.DEFAULTS.modes)
     default_hot_ratio: float = extra_specs.DEFAULTS.hot_ratio
     ram_weight_multiplier: float = 1.0
     cpu_weight_multiplier: float = 1.0
-    tier_weight_multiplier: float = 10.0
-    cache_headroom_weight_multiplier: float = 1.0
+    tier_weight_multiplier: float = pmem_defaults.TIER_WEIGHT_MULTIPLIER
+    cache_headroom_weight_multiplier: float = (
+        pmem_defaults.CACHE_HEADROOM_WEIGHT_MULTIPLIER)
     # Flavors request their hot RAM as CUSTOM_NEAR_MEMORY_MB.
     near_memory: bool = False
 
     @property
     def defaults(self):
         """What flavors get for the pmem: keys they leave out."""
-        return extra_specs.Defaults(modes=self.default_flavor_modes,
-                                    hot_ratio=self.default_hot_ratio)
+        return extra_specs.Defaults.from_options(self)
 
     def multiplier(self, weigher):
         return {'ram': self.ram_weight_multiplier,
@@ -213,9 +214,11 @@ class Fleet(object):
         self.cache_mb = per_host(caps)
         self.memory_mode = per_host([k.profile.tiered for k in ks], bool)
         # Placement's capacities.
-        self.vcpu_cap = self.vcpus * self.cpu_ratio
-        self.mem_cap = (self.memory_mb - self.reserved_mb) * self.ram_ratio
-        self.near_cap = self.near_total * self.near_ratio
+        self.vcpu_cap = placement.capacity(self.vcpus, 0, self.cpu_ratio)
+        self.mem_cap = placement.capacity(self.memory_mb, self.reserved_mb,
+                                          self.ram_ratio)
+        self.near_cap = placement.capacity(self.near_total, 0,
+                                           self.near_ratio)
         n = len(self.kind)
         self.vcpu_used = np.zeros(n)
         self.mem_used = np.zeros(n)

@@ -72,7 +72,8 @@ class RequestMemoTestCase(fakes.PmemTestCase):
         self.assertEqual({id(h) for h in self.hosts}, set(inputs))
         # Another pass of a multi-create (its own instance), or a filter
         # that read other groups: the weigher reads for itself.
-        for kept in ((uuids.other, reads, {}), (exclude, frozenset(), {})):
+        for kept in (request_memo.Kept(uuids.other, reads, {}),
+                     request_memo.Kept(exclude, frozenset(), {})):
             memo.kept = kept
             self.assertEqual([0.25, 0.75, 0.0],
                              weighers.PmemCacheHeadroomWeigher()
@@ -88,20 +89,20 @@ class RequestMemoTestCase(fakes.PmemTestCase):
         cache_filter.filter_all(self.hosts, spec_obj)
         memo = request_memo.of(spec_obj)
         entry = memo.entries[id(self.hosts[1])]
-        self.assertEqual(0.0, entry[request_memo.INPUTS][0].total)
+        self.assertEqual(0.0, entry.inputs[0].total)
         self.hosts[1].free_ram_mb -= 1024
         # The next pass: Nova runs the filters, then the weighers.
         cache_filter.filter_all(self.hosts, spec_obj)
         weighed = weighers.PmemCacheHeadroomWeigher().weigh_objects(
             [mock.Mock(obj=h) for h in self.hosts], spec_obj)
-        self.assertEqual(1024.0, entry[request_memo.INPUTS][0].total)
+        self.assertEqual(1024.0, entry.inputs[0].total)
         self.assertEqual([0.25, 0.5, 0.0], weighed)
         # A weigher with no filter before it in the pass reads for itself.
         memo.kept = None
         self.hosts[1].free_ram_mb -= 1024
         weighed = weighers.PmemCacheHeadroomWeigher().weigh_objects(
             [mock.Mock(obj=h) for h in self.hosts], spec_obj)
-        self.assertEqual(2048.0, entry[request_memo.INPUTS][0].total)
+        self.assertEqual(2048.0, entry.inputs[0].total)
         self.assertEqual([0.25, 0.25, 0.0], weighed)
         self.hosts[1].free_ram_mb += 1024
         self.hosts[1].free_ram_mb -= 3072

@@ -19,6 +19,18 @@ from nova_pmem_filters.core.rules import kinds
 ALL_MODES = frozenset(kinds.MODES)
 
 
+class FromOptionsTestCase(testtools.TestCase):
+
+    def test_reads_the_two_options(self):
+        class Options:
+            default_flavor_modes = [kinds.DRAM]
+            default_hot_ratio = 1
+        got = extra_specs.Defaults.from_options(Options)
+        self.assertEqual(extra_specs.Defaults(modes=[kinds.DRAM],
+                                              hot_ratio=1.0), got)
+        self.assertEqual(frozenset([kinds.DRAM]), got.modes)
+
+
 class ParseDefaultsTestCase(testtools.TestCase):
 
     def test_no_specs(self):
