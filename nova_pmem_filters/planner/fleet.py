@@ -28,6 +28,8 @@ import math
 
 import pandas as pd
 
+from nova_pmem_filters.core.formats import discoveredhost
+
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.rules import kinds as host_kinds
 from nova_pmem_filters.core.rules import tiering
@@ -134,7 +136,7 @@ def load(directory):
         hostname given by two files and on a directory with no profile.
     """
     try:
-        return group(hostfile.load(directory))
+        return group(discoveredhost.load(directory))
     except hostfile.ProfileError as exc:
         raise _scenario_error(exc)
 

@@ -262,7 +262,7 @@ def discovered_node(name, mode, visible_memory_gb, dram_cache_gb,
     (``kernel_tiering``, ``on`` or ``off``, None when the profile does not
     record it) are read back through the aggregate metadata the scheduler
     would see (the core's :func:`profile.build`, as
-    :meth:`~nova_pmem_filters.core.formats.hostfile.DiscoveredHost.profile`),
+    :meth:`~nova_pmem_filters.core.formats.discoveredhost.DiscoveredHost.profile`),
     as in
     :func:`host_profile`. ``vcpus`` None (not reported) leaves out the
     vcpu constraint; ``sockets`` None (not reported) gives NUMA-bound

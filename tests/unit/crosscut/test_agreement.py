@@ -31,6 +31,7 @@ import testtools
 import yaml
 
 from nova_pmem_filters.conf import pmem
+from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
@@ -121,7 +122,7 @@ class DiscoveredHostTestCase(fakes.PmemTestCase):
         metadata = profile.to_metadata(node.profile)
 
         # Discovery's --aggregate says the same.
-        host = hostfile.parse(data, 'host.json')
+        host = discoveredhost.parse(data, 'host.json')
         self.assertEqual(metadata, dict(outputs.aggregate_metadata(host)))
 
         # The scheduler reads that metadata back to the same host.
@@ -406,7 +407,7 @@ class KernelTieringAgreementTestCase(fakes.PmemTestCase):
             data['hostname'] = 'kmem-' + state
             data['kernel_tiering'] = kernel_tiering_entry(state)
             hostfile.write(os.path.join(directory, state + '.json'), data)
-            hosts[state] = hostfile.parse(data, state + '.json')
+            hosts[state] = discoveredhost.parse(data, state + '.json')
         found = {k.hosts[0]: k for k in fleet.load(directory)}
         self.assertEqual(2, len({k.name for k in found.values()}))
         host_kinds = {k.name: k for k in simulate.kinds_of_profiles(

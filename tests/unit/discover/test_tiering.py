@@ -27,6 +27,8 @@ import subprocess
 import fixtures
 import testtools
 
+from nova_pmem_filters.core.formats import discoveredhost
+
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.grammars import sysfs
 from nova_pmem_filters.core.rules import profile
@@ -206,7 +208,7 @@ class TestRecordedKernels(TieringCase):
             path = os.path.join(tmp, case + '.json')
             with open(path, 'w') as f:
                 f.write(self.discover(os.path.join(DATA, case)))
-            host = hostfile.read(path)
+            host = discoveredhost.read(path)
             self.assertEqual(state, host.kernel_tiering, case)
             self.assertEqual(sysfs.read_state(os.path.join(DATA, case)),
                              host.tiering_entry.settings(), case)
@@ -261,7 +263,7 @@ class TestNotRecorded(TieringCase):
         self.assertNotIn('pmem_kernel_tiering', '\n'.join(lines))
         self.assertFalse(lines[-2].split()[-1].endswith(
             outputs.TIERING_OFF_SUFFIX))
-        host = hostfile.parse(got, 'cxl_kmem')
+        host = discoveredhost.parse(got, 'cxl_kmem')
         self.assertIsNone(host.kernel_tiering)
         self.assertTrue(tiering.promotes(host.profile()))
 
