@@ -17,6 +17,7 @@ import math
 import testtools
 
 from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import ranking
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import search
 from tests.unit import clitools
@@ -193,7 +194,7 @@ class CliTestCase(testtools.TestCase):
         self.assertEqual(len(result.nodes),
                          len(rows) + sum(r['equivalents'] for r in rows))
         self.assertEqual(
-            len(rows), len({search.equivalence_key(n.config)
+            len(rows), len({ranking.equivalence_key(n.config)
                             for n in result.nodes.values()}))
         # Without the equivalent vendor, nothing is folded.
         rows = self.rows('search', '--platform', 'granite-rapids-ap-2s',
