@@ -36,6 +36,7 @@ from nova_pmem_filters.core.rules import tiering
 
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import vmsizing
 
 TOTAL = 'total'
 
@@ -180,7 +181,7 @@ def table(fleet_kinds, scen):
                'vcpus': kind.vcpus, 'count': kind.count}
         totals[TOTAL] += kind.count
         for name, workload in scen.workloads.items():
-            vms, binding = model.density(node, workload, policies)
+            vms, binding = vmsizing.density(node, workload, policies)
             row[name] = vms
             row['%s_binding' % name] = binding
             row['%s_fleet' % name] = vms * kind.count
