@@ -30,6 +30,7 @@ import testtools
 from nova_pmem_filters.core.formats import discoveredhost
 
 from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.grammars import cxltools
 from nova_pmem_filters.core.grammars import sysfs
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.core.rules import tiering
@@ -401,7 +402,7 @@ class TestThisMachine(TieringCase):
 
     def test_discovery_reads_them(self):
         live = runner.LiveRunner()
-        nodes = cxl.parse_nodes(live.numa_nodes())
+        nodes = cxltools.parse_nodes(live.numa_nodes())
         entry, verdict = cxl.read_kernel_tiering(live, nodes)
         far = [n['numa_node'] for n in nodes
                if not n['cpus'] and n['memory_kb'] > 0]
@@ -454,7 +455,7 @@ class TestThisMachine(TieringCase):
         got = json.loads(out)
         live = runner.LiveRunner()
         entry, _verdict = cxl.read_kernel_tiering(
-            live, cxl.parse_nodes(live.numa_nodes()))
+            live, cxltools.parse_nodes(live.numa_nodes()))
         self.assertEqual(hostfile.to_dict(entry), got['kernel_tiering'])
         if got['mode'] != 'cxl_kmem':
             self.assertEqual([], tiering_notes(got))
