@@ -43,9 +43,9 @@ import sys
 import time
 
 from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.planner import enumeration
 from nova_pmem_filters.planner import optimize
 from nova_pmem_filters.planner import scenario
-from nova_pmem_filters.planner import search
 
 PLATFORMS = (('purley-2s', 'xeon-gold-6148'),
              ('cascade-lake-2s', 'xeon-gold-6230n'),
@@ -59,12 +59,12 @@ def _configs(count, policies, rng):
     for platform_name, cpu_name in PLATFORMS:
         platform = catalog.platforms[platform_name]
         cpu = catalog.cpus[cpu_name]
-        dimms = search.usable_dimms(catalog, platform, cpu)
+        dimms = enumeration.usable_dimms(catalog, platform, cpu)
         modes = ['dram'] + (['memory_mode', 'app_direct']
                             if platform.pmem_generations else [])
-        low, high = search.cost_range(platform, cpu, dimms, modes)
-        nodes.extend(search.find(platform, cpu, dimms, modes, low,
-                                 min(high, low * 3), policies))
+        low, high = enumeration.cost_range(platform, cpu, dimms, modes)
+        nodes.extend(enumeration.find(platform, cpu, dimms, modes, low,
+                                      min(high, low * 3), policies))
     rng.shuffle(nodes)
     nodes = sorted(nodes[:count], key=lambda n: n.config.name)
     configs = {}

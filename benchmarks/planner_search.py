@@ -12,11 +12,12 @@
 """Time ``nova-pmem-planner search`` against a slot-by-slot enumeration.
 
 The search enumerates, per socket, how many modules of each DIMM type are
-installed (nova_pmem_filters.planner.search.find). The naive enumeration it is
-measured against (nova_pmem_filters.planner.search.NaiveSearch) tries every
-assignment of {empty, each DIMM type} to every slot of a socket, the product
-over all slots, keeps at most one PMem module per channel, and judges an
-assignment in the budget band by the same population rules and node model.
+installed (nova_pmem_filters.planner.enumeration.find). The naive enumeration
+it is measured against (nova_pmem_filters.planner.enumeration.NaiveSearch)
+tries every assignment of {empty, each DIMM type} to every slot of a socket,
+the product over all slots, keeps at most one PMem module per channel, and
+judges an assignment in the budget band by the same population rules and node
+model.
 
 1. Speed: ice-lake-2s (2 sockets x 8 channels x 2 slots) with a Xeon Gold
    6330 and 3 DRAM sizes + 3 PMem sizes, every mode. The whole ``search``
@@ -52,6 +53,7 @@ import statistics
 import sys
 import time
 
+from nova_pmem_filters.planner import enumeration
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import search
 
@@ -86,9 +88,9 @@ def busiest_budget(plat, cpu, dimms, modes):
     """The budget of the sweep whose 10% band holds the most candidates."""
     counts = {}
     for budget in SWEEP:
-        low, high = search.band_limits(budget, BAND)
-        counts[budget] = len(search.candidates(plat, cpu, dimms, modes, low,
-                                               high))
+        low, high = enumeration.band_limits(budget, BAND)
+        counts[budget] = len(enumeration.candidates(plat, cpu, dimms, modes,
+                                                    low, high))
     budget = max(counts, key=counts.get)
     return float(budget), counts[budget]
 
@@ -98,7 +100,7 @@ def speed(scen, args, out):
     plat = catalog.platforms[PLATFORM]
     cpu = catalog.cpus[CPU]
     dimms = [catalog.dimms[name] for name in DIMMS]
-    modes = search.PMEM_MODES + (search.profile.DRAM,)
+    modes = enumeration.PMEM_MODES + (search.profile.DRAM,)
     default_budget = search.model.node(scen.configs[scen.baseline],
                                        scen.policies).cost
     busiest, _ = busiest_budget(plat, cpu, dimms, modes)
@@ -116,11 +118,11 @@ def speed(scen, args, out):
              ('busiest 10%% band of the sweep', busiest, args.strict)]
     found_example = None
     for label, budget, target in cases:
-        low, high = search.band_limits(budget, BAND)
-        inside = search.candidates(plat, cpu, dimms, modes, low, high)
+        low, high = enumeration.band_limits(budget, BAND)
+        inside = enumeration.candidates(plat, cpu, dimms, modes, low, high)
         find_s, _, _, nodes = _best(
-            lambda: search.find(plat, cpu, dimms, modes, low, high,
-                                scen.policies), args.repeats)
+            lambda: enumeration.find(plat, cpu, dimms, modes, low, high,
+                                     scen.policies), args.repeats)
         run_s, run_median, run_cpu, _ = _best(
             lambda: search.run(scen, PLATFORM, CPU, dimms=list(DIMMS),
                                modes=list(modes), budget=budget, band=BAND),
@@ -137,18 +139,18 @@ def speed(scen, args, out):
             found_example = (budget, low, high, find_s, nodes)
     # The whole space (no budget pruning), for scale only.
     low, high = -1.0, 1e12
-    inside = search.candidates(plat, cpu, dimms, modes, low, high)
+    inside = enumeration.candidates(plat, cpu, dimms, modes, low, high)
     whole_s, _, _, nodes = _best(
-        lambda: search.find(plat, cpu, dimms, modes, low, high,
-                            scen.policies), 1)
+        lambda: enumeration.find(plat, cpu, dimms, modes, low, high,
+                                 scen.policies), 1)
     out('%-40s %7d %6d %8.3f %9s %9s %9s  %s' % (
         'no budget (whole space)', len(inside), len(nodes), whole_s,
         '-', '-', '-', 'not a target'))
 
     # Naive on the same platform: a uniform random sample, extrapolated.
     budget, low, high, find_s, nodes = found_example
-    naive = search.NaiveSearch(plat, cpu, dimms, modes, low, high,
-                               scen.policies)
+    naive = enumeration.NaiveSearch(plat, cpu, dimms, modes, low, high,
+                                    scen.policies)
     rng = random.Random(args.seed)
     total_s = 0.0
     for mode in modes:
@@ -194,7 +196,7 @@ def agreement(scen, args, out):
          _small(catalog.platforms[PLATFORM], 3, 1), catalog.cpus[CPU],
          DIMMS, (everything, example)),
     ]
-    modes = search.PMEM_MODES + (search.profile.DRAM,)
+    modes = enumeration.PMEM_MODES + (search.profile.DRAM,)
     out('')
     out('== agreement: fast and naive find the same (counts, mode) '
         'populations (naive run to the end, times measured) ==')
@@ -208,12 +210,12 @@ def agreement(scen, args, out):
             if budget is None:
                 # A band that holds every population.
                 budget, band = 1e9, 1.0
-            low, high = search.band_limits(budget, band)
+            low, high = enumeration.band_limits(budget, band)
             fast_s, _, _, fast = _best(
-                lambda: search.find(plat, cpu, dimms, modes, low, high,
-                                    scen.policies), args.repeats)
-            naive = search.NaiveSearch(plat, cpu, dimms, modes, low, high,
-                                       scen.policies)
+                lambda: enumeration.find(plat, cpu, dimms, modes, low, high,
+                                         scen.policies), args.repeats)
+            naive = enumeration.NaiveSearch(plat, cpu, dimms, modes, low, high,
+                                            scen.policies)
             naive_s, _, _, slow = _best(naive.run, 1)
             same = _keys(fast) == _keys(slow) and len(fast) == len(slow)
             if not same:

@@ -40,7 +40,7 @@ import sys
 
 from nova_pmem_filters.cli import inifile
 from nova_pmem_filters.conf import pmem as pmem_conf
-from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.discover import outputs
@@ -134,7 +134,8 @@ def local_aggregate(from_dir, discover):
     argv = [discover, '--json']
     proc = _discover(argv, from_dir)
     try:
-        host = hostfile.parse(json.loads(proc.stdout), 'nova-pmem-discover')
+        host = discoveredhost.parse(json.loads(proc.stdout),
+                                    'nova-pmem-discover')
     except ValueError as exc:
         raise ToolError(str(exc))
     meta = ','.join('%s=%s' % kv for kv in outputs.aggregate_metadata(host))

@@ -28,6 +28,7 @@ import sys
 import yaml
 
 from nova_pmem_filters.cli import application
+from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.grammars import errors
 from nova_pmem_filters.discover import cxl
@@ -244,7 +245,7 @@ def _host(prof):
     What its aggregate metadata and provider config are made of.
     """
     try:
-        return hostfile.host_of(prof, 'the discovered profile')
+        return discoveredhost.host_of(prof, 'the discovered profile')
     except hostfile.ProfileError as exc:
         raise errors.DiscoveryError(str(exc))
 

@@ -56,11 +56,11 @@ does, and says so in a note on a ``cxl_kmem`` host.
 
 import collections
 import dataclasses
-import json
 import os
 import re
 
 from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.grammars import cxltools
 from nova_pmem_filters.core.grammars import errors
 from nova_pmem_filters.core.grammars import sysfs
 from nova_pmem_filters.core.rules import kinds
@@ -69,314 +69,24 @@ from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.discover import derive
 from nova_pmem_filters.discover import runner as runners
 
+
 GIB = 2 ** 30
+
+
 KIB_PER_GIB = 2 ** 20
 
-_HUMAN_RE = re.compile(
-    r'^([0-9]+(?:\.[0-9]+)?)\s*(B|KiB|MiB|GiB|TiB)(?:\s*\(.*\))?$')
-_UNITS = {'B': 1, 'KiB': 2 ** 10, 'MiB': 2 ** 20, 'GiB': 2 ** 30,
-          'TiB': 2 ** 40}
-_DAX_RE = re.compile(r'^dax([0-9]+)\.([0-9]+)$')
-_REGION_RE = re.compile(r'^region([0-9]+)$')
-_CPULIST_RE = re.compile(r'^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$')
-_MEMTOTAL_RE = r'^Node\s+%d\s+MemTotal:\s+([0-9]+)\s+kB\s*$'
+
 _PROC_MEMTOTAL_RE = re.compile(r'^MemTotal:\s+([0-9]+)\s+kB', re.M)
+
+
 # /proc/meminfo's MemTotal and the NUMA nodes' disagree beyond this share
 # of the larger: on Linux both count the pages the kernel manages, in all
 # and per node; a virtual machine or a container can show other figures.
 SOURCES_TOLERANCE = 0.01
-SYSTEM_RAM = 'system-ram'
-DEVDAX = 'devdax'
 
 
 def _gb(value):
     return round(float(value), 2)
-
-
-def _fail(source, what):
-    raise errors.DiscoveryError('%s: %s' % (source, what))
-
-
-def _name(obj):
-    for key in ('memdev', 'decoder', 'region', 'chardev'):
-        if isinstance(obj.get(key), str):
-            return '%s %s' % (key, obj[key])
-    return 'an entry'
-
-
-def _size(source, obj, key, required=True):
-    """Bytes from an integer or a -u string; the message names the field."""
-    value = obj.get(key)
-    if value is None:
-        if required:
-            _fail(source, '%s has no %s' % (_name(obj), key))
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) \
-            and value >= 0:
-        return value
-    if isinstance(value, str):
-        match = _HUMAN_RE.match(value.strip())
-        if match:
-            return int(round(float(match.group(1))
-                             * _UNITS[match.group(2)]))
-    _fail(source, '%s: %s is not a size: %s'
-          % (_name(obj), key, json.dumps(value)[:40]))
-
-
-def _node(source, obj, key):
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) \
-            and value >= 0:
-        return value
-    _fail(source, '%s: %s is not a NUMA node id: %s'
-          % (_name(obj), key, json.dumps(value)[:40]))
-
-
-def _text(source, obj, key, required=False):
-    value = obj.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value:
-        _fail(source, '%s: %s is not a non-empty string: %s'
-              % (_name(obj), key, json.dumps(value)[:40]))
-    return value
-
-
-def _serial(source, obj):
-    value = obj.get('serial')
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) \
-            and value >= 0:
-        return value
-    if isinstance(value, str) and re.match(r'^(0[xX][0-9a-fA-F]+|[0-9]+)$',
-                                           value.strip()):
-        return int(value.strip(), 0)
-    _fail(source, '%s: serial is not a number: %s'
-          % (_name(obj), json.dumps(value)[:40]))
-
-
-def _load(output):
-    """The tool's JSON, or None when it printed nothing."""
-    if output.returncode != 0:
-        first = output.text.strip().splitlines()
-        _fail(output.source, 'exit status %d: %s'
-              % (output.returncode, first[0][:200] if first
-                 else 'no output'))
-    text = output.text.strip()
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        _fail(output.source, 'not valid JSON (%s)' % exc)
-
-
-# Keys of objects that hold objects of their own. Lists under any other key
-# are containers (``memdevs``, ``endpoints:port1``, ``regions:decoder0.0``)
-# and are walked; these hold what is not a memdev, decoder or region.
-_NOT_CONTAINERS = ('mappings', 'media_errors', 'dports', 'targets')
-# Objects that only hold others (``cxl list -B -P -E``, ``-v``).
-_TOPOLOGY = ('bus', 'port', 'endpoint')
-
-
-def _walk(source, data, found):
-    """Collect memdev, decoder and region objects from cxl list's nesting.
-
-    Buses hold ports, ports hold endpoints, an endpoint holds its memdev as
-    an object (``-v`` and more) and its decoders; decoders list their
-    ``targets`` (``-T``), regions their ``mappings`` and, with ``-vvv``,
-    their ``daxregion``: those are not walked.
-    """
-    if isinstance(data, list):
-        for item in data:
-            _walk(source, item, found)
-        return
-    if not isinstance(data, dict):
-        _fail(source, 'an entry is not an object: %s'
-              % json.dumps(data)[:40])
-    if isinstance(data.get('decoder'), str):
-        found['decoders'].append(data)
-    elif isinstance(data.get('region'), str):
-        found['regions'].append(data)
-    elif isinstance(data.get('memdev'), str):
-        found['memdevs'].append(data)
-    elif not any(isinstance(data.get(k), str) for k in _TOPOLOGY) \
-            and not any(isinstance(v, list) for v in data.values()):
-        # Containers ({"memdevs": [...]}) hold lists; an object that is
-        # none of cxl list's and holds none is not its output.
-        _fail(source, 'an entry is not a bus, port, endpoint, memdev, '
-              'decoder or region: %s' % json.dumps(data)[:60])
-    for key, value in data.items():
-        if key == 'memdev' and isinstance(value, dict):
-            _walk(source, value, found)
-        elif isinstance(value, list) and key not in _NOT_CONTAINERS:
-            _walk(source, value, found)
-
-
-def parse_cxl(output):
-    """Memdevs, regions and endpoint decoders of ``cxl list``; bytes."""
-    source = output.source
-    data = _load(output)
-    found = {'memdevs': [], 'decoders': [], 'regions': []}
-    if data is not None:
-        _walk(source, data, found)
-    memdevs = []
-    for raw in found['memdevs']:
-        memdevs.append({
-            'memdev': _text(source, raw, 'memdev', required=True),
-            'host': _text(source, raw, 'host'),
-            'serial': _serial(source, raw),
-            'numa_node': _node(source, raw, 'numa_node'),
-            'ram_size': _size(source, raw, 'ram_size', required=False) or 0,
-            'pmem_size': _size(source, raw, 'pmem_size',
-                               required=False) or 0,
-        })
-    regions = []
-    for raw in found['regions']:
-        name = _text(source, raw, 'region', required=True)
-        if not _REGION_RE.match(name):
-            _fail(source, 'region %s: not a regionN name' % name)
-        if raw.get('state') == 'disabled':
-            continue
-        regions.append({
-            'region': name,
-            'type': _text(source, raw, 'type'),
-            'size': _size(source, raw, 'size'),
-            'decode_state': _text(source, raw, 'decode_state'),
-        })
-    decoders = []
-    for raw in found['decoders']:
-        if 'dpa_size' not in raw and 'mode' not in raw:
-            # Root and switch decoders: only endpoints name a device mode.
-            continue
-        decoders.append({
-            'decoder': _text(source, raw, 'decoder', required=True),
-            'mode': _text(source, raw, 'mode'),
-            'dpa_size': _size(source, raw, 'dpa_size', required=False) or 0,
-            'region': _text(source, raw, 'region'),
-        })
-    return {'memdevs': memdevs, 'regions': regions, 'decoders': decoders}
-
-
-def dax_origin(path):
-    """'cxl', 'hmem', 'nvdimm' or None from a dax region's sysfs path.
-
-    A CXL RAM region's dax region is ``.../decoderX.Y/regionN/
-    dax_regionN``; the HMEM driver's (memory the firmware marks specific
-    purpose) is ``/platform/hmem.N``; an nvdimm namespace's is under
-    ``ndbusN``.
-    """
-    if not path:
-        return None
-    parts = path.strip('/').split('/')
-    if parts[-1].startswith('dax_region') and any(
-            _REGION_RE.match(p) for p in parts):
-        return 'cxl'
-    if any(p.startswith('hmem') for p in parts):
-        return 'hmem'
-    if any(p.startswith('ndbus') for p in parts):
-        return 'nvdimm'
-    return None
-
-
-def parse_daxctl(output):
-    """Dax devices of ``daxctl list --regions --devices``.
-
-    Each device: chardev, size, mode and, under a region that prints its
-    ``path``, the ``origin`` of :func:`dax_origin`. ``daxctl list
-    --devices`` (no regions, no path) is read too.
-    """
-    data = _load(output)
-    if data is None:
-        return []
-    regions = [r for r in (data if isinstance(data, list) else [data])
-               if isinstance(r, dict) and 'chardev' not in r and 'id' in r]
-    if regions and not any('devices' in r for r in regions):
-        _fail(output.source, 'dax regions (%s) but no dax devices: saved '
-              '"daxctl list --regions" without --devices; save "daxctl '
-              'list --regions --devices"'
-              % ', '.join(json.dumps(r['id'])[:20] for r in regions))
-    return _dax_devices(output.source, data, None)
-
-
-def _dax_devices(source, data, path):
-    items = data if isinstance(data, list) else [data]
-    devices = []
-    for raw in items:
-        if not isinstance(raw, dict):
-            _fail(source, 'an entry is not an object: %s'
-                  % json.dumps(raw)[:40])
-        if 'chardev' not in raw and 'id' in raw:
-            # --regions: a dax region holding its devices (--devices).
-            region_path = raw.get('path')
-            if region_path is not None and not isinstance(region_path,
-                                                          str):
-                _fail(source, 'dax region %s: path is not a string: %s'
-                      % (raw['id'], json.dumps(region_path)[:40]))
-            devices.extend(_dax_devices(source, raw.get('devices', []),
-                                        region_path))
-            continue
-        chardev = _text(source, raw, 'chardev', required=True)
-        match = _DAX_RE.match(chardev)
-        if not match:
-            _fail(source, 'chardev %s: not a daxN.M name' % chardev)
-        mode = _text(source, raw, 'mode', required=True)
-        if mode not in (SYSTEM_RAM, DEVDAX):
-            _fail(source, 'chardev %s: mode is %s, expected %s or %s'
-                  % (chardev, json.dumps(mode), SYSTEM_RAM, DEVDAX))
-        movable = raw.get('movable')
-        if movable is not None and not isinstance(movable, bool):
-            _fail(source, 'chardev %s: movable is not true or false: %s'
-                  % (chardev, json.dumps(movable)[:40]))
-        devices.append({
-            'chardev': chardev,
-            'region_id': int(match.group(1)),
-            'size': _size(source, raw, 'size'),
-            'target_node': _node(source, raw, 'target_node'),
-            'mode': mode,
-            'movable': movable,
-            'online_memblocks': raw.get('online_memblocks'),
-            'total_memblocks': raw.get('total_memblocks'),
-            'path': path or None,
-            'origin': dax_origin(path),
-        })
-    return devices
-
-
-def parse_cpulist(text, source):
-    """'0-3,8' -> [0, 1, 2, 3, 8]; an empty file is a node without CPUs."""
-    text = text.strip()
-    if not text:
-        return []
-    if not _CPULIST_RE.match(text):
-        _fail(source, 'not a CPU list: %s' % json.dumps(text[:40]))
-    cpus = []
-    for part in text.split(','):
-        low, _, high = part.partition('-')
-        low, high = int(low), int(high or low)
-        if high < low:
-            _fail(source, 'not a CPU list: %s' % json.dumps(text[:40]))
-        cpus.extend(range(low, high + 1))
-    return cpus
-
-
-def parse_nodes(node_files):
-    """[{numa_node, cpus, memory_kb}] from the nodes' cpulist and meminfo."""
-    nodes = []
-    for files in node_files:
-        match = re.search(_MEMTOTAL_RE % files.node, files.meminfo, re.M)
-        if not match:
-            _fail(files.meminfo_source, 'no "Node %d MemTotal: <N> kB" line'
-                  % files.node)
-        nodes.append({
-            'numa_node': files.node,
-            'cpus': parse_cpulist(files.cpulist, files.cpulist_source),
-            'memory_kb': int(match.group(1)),
-        })
-    return nodes
 
 
 def _format_cpus(cpus):
@@ -395,7 +105,7 @@ def _cxl_region(device, region_ids):
     """The CXL region of a dax device, None for an HMEM device."""
     if device['origin'] == 'cxl':
         return [p for p in device['path'].split('/')
-                if _REGION_RE.match(p)][-1]
+                if cxltools.REGION_RE.match(p)][-1]
     if device['origin'] == 'hmem':
         return None
     return region_ids.get(device['region_id'])
@@ -414,12 +124,13 @@ def classify(listing, dax_devices, nodes, sources):
     :returns: (a :class:`hostfile.Cxl`, notes).
     """
     regions = {r['region']: r for r in listing['regions']}
-    region_ids = {int(_REGION_RE.match(r).group(1)): r for r in regions}
+    region_ids = {int(cxltools.REGION_RE.match(r).group(1)): r
+                  for r in regions}
     cxl_dax = _cxl_dax_devices(listing, dax_devices, regions, region_ids)
     cpu_nodes = [n for n in nodes if n['cpus']]
     tier_nodes = [n for n in nodes if not n['cpus'] and n['memory_kb'] > 0]
     if not cpu_nodes:
-        _fail(sources['nodes'], 'no NUMA node with CPUs')
+        cxltools.fail(sources['nodes'], 'no NUMA node with CPUs')
     notes = ['%s is an HMEM device (%s): firmware-provisioned memory, '
              'taken as the CXL RAM' % (d['chardev'], d['path'])
              for d in cxl_dax if d['origin'] == 'hmem']
@@ -453,22 +164,23 @@ def _tier(listing, dax_devices, cxl_dax, cpu_nodes, tier_nodes, sources,
     own = {n['numa_node']: n['memory_kb'] / KIB_PER_GIB for n in cpu_nodes}
     if ram_total and tier_nodes:
         return _kmem(cxl_dax, tier_nodes, own, notes)
-    if ram_total and any(d['mode'] == SYSTEM_RAM for d in cxl_dax):
+    if ram_total and any(d['mode'] == cxltools.SYSTEM_RAM for d in cxl_dax):
         _refuse_system_ram(cxl_dax, cpu_nodes, sources)
-    if ram_total and any(d['mode'] == DEVDAX for d in cxl_dax):
+    if ram_total and any(d['mode'] == cxltools.DEVDAX for d in cxl_dax):
         return Tier(kinds.CXL_DEVDAX, sum(
-            d['size'] for d in cxl_dax if d['mode'] == DEVDAX) / GIB, own)
+            d['size'] for d in cxl_dax
+            if d['mode'] == cxltools.DEVDAX) / GIB, own)
     decoded = _decoded_bytes(listing)
     unknown_devdax = [d for d in dax_devices if d['origin'] is None
-                      and d['mode'] == DEVDAX and d not in cxl_dax]
+                      and d['mode'] == cxltools.DEVDAX and d not in cxl_dax]
     if ram_total and decoded and unknown_devdax:
         # Flat memory mode has no dax device: this one may be the CXL RAM
         # exposed by the HMEM driver; only its region's path tells.
-        _fail(sources['daxctl'], 'chardev %s: a devdax device of no CXL '
-              'region in %s, and no region path to tell whether it is '
-              'the CXL RAM (HMEM) or other memory: save "daxctl list '
-              '--regions --devices"' % (unknown_devdax[0]['chardev'],
-                                        sources['cxl']))
+        cxltools.fail(sources['daxctl'], 'chardev %s: a devdax device of no '
+                      'CXL region in %s, and no region path to tell whether '
+                      'it is the CXL RAM (HMEM) or other memory: save '
+                      '"daxctl list --regions --devices"'
+                      % (unknown_devdax[0]['chardev'], sources['cxl']))
     if ram_total and decoded:
         return _flat(listing, decoded, cpu_nodes, sources)
     if listing['memdevs']:
@@ -490,7 +202,8 @@ def _kmem(cxl_dax, tier_nodes, own, notes):
     """cxl_kmem: far memory is the CPU-less nodes' memory."""
     online = {n['numa_node'] for n in tier_nodes}
     for dev in cxl_dax:
-        if dev['mode'] == SYSTEM_RAM and dev['target_node'] not in online:
+        if (dev['mode'] == cxltools.SYSTEM_RAM
+                and dev['target_node'] not in online):
             notes.append('%s is system-ram but node %s holds no memory'
                          % (dev['chardev'], dev['target_node']))
     return Tier(kinds.CXL_KMEM, sum(n['memory_kb'] for n in tier_nodes)
@@ -499,30 +212,30 @@ def _kmem(cxl_dax, tier_nodes, own, notes):
 
 def _refuse_system_ram(cxl_dax, cpu_nodes, sources):
     """A system-ram device and no CPU-less node holding memory: say why."""
-    dev = [d for d in cxl_dax if d['mode'] == SYSTEM_RAM][0]
+    dev = [d for d in cxl_dax if d['mode'] == cxltools.SYSTEM_RAM][0]
     with_cpus = {n['numa_node'] for n in cpu_nodes}
     online = (dev['online_memblocks'] is not None
               and dev['online_memblocks'] == dev['total_memblocks'])
     if dev['target_node'] in with_cpus and online:
-        _fail(sources['daxctl'], 'chardev %s: system-ram with all %s '
-              'memory blocks online, in NUMA node %s, which has CPUs: '
-              'its CXL memory is counted as that node\'s DRAM, no '
-              'tier the scheduler can tell apart (cxl_kmem needs it '
-              'in a node without CPUs; the firmware\'s SRAT sets '
-              'target_node)' % (dev['chardev'], dev['total_memblocks'],
-                                dev['target_node']))
+        cxltools.fail(sources['daxctl'], 'chardev %s: system-ram with all %s '
+                      'memory blocks online, in NUMA node %s, which has CPUs: '
+                      'its CXL memory is counted as that node\'s DRAM, no '
+                      'tier the scheduler can tell apart (cxl_kmem needs it '
+                      'in a node without CPUs; the firmware\'s SRAT sets '
+                      'target_node)' % (dev['chardev'], dev['total_memblocks'],
+                                        dev['target_node']))
     if online:
-        _fail(sources['daxctl'], 'chardev %s: system-ram with all %s '
-              'memory blocks online, but %s lists no NUMA node %s '
-              'holding memory: save the node<N> files of every node'
-              % (dev['chardev'], dev['total_memblocks'],
-                 sources['nodes'], dev['target_node']))
-    _fail(sources['daxctl'], 'chardev %s: mode is system-ram but no '
-          'NUMA node without CPUs holds memory (target_node %s, '
-          'online_memblocks %s of %s): online it with daxctl '
-          'online-memory' % (dev['chardev'], dev['target_node'],
-                             dev['online_memblocks'],
-                             dev['total_memblocks']))
+        cxltools.fail(sources['daxctl'], 'chardev %s: system-ram with all %s '
+                      'memory blocks online, but %s lists no NUMA node %s '
+                      'holding memory: save the node<N> files of every node'
+                      % (dev['chardev'], dev['total_memblocks'],
+                         sources['nodes'], dev['target_node']))
+    cxltools.fail(sources['daxctl'], 'chardev %s: mode is system-ram but no '
+                  'NUMA node without CPUs holds memory (target_node %s, '
+                  'online_memblocks %s of %s): online it with daxctl '
+                  'online-memory' % (dev['chardev'], dev['target_node'],
+                                     dev['online_memblocks'],
+                                     dev['total_memblocks']))
 
 
 def _flat(listing, decoded, cpu_nodes, sources):
@@ -534,10 +247,10 @@ def _flat(listing, decoded, cpu_nodes, sources):
     far_gb = decoded / GIB
     near_gb = near_kb / KIB_PER_GIB - far_gb
     if near_gb <= 0:
-        _fail(sources['nodes'], 'the nodes with CPUs hold %.2f GiB, no '
-              'more than the %.2f GiB of CXL RAM that %s decodes: not '
-              'a flat memory mode host' % (near_kb / KIB_PER_GIB,
-                                           far_gb, sources['cxl']))
+        cxltools.fail(sources['nodes'], 'the nodes with CPUs hold %.2f GiB, '
+                      'no more than the %.2f GiB of CXL RAM that %s decodes: '
+                      'not a flat memory mode host'
+                      % (near_kb / KIB_PER_GIB, far_gb, sources['cxl']))
     # Each node's near memory: its MemTotal less its CXL devices' RAM
     # (memdevs report their node); the rest shared by weight.
     weights = {}
@@ -620,7 +333,7 @@ def check_without_cxl(prof, runner):
     if prof.mode != kinds.DRAM:
         return prof
     try:
-        nodes = parse_nodes(runner.numa_nodes())
+        nodes = cxltools.parse_nodes(runner.numa_nodes())
     except errors.DiscoveryError:
         # No NUMA nodes to read (or recorded): nothing to tell.
         nodes = []
@@ -636,7 +349,7 @@ def check_without_cxl(prof, runner):
                 sum(n['memory_kb'] for n in tier_nodes) / KIB_PER_GIB))
     if runner.recorded('cxl'):
         try:
-            memdevs = parse_cxl(runner.run('cxl'))['memdevs']
+            memdevs = cxltools.parse_cxl(runner.run('cxl'))['memdevs']
         except errors.DiscoveryError:
             memdevs = []
         if memdevs:
@@ -670,11 +383,11 @@ def apply(prof, runner):
         memory in use: one ``pmem_mode`` cannot describe both tiers.
     """
     cxl_out = runner.run('cxl')
-    listing = parse_cxl(cxl_out)
+    listing = cxltools.parse_cxl(cxl_out)
     dax_out = runner.run('daxctl')
-    dax_devices = parse_daxctl(dax_out)
+    dax_devices = cxltools.parse_daxctl(dax_out)
     node_files = runner.numa_nodes()
-    nodes = parse_nodes(node_files)
+    nodes = cxltools.parse_nodes(node_files)
     section, notes = classify(
         listing, dax_devices, nodes,
         {'cxl': cxl_out.source, 'daxctl': dax_out.source,
@@ -738,8 +451,6 @@ def _with_section(prof, section, notes, cxl_out):
         cxl=section)
 
 
-# --- the kernel's tiering -------------------------------------------------
-
 def not_recorded_note():
     """The note of a ``cxl_kmem`` host whose DIR holds no tiering files."""
     return ('kernel tiering not recorded: the --from directory has neither '
@@ -781,9 +492,10 @@ def read_kernel_tiering(runner, nodes):
                 and state.tier_of(n) is None]
     if untiered:
         # The kernel puts every node holding memory in a tier.
-        _fail(os.path.join(root, tiering.MEMORY_TIERING_DIR),
-              'NUMA node %d holds memory but no memory_tierN/nodelist '
-              'lists it (a recording that left a tier out?)' % untiered[0])
+        cxltools.fail(os.path.join(root, tiering.MEMORY_TIERING_DIR),
+                      'NUMA node %d holds memory but no memory_tierN/nodelist '
+                      'lists it (a recording that left a tier out?)'
+                      % untiered[0])
     return hostfile.kernel_tiering_entry(state, cpu_nodes, far_nodes)
 
 

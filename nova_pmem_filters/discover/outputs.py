@@ -15,8 +15,8 @@ a table.
 
 The aggregate metadata and the provider config are those of the host the
 profile describes, as the planner and the doctor read it
-(:class:`nova_pmem_filters.core.formats.hostfile.DiscoveredHost`: through
-:func:`nova_pmem_filters.core.formats.hostfile.host_of` for the profile
+(:class:`nova_pmem_filters.core.formats.discoveredhost.DiscoveredHost`: through
+:func:`nova_pmem_filters.core.formats.discoveredhost.host_of` for the profile
 discovery built); ``--libvirt`` and the table read the profile itself (a
 :class:`nova_pmem_filters.core.formats.hostfile.Document`).
 """
@@ -51,7 +51,7 @@ def aggregate_metadata(host):
     The core's :func:`profile.metadata`: the kind and, on tiered kinds, the
     near memory (per NUMA node too in a profile with the NUMA listing).
 
-    :param host: a :class:`hostfile.DiscoveredHost`.
+    :param host: a :class:`discoveredhost.DiscoveredHost`.
     """
     return list(host.metadata().items())
 
@@ -120,7 +120,7 @@ def provider_config(host, ram_allocation_ratio=1.0,
     whole MB of the profile (``near_memory_mb``, exact) where it has them,
     so that flavors which request near memory can land on every kind.
 
-    :param host: a :class:`hostfile.DiscoveredHost`.
+    :param host: a :class:`discoveredhost.DiscoveredHost`.
     """
     total_mb = host.host_near_memory_mb
     inventory = None

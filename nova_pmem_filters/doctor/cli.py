@@ -253,6 +253,7 @@ class Check(lister.Lister):
     def take_action(self, parsed_args):
         # The audit's modules: --help and --version start without them
         # (benchmarks/startup.py).
+        from nova_pmem_filters.core.formats import discoveredhost
         from nova_pmem_filters.core.formats import hostfile
         from nova_pmem_filters.core.formats import observation
         from nova_pmem_filters.doctor import checks
@@ -268,7 +269,7 @@ class Check(lister.Lister):
         fleet = None
         if parsed_args.fleet:
             try:
-                fleet = hostfile.load(parsed_args.fleet)
+                fleet = discoveredhost.load(parsed_args.fleet)
             except hostfile.ProfileError as exc:
                 raise DoctorError(str(exc))
         thresholds = _thresholds(parsed_args)

@@ -44,7 +44,7 @@ class View:
     aggregates_of: dict
     # flavor name -> (PmemRequest or None, error or None).
     requests: dict
-    # host -> discovered host (core.formats.hostfile.DiscoveredHost).
+    # host -> discovered host (core.formats.discoveredhost.DiscoveredHost).
     discovered: dict
 
 

@@ -124,7 +124,7 @@ class Snapshot:
     # The nova.conf read (doctor.novaconf.NovaConfig), or None if none was
     # given.
     config: object = None
-    # Discovered hosts (core.formats.hostfile.DiscoveredHost), or None.
+    # Discovered hosts (core.formats.discoveredhost.DiscoveredHost), or None.
     fleet: tuple = None
     # Observation documents (core.formats.observation), or None.
     observations: tuple = None

@@ -33,6 +33,7 @@ import threading
 import time
 
 from nova_pmem_filters.cli import application
+from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters import fileutil
@@ -213,7 +214,7 @@ def _check(args):
     prof = None
     if args.profile:
         try:
-            prof = hostfile.read(args.profile)
+            prof = discoveredhost.read(args.profile)
         except hostfile.ProfileError as exc:
             raise UsageError('--profile %s' % exc)
     return prof

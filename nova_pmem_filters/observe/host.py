@@ -384,7 +384,7 @@ def observe(window_s, method=AUTO, prof=None, hostname=None, paths=None,
             sleep=time.sleep):
     """Measure one window; returns its ``observation.Observation``.
 
-    :param prof: the host's ``hostfile.DiscoveredHost`` or None.
+    :param prof: the host's ``discoveredhost.DiscoveredHost`` or None.
     :param sleep: how the window is waited; a service passes one that
         returns early on SIGTERM.
     """

@@ -42,6 +42,7 @@ import ssl
 import threading
 from wsgiref import simple_server
 
+from nova_pmem_filters.core.formats import metrics as metric_names
 from nova_pmem_filters.core.rules import tiering
 
 import prometheus_client
@@ -54,12 +55,10 @@ MB = 1024 * 1024
 # write of its request this long: one that stalls cannot hold a thread
 # forever (a Prometheus scrape times out after 10 s by default).
 CLIENT_TIMEOUT = 30.0
-PREFIX = 'nova_pmem_'
-INSTANCE_LABELS = ['uuid', 'name', 'flavor']
 
 
 def _gauge(name, documentation, labels=None):
-    return prom_core.GaugeMetricFamily(PREFIX + name, documentation,
+    return prom_core.GaugeMetricFamily(metric_names.name(name), documentation,
                                        labels=labels)
 
 
@@ -85,24 +84,24 @@ def _window(doc):
 
 
 def _instances(doc):
-    ws = _gauge('instance_working_set_bytes',
+    ws = _gauge(metric_names.INSTANCE_WORKING_SET,
                 'Memory the instance touched in the window.',
-                INSTANCE_LABELS + ['method'])
+                metric_names.INSTANCE_LABELS + ['method'])
     hot = _gauge('instance_hot_ratio',
                  'Working set over flavor RAM (what pmem:hot_ratio '
-                 'declares).', INSTANCE_LABELS + ['method'])
+                 'declares).', metric_names.INSTANCE_LABELS + ['method'])
     declared = _gauge('instance_declared_hot_ratio',
                       "The flavor's pmem:hot_ratio, where Nova's libvirt "
-                      'metadata carries it.', INSTANCE_LABELS)
+                      'metadata carries it.', metric_names.INSTANCE_LABELS)
     ram = _gauge('instance_flavor_memory_bytes', "The flavor's RAM.",
-                 INSTANCE_LABELS)
+                 metric_names.INSTANCE_LABELS)
     measured = _gauge('instance_measured',
                       '1 when the working set was measured, 0 on a gap.',
-                      INSTANCE_LABELS)
+                      metric_names.INSTANCE_LABELS)
     numa = _gauge('instance_numa_memory_bytes',
                   "Resident memory of the instance's process per NUMA "
-                  'node.', INSTANCE_LABELS + ['node'])
-    placed = [(field, _gauge(name, help_text, INSTANCE_LABELS))
+                  'node.', metric_names.INSTANCE_LABELS + ['node'])
+    placed = [(field, _gauge(name, help_text, metric_names.INSTANCE_LABELS))
               for field, name, help_text in _RESIDENT]
     for inst in doc.instances:
         labels = [inst.uuid, inst.name or '', inst.flavor or '']

@@ -25,6 +25,8 @@ import math
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.core.rules import profile
 
+from nova_pmem_filters.planner import vmsizing
+
 from nova_pmem_filters.planner import model
 
 
@@ -61,13 +63,13 @@ def numa_memory_target(node_, workload, policies):
     """(cell MB, instance cell MB, slices) when a cell bound applies."""
     if not workload.numa_nodes:
         return None
-    sizing = model.cells(node_)
+    sizing = vmsizing.cells(node_)
     if sizing is None or workload.numa_nodes > sizing.cells:
         return None
     instance_mb = workload.ram_mb // workload.numa_nodes
     if instance_mb > sizing.memory_mb:
         return None
-    slices = model.cell_slices(node_, workload, policies)['socket_memory']
+    slices = vmsizing.cell_slices(node_, workload, policies)['socket_memory']
     return sizing.memory_mb, instance_mb, slices
 
 
@@ -124,13 +126,13 @@ def memory_settings(node_, workload, policies, reserved_mb=None):
         reserved_mb = host_reserve_mb(node_, policies,
                                       cells=cell is not None)
     flavor_mb = workload.ram_mb
-    target = model.limits(node_, workload, policies)['memory']
+    target = vmsizing.limits(node_, workload, policies)['memory']
 
     def admits(ratio):
         return _admits_planned(node_, workload, policies, reserved_mb, ratio)
 
     usable = total_mb - reserved_mb
-    planned_mb = model.vm_memory_gb(node_, policies) * profile.MB_PER_GB
+    planned_mb = vmsizing.vm_memory_gb(node_, policies) * profile.MB_PER_GB
     exact = (planned_mb / usable * workload.ram_gb / workload.used_gb
              if usable > 0 else policies.memory_cap)
     ratio = round(exact, RATIO_DIGITS)
@@ -159,7 +161,7 @@ def _admits_planned(node_, workload, policies, reserved_mb, ratio):
     count and, for a NUMA-bound workload, NUMATopologyFilter's per-cell
     bound exactly its ``socket_memory`` slices.
     """
-    target = model.limits(node_, workload, policies)['memory']
+    target = vmsizing.limits(node_, workload, policies)['memory']
     if placement_admits(_total_mb(node_), reserved_mb, ratio,
                         workload.ram_mb) != target:
         return False
@@ -173,7 +175,7 @@ def memory_admits(node_, workload, policies, reserved_mb, ratio):
     Placement's ``(total - reserved) x ratio / flavor RAM`` and, for a
     NUMA-bound workload, NUMATopologyFilter's cells (``sockets x k // N``
     instances of ``N`` cells, ``k`` instance cells per host cell, as
-    :func:`nova_pmem_filters.planner.model.socket_limits` deals them).
+    :func:`nova_pmem_filters.planner.vmsizing.socket_limits` deals them).
     """
     count = placement_admits(_total_mb(node_), reserved_mb, ratio,
                              workload.ram_mb)
@@ -236,7 +238,7 @@ def compute_memory(scen, config_name, workloads=None):
         return reserved, shared_ratio(node_, fitting, policies, reserved)
     total_mb = node_.visible_memory_gb * profile.MB_PER_GB
     usable = total_mb - reserved
-    planned_mb = model.vm_memory_gb(node_, policies) * profile.MB_PER_GB
+    planned_mb = vmsizing.vm_memory_gb(node_, policies) * profile.MB_PER_GB
     return reserved, (round(planned_mb / usable, RATIO_DIGITS)
                       if usable > 0 else policies.memory_cap)
 
@@ -261,7 +263,7 @@ def shared_ratio(node_, fitting, policies, reserved_mb):
 
 
 # Reasons a count Nova admits is below the plan's (public binding values,
-# appended to the model's: nova_pmem_filters.planner.model.CONSTRAINTS).
+# appended to the model's: nova_pmem_filters.planner.vmsizing.CONSTRAINTS).
 SHARED_RATIO = 'shared_ratio'
 NEAR_MEMORY_ROUNDING = 'near_memory_rounding'
 
@@ -283,7 +285,7 @@ def admitted(scen, config_name, workload, workloads=None,
     policies = scen.policies
     config = scen.configs[config_name]
     node_ = model.node(config, policies)
-    planned, _binding = model.density(node_, workload, policies)
+    planned, _binding = vmsizing.density(node_, workload, policies)
     if planned <= 0:
         return planned, None
     reserved, ratio = compute_memory(scen, config_name, workloads)

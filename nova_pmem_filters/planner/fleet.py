@@ -28,12 +28,15 @@ import math
 
 import pandas as pd
 
+from nova_pmem_filters.core.formats import discoveredhost
+
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.rules import kinds as host_kinds
 from nova_pmem_filters.core.rules import tiering
 
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import vmsizing
 
 TOTAL = 'total'
 
@@ -134,7 +137,7 @@ def load(directory):
         hostname given by two files and on a directory with no profile.
     """
     try:
-        return group(hostfile.load(directory))
+        return group(discoveredhost.load(directory))
     except hostfile.ProfileError as exc:
         raise _scenario_error(exc)
 
@@ -178,7 +181,7 @@ def table(fleet_kinds, scen):
                'vcpus': kind.vcpus, 'count': kind.count}
         totals[TOTAL] += kind.count
         for name, workload in scen.workloads.items():
-            vms, binding = model.density(node, workload, policies)
+            vms, binding = vmsizing.density(node, workload, policies)
             row[name] = vms
             row['%s_binding' % name] = binding
             row['%s_fleet' % name] = vms * kind.count

@@ -20,7 +20,9 @@ of a scenario workload that says ``hot_ratio: observed``.
 import collections
 
 from nova_pmem_filters.core.formats import observation
+
 from nova_pmem_filters.core.plans import flavorfix
+from nova_pmem_filters.core.plans import hotratio
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.planner import errors
 
@@ -55,7 +57,7 @@ def load(directory):
     :raises nova_pmem_filters.planner.errors.PlannerError: naming the file and
     the key.
     """
-    return observation.by_flavor(read(directory))
+    return hotratio.by_flavor(read(directory))
 
 
 def _count(number, noun):
@@ -65,7 +67,7 @@ def _count(number, noun):
 def nothing_to_recommend(docs, directory):
     """Two lines: what ``docs`` hold, and why no flavor has a ratio.
 
-    For documents of which :func:`observation.by_flavor` finds no flavor:
+    For documents of which :func:`hotratio.by_flavor` finds no flavor:
     they list no instance, or none was measured (the most frequent gap
     says why), or those measured have no flavor.
     """
@@ -105,10 +107,10 @@ def nothing_to_recommend(docs, directory):
 
 def describe(found, directory):
     """The hot_ratio_source of a workload planned with ``found``."""
-    p95 = observation.quantile(found.ratios, observation.RECOMMEND_QUANTILE)
+    p95 = hotratio.quantile(found.ratios, hotratio.RECOMMEND_QUANTILE)
     return ('observed: p95 of %d instances in %d windows, %s (%.4g, rounded '
             'up to %g: %s)' % (found.instances, found.windows, directory,
-                               p95, observation.RECOMMEND_STEP,
+                               p95, hotratio.RECOMMEND_STEP,
                                extra_specs.format_hot_ratio(
                                    found.recommended)))
 
@@ -129,7 +131,7 @@ def set_command(flavor, value, ram_mb=None, specs=None):
 
 
 def rows(ratios, scen=None, placement_accounting=False,
-         min_instances=observation.MIN_INSTANCES):
+         min_instances=hotratio.MIN_INSTANCES):
     """One dict per observed flavor, with its declaration in ``scen``.
 
     A flavor is matched to the scenario workload whose ``flavor`` (default:
@@ -152,16 +154,16 @@ def rows(ratios, scen=None, placement_accounting=False,
         result.append({
             'flavor': flavor, 'instances': found.instances,
             'windows': found.windows,
-            'p50': round(observation.quantile(found.ratios, 0.5), _DIGITS),
-            'p95': round(observation.quantile(
-                found.ratios, observation.RECOMMEND_QUANTILE), _DIGITS),
+            'p50': round(hotratio.quantile(found.ratios, 0.5), _DIGITS),
+            'p95': round(hotratio.quantile(
+                found.ratios, hotratio.RECOMMEND_QUANTILE), _DIGITS),
             'max': round(max(found.ratios), _DIGITS),
             'declared': declared,
             'workload': workload.name if workload is not None else None,
             'recommended': recommended,
             'under_declared': (None if declared is None or held_back else
-                               observation.under_declared(declared,
-                                                          found.ratios)),
+                               hotratio.under_declared(declared,
+                                                       found.ratios)),
             'command': None if held_back else set_command(
                 flavor, recommended,
                 workload.ram_mb if placement_accounting and workload

@@ -38,10 +38,10 @@ from nova_pmem_filters.core.rules import charging
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import nearmem
 
-from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import vmsizing
+
 
 # The model's floors: n <= capacity / size + 1e-9.
-_EPS = model._EPS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +74,7 @@ class Demand:
                    modes=frozenset(m for m in kinds.ALL_MODES
                                    if request.allows(m)),
                    ram_mb=float(workload.ram_mb),
-                   binds=model.binds_memory(workload), request=request)
+                   binds=vmsizing.binds_memory(workload), request=request)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +102,7 @@ class Capacity:
         cache = (node_.profile.cache_capacity_mb(policies.cache_overcommit)
                  if mode in kinds.TIERED else None)
         return cls(name=node_.config.name, mode=mode, vcpus=vcpus,
-                   memory_gb=model.vm_memory_gb(node_, policies),
+                   memory_gb=vmsizing.vm_memory_gb(node_, policies),
                    cache_mb=cache,
                    regions=tuple(node_.region_gb), profile=node_.profile)
 
@@ -111,7 +111,7 @@ class Capacity:
 
         The core's :func:`~nova_pmem_filters.core.rules.charging.instance_mb`,
         as
-        :func:`nova_pmem_filters.planner.model.charge_mb` counts it.
+        :func:`nova_pmem_filters.planner.vmsizing.charge_mb` counts it.
         """
         if self.profile is None or demand.request is None:
             return demand.hot_mb
@@ -126,7 +126,7 @@ def allowed(capacity, demand):
 def _within(total, cap, sizes):
     # n_w x s_w summed within cap, with the model's tolerance: for a single
     # workload this is n <= cap / s + 1e-9 exactly.
-    return total <= cap + _EPS * max(sizes)
+    return total <= cap + vmsizing.EPS * max(sizes)
 
 
 def _cache_fits(capacity_mb, hots):
@@ -159,7 +159,7 @@ def _namespaces_fit(regions, wanted):
             return place(i + 1, free)
         if socket == len(free):
             return False
-        most = min(count, int(math.floor(free[socket] / size + _EPS)))
+        most = min(count, int(math.floor(free[socket] / size + vmsizing.EPS)))
         for k in range(most, -1, -1):
             free[socket] -= k * size
             if _spread(size, count - k, socket + 1, free, i):
@@ -199,14 +199,15 @@ def single_limit(capacity, demand):
     if not allowed(capacity, demand):
         return 0
     # An upper bound from memory, then down to what fits.
-    n = int(math.floor(capacity.memory_gb / demand.used_gb + _EPS))
+    n = int(math.floor(capacity.memory_gb / demand.used_gb + vmsizing.EPS))
     if capacity.vcpus is not None:
-        n = min(n, int(math.floor(capacity.vcpus / demand.vcpus + _EPS)))
+        n = min(n, int(math.floor(capacity.vcpus / demand.vcpus
+                                  + vmsizing.EPS)))
     near_mb = capacity.near_mb(demand)
     if capacity.mode in kinds.TIERED and near_mb > 0:
         n = min(n, nearmem.instances_in_cache(capacity.cache_mb, near_mb))
     if demand.vpmem_gb:
-        n = min(n, sum(int(math.floor(r / demand.vpmem_gb + _EPS))
+        n = min(n, sum(int(math.floor(r / demand.vpmem_gb + vmsizing.EPS))
                        for r in capacity.regions))
     counts = [0]
     while n > 0:
@@ -243,9 +244,10 @@ def node_rows(capacity, demands, use, limits):
 
     if capacity.vcpus is not None:
         add([(j, demands[i].vcpus) for j, i in enumerate(use)],
-            capacity.vcpus + _EPS * min(demands[i].vcpus for i in use))
+            capacity.vcpus + vmsizing.EPS * min(demands[i].vcpus for i in use))
     add([(j, demands[i].used_gb) for j, i in enumerate(use)],
-        capacity.memory_gb + _EPS * min(demands[i].used_gb for i in use))
+        capacity.memory_gb
+        + vmsizing.EPS * min(demands[i].used_gb for i in use))
     if capacity.mode in kinds.TIERED:
         hot = [(j, capacity.near_mb(demands[i])) for j, i in enumerate(use)
                if capacity.near_mb(demands[i])]

@@ -21,6 +21,10 @@ commands that list a table start without it.
 import dataclasses
 import math
 
+from nova_pmem_filters.planner import vmsizing
+
+from nova_pmem_filters.planner import memperf
+
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
 from nova_pmem_filters.planner.population import sources
@@ -33,7 +37,7 @@ CURRENCY = 'USD'
 # the plain names.
 MONEY_COLUMNS = frozenset(['node_cost', 'memory_cost', 'cost_per_vm',
                            'capex', 'energy', 'tco', 'tco_per_vm'])
-# What each binding value (model.CONSTRAINTS) means, for the commands' help.
+# What each binding value (vmsizing.CONSTRAINTS) means, for the commands' help.
 BINDINGS = {
     'mode': "the flavor's pmem: extra specs exclude the node's memory mode "
             "(0 VMs)",
@@ -261,7 +265,7 @@ def calibration(scen):
 
 
 def calibration_rows(scen):
-    miss = model.miss_factor(scen.performance)
+    miss = memperf.miss_factor(scen.performance)
     rows = [{'workload': c.workload, 'config': c.config,
              'published_gain': c.node_gain, 'node_gain': c.node_gain,
              'source': c.source,
@@ -339,7 +343,7 @@ def admission_notes(scen, workloads=None, placement_accounting=False):
         workload = scen.workloads[name]
         own, _ = admission.admitted(scen, config, workload, [workload],
                                     placement_accounting)
-        planned, _ = model.density(
+        planned, _ = vmsizing.density(
             model.node(scen.configs[config], scen.policies), workload,
             scen.policies)
         if reason == admission.SHARED_RATIO:

@@ -33,10 +33,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from nova_pmem_filters.core.formats import metrics
+
 MB = 1024 * 1024
 # The larger of two series of one instance: measured by two observers
 # while it migrates, the one that charges more.
-QUERY = 'max by (uuid) (nova_pmem_instance_working_set_bytes)'
+QUERY = 'max by (%s) (%s)' % (metrics.UUID_LABEL,
+                              metrics.name(metrics.INSTANCE_WORKING_SET))
 TIMEOUT = 10.0
 PATH = '/api/v1/query'
 

@@ -28,7 +28,7 @@ a bound one its whole RAM on its cell (the kernel neither promotes nor
 demotes memory bound with ``<numatune mode="strict">``), and with
 ``pmem_kernel_tiering=off`` every guest charges its whole RAM.
 
-Each count Nova admits must be the planner's (``model.density`` of the
+Each count Nova admits must be the planner's (``vmsizing.density`` of the
 node the planner describes the host with, and its simulator's,
 ``nova_pmem_filters.planner.simulate.engine``, which alone counts a mix of
 flavors) and the core's (``decide.cache_check`` applied instance after
@@ -59,6 +59,7 @@ from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner.simulate import engine
+from nova_pmem_filters.planner import vmsizing
 from tests.functional import numa_base
 
 MB_PER_GB = profile.MB_PER_GB
@@ -274,9 +275,9 @@ class KernelTieringTest(numa_base.NumaTestBase):
         binds.
         """
         work = workload(bound)
-        planned, binding = model.density(node, work, POLICIES)
+        planned, binding = vmsizing.density(node, work, POLICIES)
         others = {name: vms for name, vms in
-                  model.limits(node, work, POLICIES).items()
+                  vmsizing.limits(node, work, POLICIES).items()
                   if 'dram_cache' not in name}
         self.assertEqual({}, {name: vms for name, vms in others.items()
                               if vms <= planned})
@@ -312,7 +313,7 @@ class KernelTieringTest(numa_base.NumaTestBase):
                          inventory['MEMORY_MB']['allocation_ratio'])
         # The planner sizes the node's cells as Nova reports them: the
         # DRAM of a socket, not a share of the CXL memory.
-        sizing = model.cells(planner_node())
+        sizing = vmsizing.cells(planner_node())
         self.assertEqual((len(CPU_CELLS), DRAM_GB_PER_CELL * MB_PER_GB,
                           numa_base.CPUS_PER_CELL),
                          (sizing.cells, sizing.memory_mb, sizing.vcpus))
@@ -331,7 +332,7 @@ class KernelTieringTest(numa_base.NumaTestBase):
         # pmem_kernel_tiering=on said, as absent elsewhere: the same.
         node = self._start(kernel_tiering=tiering.ON)
         planned, binding, core, sim = self._counts(node, bound=True)
-        unbound, _binding = model.density(node, workload(False), POLICIES)
+        unbound, _binding = vmsizing.density(node, workload(False), POLICIES)
         # 8 GB of DRAM per cell hold 4 whole 2 GB guests, where
         # NUMATopologyFilter would take 6 (8 GB x 1.5).
         self.assertIn('dram_cache', binding)
@@ -371,7 +372,7 @@ class KernelTieringTest(numa_base.NumaTestBase):
             tiering.OFF, profile.to_metadata(node.profile)[
                 profile.KERNEL_TIERING_KEY])
         planned, binding, core, sim = self._counts(node, bound=False)
-        bound_planned = model.density(node, workload(True), POLICIES)[0]
+        bound_planned = vmsizing.density(node, workload(True), POLICIES)[0]
         # The 16 GB of DRAM hold 8 whole guests, bound or not.
         self.assertEqual('dram_cache', binding)
         self.assertEqual(planned, bound_planned)

@@ -34,6 +34,7 @@ from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import tables
+from nova_pmem_filters.planner import vmsizing
 from tests.functional import base
 from tests.unit.crosscut import test_agreement
 
@@ -140,8 +141,8 @@ class PlannerLoopBase(base.PmemTestBase):
     def _check(self, config_name, workload_name):
         node, flavor = self._plan(config_name, workload_name)
         workload = self.scenario.workloads[workload_name]
-        planned, binding = model.density(node, workload,
-                                         self.scenario.policies)
+        planned, binding = vmsizing.density(node, workload,
+                                            self.scenario.policies)
         self.assertGreater(planned, 0)
         admitted = self._boot_until_full(flavor, planned + 2)
         self.assertEqual(

@@ -30,6 +30,7 @@ from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import vmsizing
 from tests.functional import numa_base
 from tests.functional import test_planner_loop
 
@@ -99,8 +100,8 @@ class PlannerNumaTest(numa_base.NumaTestBase):
             vcpu=vcpus, memory_mb=ram_mb)
 
         node = model.node(config, self.scenario.policies)
-        planned, binding = model.density(node, workload,
-                                         self.scenario.policies)
+        planned, binding = vmsizing.density(node, workload,
+                                            self.scenario.policies)
         self.assertGreater(planned, 0)
         admitted = self.fill(flavor, limit=planned + 2)
         self.assertEqual(

@@ -27,7 +27,7 @@ the package costs seconds on a small machine.
 import os
 import sys
 
-from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.discover import outputs
 
@@ -36,7 +36,7 @@ from tests.integration import compute
 
 def host_profile(name, mode, dram_gb):
     """The host a nova-pmem-discover profile of such a host describes."""
-    return hostfile.DiscoveredHost(
+    return discoveredhost.DiscoveredHost(
         source=name, hostname=name, hardware_mode=mode, mode=mode,
         visible_memory_gb=float(dram_gb),
         dram_cache_gb=float(dram_gb) if mode == kinds.MEMORY_MODE else 0.0,

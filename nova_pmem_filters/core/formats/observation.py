@@ -93,7 +93,6 @@ import calendar
 import dataclasses
 import functools
 import json
-import math
 import re
 import time
 
@@ -101,23 +100,28 @@ from nova_pmem_filters.core.formats import document
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import tiering as core_tiering
 
+
 SCHEMA = 'nova-pmem-observation/1'
+
+
 DAMON = 'damon'
+
+
 REFERENCE_BITS = 'reference_bits'
+
+
 METHODS = (DAMON, REFERENCE_BITS)
+
+
 # ``started``: ISO 8601, UTC, whole seconds.
 STARTED_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
-# The recommended pmem:hot_ratio covers this share of the observations ...
-RECOMMEND_QUANTILE = 0.95
-# ... rounded up to a multiple of this step ...
-RECOMMEND_STEP = 0.05
-# ... from at least this many distinct instances of the flavor: the 95th
-# percentile of one or two instances is their maximum, a guess about the
-# next one.
-MIN_INSTANCES = 3
+
+
 # The version of the ``tiering`` object (a version-1 extension): it gains
 # keys, never loses or changes one.
 TIERING_VERSION = 1
+
+
 _COUNTER_RE = re.compile(r'^[a-z][a-z0-9_]*$')
 
 
@@ -136,9 +140,6 @@ class ObservationError(document.DocumentError):
         where = ''.join('[%s]' % json.dumps(k) for k in path)
         return '%s%s: %s' % (source, where, rule)
 
-
-# The checks of one value (see core.formats.document): (value, source, path) ->
-# the value a reader gets. A missing key reads as null.
 
 def _or_null(make, what, nullable, **options):
     """``make(what)``, or if ``nullable`` it or null."""
@@ -569,90 +570,3 @@ def load(directory):
     """
     paths = document.json_files(directory, ObservationError, 'observation')
     return [read(path) for path in paths]
-
-
-def measured(docs):
-    """(document, instance) of every instance with a measured hot ratio."""
-    for doc in docs:
-        for inst in doc.instances:
-            if inst.measured:
-                yield doc, inst
-
-
-@dataclasses.dataclass(frozen=True)
-class FlavorRatios:
-    """The observed hot ratios of one flavor."""
-
-    flavor: str
-    # One per measured instance and window, in the order read.
-    ratios: tuple
-    # Distinct instances (by uuid) measured at least once.
-    instances: int
-    # Documents (host and window) holding at least one measurement.
-    windows: int
-
-    @property
-    def recommended(self):
-        return recommend(self.ratios)
-
-    def held_back(self, min_instances=MIN_INSTANCES):
-        """Why no value is recommended from so few instances, or None."""
-        if self.instances >= min_instances:
-            return None
-        return '%d instance%s, fewer than %d' % (
-            self.instances, '' if self.instances == 1 else 's',
-            min_instances)
-
-
-def by_flavor(docs):
-    """{flavor name: FlavorRatios} of every flavor with a measured instance.
-
-    Each (document, instance) that :func:`measured` yields is one ratio: an
-    instance observed in three windows counts three times, as its working
-    set may change from one window to the next.
-    """
-    ratios = {}
-    uuids = {}
-    windows = {}
-    for number, doc in enumerate(docs):
-        for _doc, inst in measured([doc]):
-            flavor = inst.flavor
-            ratios.setdefault(flavor, []).append(float(inst.hot_ratio))
-            uuids.setdefault(flavor, set()).add(inst.uuid)
-            windows.setdefault(flavor, set()).add(number)
-    return {flavor: FlavorRatios(flavor=flavor, ratios=tuple(values),
-                                 instances=len(uuids[flavor]),
-                                 windows=len(windows[flavor]))
-            for flavor, values in sorted(ratios.items())}
-
-
-def quantile(values, q):
-    """The q-quantile of values, linear between order statistics."""
-    ordered = sorted(values)
-    if not ordered:
-        raise ValueError('no values')
-    pos = q * (len(ordered) - 1)
-    low = int(math.floor(pos))
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
-def recommend(ratios):
-    """The pmem:hot_ratio to declare for a flavor observed at ``ratios``.
-
-    The 95th percentile rounded up to the next 0.05, within (0, 1]: a
-    flavor so declared counts at least the hot RAM of 19 in 20 of its
-    observed instances.
-    """
-    top = quantile(ratios, RECOMMEND_QUANTILE)
-    steps = math.ceil(top / RECOMMEND_STEP - 1e-9)
-    return min(1.0, max(RECOMMEND_STEP, round(steps * RECOMMEND_STEP, 6)))
-
-
-def under_declared(declared, ratios):
-    """Whether a flavor declares less hot RAM than it was observed to use.
-
-    True when the recommended value is above the declared one: more than
-    one in twenty of its instances were hotter than it says.
-    """
-    return recommend(ratios) > declared + 1e-9

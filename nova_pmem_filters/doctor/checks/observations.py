@@ -12,7 +12,7 @@
 """Checks of what ``nova-pmem-observe`` measured (``--observations DIR``).
 
 Flavors that declare less hot RAM than their instances use (the core's rule,
-:func:`nova_pmem_filters.core.formats.observation.under_declared`), hosts whose
+:func:`nova_pmem_filters.core.plans.hotratio.under_declared`), hosts whose
 measured working set exceeds their near memory (its fix: the core's
 rebalancing plan, :func:`nova_pmem_filters.core.plans.rebalance.plan`, as live
 migrations), and NUMA-bound instances whose memory sits on another node or
@@ -28,8 +28,8 @@ instances whose hot pages must sit on the far node
 
 import math
 
-from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters.core.plans import flavorfix
+from nova_pmem_filters.core.plans import hotratio
 from nova_pmem_filters.core.plans import rebalance
 from nova_pmem_filters.core.rules import charging
 from nova_pmem_filters.core.rules import extra_specs
@@ -67,7 +67,7 @@ def check(snap, view):
 
 def _hot_ratios(snap, view):
     found = []
-    measured = observation.by_flavor(snap.observations)
+    measured = hotratio.by_flavor(snap.observations)
     for flavor in snap.flavors:
         ratios = measured.get(flavor.name)
         request, _error = view.requests[flavor.name]
@@ -75,8 +75,8 @@ def _hot_ratios(snap, view):
         # an invalid one is reported by the flavor checks.
         if (ratios is None or request is None
                 or not kinds.TIERED & request.modes
-                or not observation.under_declared(request.hot_ratio,
-                                                  ratios.ratios)):
+                or not hotratio.under_declared(request.hot_ratio,
+                                               ratios.ratios)):
             continue
         value = ratios.recommended
         # Placement accounting follows the new ratio, or
@@ -96,8 +96,8 @@ def _hot_ratios(snap, view):
             'of %d instances in %d windows; PmemCacheFilter counts too '
             'little of their RAM as hot and fills Memory-Mode hosts past '
             'their DRAM cache (recommended: %s)'
-            % (declared, observation.quantile(
-                ratios.ratios, observation.RECOMMEND_QUANTILE),
+            % (declared, hotratio.quantile(
+                ratios.ratios, hotratio.RECOMMEND_QUANTILE),
                max(ratios.ratios), ratios.instances, ratios.windows,
                extra_specs.format_hot_ratio(value)),
             fix.command()))

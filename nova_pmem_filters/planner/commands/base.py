@@ -29,9 +29,9 @@ from nova_pmem_filters.core.formats import scenario as document
 from nova_pmem_filters import fileutil
 from nova_pmem_filters.planner.commands import fit
 from nova_pmem_filters.planner import errors
-from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner.population import sources
 from nova_pmem_filters.planner import tables
+from nova_pmem_filters.planner import vmsizing
 
 # Output formats that carry a missing value as null; the others (table,
 # value, csv) show it as an empty cell rather than "None".
@@ -230,11 +230,11 @@ def binding_help():
     The values are the model's constraints, in the model's order, so the
     help lists every value a command can print.
     """
-    width = max(len(name) for name in model.CONSTRAINTS)
+    width = max(len(name) for name in vmsizing.CONSTRAINTS)
     lines = textwrap.wrap(
         'binding: the constraint that limits VMs per node (several, joined '
         'by "+", when they give the same count, e.g. vcpu+memory):', 76)
-    for name in model.CONSTRAINTS:
+    for name in vmsizing.CONSTRAINTS:
         # A constraint new to the model without words yet still shows (a
         # test asks for the words).
         lines += textwrap.wrap(tables.BINDINGS.get(name, '(undocumented)'),

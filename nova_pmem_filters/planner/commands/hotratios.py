@@ -11,7 +11,7 @@
 #    under the License.
 """hot-ratios command."""
 
-from nova_pmem_filters.core.formats import observation
+from nova_pmem_filters.core.plans import hotratio
 from nova_pmem_filters.planner.commands import base
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import observed
@@ -47,11 +47,11 @@ class HotRatios(base.ShortTableLister):
                  'recommended ratio')
         parser.add_argument(
             '--min-instances', metavar='N',
-            default=str(observation.MIN_INSTANCES),
+            default=str(hotratio.MIN_INSTANCES),
             help='recommend only for flavors observed in at least N '
                  'distinct instances; the others are listed with no '
                  'recommendation and held_back says why (default: %d)'
-                 % observation.MIN_INSTANCES)
+                 % hotratio.MIN_INSTANCES)
         return parser
 
     def short_columns(self, column_names):
@@ -69,7 +69,7 @@ class HotRatios(base.ShortTableLister):
                 '--min-instances %s: expected a whole number of instances, '
                 '1 or more' % parsed_args.min_instances)
         docs = observed.read(parsed_args.observations)
-        ratios = observation.by_flavor(docs)
+        ratios = hotratio.by_flavor(docs)
         if not ratios:
             # Not an error (as calibration with no points): the documents
             # are good and hold nothing to recommend from. Machine formats

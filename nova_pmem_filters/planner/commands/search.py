@@ -33,6 +33,7 @@ class Search(base.ShortTableLister):
     """Rank every valid DIMM population of a platform and CPU in a budget."""
 
     def short_columns(self, column_names):
+        from nova_pmem_filters.planner import ranking
         from nova_pmem_filters.planner import search
 
         # The measures of the objectives other than cost per VM, VMs per
@@ -40,11 +41,12 @@ class Search(base.ShortTableLister):
         # columns.
         objective = getattr(self, '_objective', search.DEFAULT_OBJECTIVE)
         return [c for c in search.SHORT_COLUMNS
-                if c not in search.OBJECTIVES
+                if c not in ranking.OBJECTIVES
                 or c in ('cost_per_vm', 'vms_per_node', objective)]
 
     def get_parser(self, prog_name):
         # numpy and pandas.
+        from nova_pmem_filters.planner import ranking
         from nova_pmem_filters.planner import search
 
         parser = base.add_scenario_argument(super().get_parser(prog_name))
@@ -79,7 +81,7 @@ class Search(base.ShortTableLister):
         parser.add_argument(
             '--objective', metavar='NAME', default=search.DEFAULT_OBJECTIVE,
             help='rank by one of %s; default: %%(default)s'
-                 % ', '.join(search.OBJECTIVES))
+                 % ', '.join(ranking.OBJECTIVES))
         parser.add_argument(
             '--limit', metavar='N', default=search.DEFAULT_LIMIT,
             help='show the best N rows, 0 for all; default: %(default)s')

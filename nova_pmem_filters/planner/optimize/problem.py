@@ -15,8 +15,10 @@
 import dataclasses
 
 from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import memperf
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import patterns
+from nova_pmem_filters.planner import vmsizing
 
 
 OBJECTIVES = ('tco', 'vms', 'throughput')
@@ -116,7 +118,7 @@ def build(scen, objective=DEFAULT_OBJECTIVE, demand=None, periods=None,
         for w, limit in zip(workloads, limits):
             t_hit = cal[w.name].t_hit if w.name in cal else None
             # The cache holds the hot set while it is not overcommitted.
-            tput.append(model.per_vm_throughput(
+            tput.append(memperf.per_vm_throughput(
                 node, w, min(limit, 1), policies, performance, t_hit=t_hit)
                 if limit else 0.0)
         candidates.append(Candidate(
@@ -138,7 +140,7 @@ def _numa_bound(workloads, periods):
 
     Patterns count a node's resources host-wide; the per-socket
     constraints of ``numa_nodes``
-    (:func:`nova_pmem_filters.planner.model.socket_limits`) are not in the
+    (:func:`nova_pmem_filters.planner.vmsizing.socket_limits`) are not in the
     pricing problem, so such a workload is refused rather than placed on nodes
     whose sockets cannot hold it.
     """
@@ -177,8 +179,8 @@ def check_carriable(problem, scen):
         reasons = []
         for cand in problem.candidates:
             node = model.node(scen.configs[cand.name], scen.policies)
-            _vms, binding = model.density(node, scen.workloads[name],
-                                          scen.policies)
+            _vms, binding = vmsizing.density(node, scen.workloads[name],
+                                             scen.policies)
             reasons.append('%s: %s' % (cand.name, binding))
         raise errors.Infeasible(
             'the demand of %d %s VMs cannot be met: no candidate '

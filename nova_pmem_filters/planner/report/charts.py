@@ -18,9 +18,9 @@ from matplotlib.backends import backend_agg
 from matplotlib import figure
 from matplotlib import patches
 
-from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner.report import cells
 from nova_pmem_filters.planner import tables
+from nova_pmem_filters.planner import vmsizing
 
 
 # The baseline is grey in every chart; the other configurations take these.
@@ -211,8 +211,8 @@ def _binding(comparison, baseline):
     ax.set_xlabel('workload (flavor)')
     ax.set_ylabel('configuration')
     ax.set_title('Binding constraint: the resource that limits VMs per node')
-    order = [n for n in model.CONSTRAINTS if n in seen] + [
-        n for n in seen if n not in model.CONSTRAINTS]
+    order = [n for n in vmsizing.CONSTRAINTS if n in seen] + [
+        n for n in seen if n not in vmsizing.CONSTRAINTS]
     handles = [patches.Patch(facecolor=CONSTRAINT_COLORS.get(n, '#eeeeee'),
                              label=CONSTRAINT_TEXT.get(n, n))
                for n in order]

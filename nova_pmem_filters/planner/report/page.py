@@ -18,7 +18,7 @@ import math
 import numbers
 
 from nova_pmem_filters import planner
-from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import memperf
 from nova_pmem_filters.planner.report import cells
 from nova_pmem_filters.planner import tables
 
@@ -331,7 +331,7 @@ def _policies_rows(scen):
          'performance model: memory latency of a DRAM access'),
         ('pmem_latency_ns', format_value(perf.pmem_latency_ns) + ' ns',
          'performance model: latency of a DRAM-cache miss served by PMem'),
-        ('miss factor', '%.3f' % model.miss_factor(perf),
+        ('miss factor', '%.3f' % memperf.miss_factor(perf),
          'dram_latency / pmem_latency: throughput of a cache miss '
          'relative to a hit'),
     ]

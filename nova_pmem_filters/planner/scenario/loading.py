@@ -23,7 +23,9 @@ import importlib.resources
 import os
 
 from nova_pmem_filters.core.formats import observation
+
 from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.plans import hotratio
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters import fileutil
@@ -234,7 +236,7 @@ def _observations(doc, source, directory):
     if not source.startswith('built-in '):
         directory = os.path.join(os.path.dirname(source), directory)
     try:
-        return directory, observation.by_flavor(observation.load(directory))
+        return directory, hotratio.by_flavor(observation.load(directory))
     except observation.ObservationError as exc:
         raise errors.ScenarioError(source, ['observations'], str(exc))
 

@@ -171,7 +171,7 @@ class Workload:
     # hw:numa_nodes of the flavor; None: no NUMA topology is asked for.
     numa_nodes: int = None
     # 'latency' or 'bandwidth': what limits the VM's speed (see
-    # model.per_vm_throughput); bandwidth_gbps: what one VM draws.
+    # memperf.per_vm_throughput); bandwidth_gbps: what one VM draws.
     bound: str = 'latency'
     bandwidth_gbps: float = None
     # The Nova flavor's name when it differs from the workload's.

@@ -21,6 +21,7 @@ def model_density(scen, config_name, mix):
     out of its mix.
     """
     from nova_pmem_filters.planner import model
+    from nova_pmem_filters.planner import vmsizing
     config = scen.configs.get(config_name)
     if config is None:
         return None
@@ -30,7 +31,7 @@ def model_density(scen, config_name, mix):
         workload = scen.workloads[name]
         if wanted <= 0 or not workload.request.allows(config.mode):
             continue
-        vms, _binding = model.density(node, workload, scen.policies)
+        vms, _binding = vmsizing.density(node, workload, scen.policies)
         if vms:
             weights[name] = (wanted, vms)
     total = sum(w for w, _d in weights.values())

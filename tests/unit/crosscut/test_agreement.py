@@ -31,6 +31,7 @@ import testtools
 import yaml
 
 from nova_pmem_filters.conf import pmem
+from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
@@ -47,6 +48,7 @@ from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import patterns
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import simulate
+from nova_pmem_filters.planner import vmsizing
 from nova_pmem_filters.scheduler import host_profiles
 from tests.unit import fakes
 from tests.unit import paths
@@ -121,7 +123,7 @@ class DiscoveredHostTestCase(fakes.PmemTestCase):
         metadata = profile.to_metadata(node.profile)
 
         # Discovery's --aggregate says the same.
-        host = hostfile.parse(data, 'host.json')
+        host = discoveredhost.parse(data, 'host.json')
         self.assertEqual(metadata, dict(outputs.aggregate_metadata(host)))
 
         # The scheduler reads that metadata back to the same host.
@@ -134,7 +136,7 @@ class DiscoveredHostTestCase(fakes.PmemTestCase):
         if cells:
             ids = [cell for cell, _gb in cells]
             self.assertEqual(sched.cell_capacities_mb(ids, 1.5)[0],
-                             model.cell_capacities_mb(node, 1.5))
+                             vmsizing.cell_capacities_mb(node, 1.5))
 
         # Placement is told of the same near memory.
         config = outputs.provider_config(host)
@@ -228,7 +230,7 @@ class HotRatioAgreementTestCase(testtools.TestCase):
             scen = hot_ratio_scenario(hot_ratio)
             workload = scen.workloads['cache64']
             node = model.node(scen.configs['mm-192-512'], scen.policies)
-            vms, binding = model.density(node, workload, scen.policies)
+            vms, binding = vmsizing.density(node, workload, scen.policies)
             self.assertEqual((expected, 'dram_cache'), (vms, binding),
                              hot_ratio)
             self.assertEqual(vms, simulated_density(scen, 'mm-192-512',
@@ -374,7 +376,7 @@ class KernelTieringAgreementTestCase(fakes.PmemTestCase):
             with self.subTest(config=config, workload=name):
                 node = model.node(self.scen.configs[config],
                                   self.scen.policies)
-                vms, _binding = model.density(
+                vms, _binding = vmsizing.density(
                     node, self.scen.workloads[name], self.scen.policies)
                 self.assertEqual(expected, vms)
                 self.assertEqual(vms, simulated_density(self.scen, config,
@@ -406,7 +408,7 @@ class KernelTieringAgreementTestCase(fakes.PmemTestCase):
             data['hostname'] = 'kmem-' + state
             data['kernel_tiering'] = kernel_tiering_entry(state)
             hostfile.write(os.path.join(directory, state + '.json'), data)
-            hosts[state] = hostfile.parse(data, state + '.json')
+            hosts[state] = discoveredhost.parse(data, state + '.json')
         found = {k.hosts[0]: k for k in fleet.load(directory)}
         self.assertEqual(2, len({k.name for k in found.values()}))
         host_kinds = {k.name: k for k in simulate.kinds_of_profiles(
@@ -421,8 +423,8 @@ class KernelTieringAgreementTestCase(fakes.PmemTestCase):
             self.assertEqual(node.profile, scheduler_profile(
                 host.metadata()))
             self.assertEqual(node.profile, host_kinds[kind.name].profile)
-            limits[state] = model.limits(node, workload,
-                                         self.scen.policies)['dram_cache']
+            limits[state] = vmsizing.limits(node, workload,
+                                            self.scen.policies)['dram_cache']
         near_mb = hosts['off'].dram_cache_gb * profile.MB_PER_GB
         self.assertEqual(int(near_mb // workload.ram_mb), limits['off'])
         self.assertEqual(int(near_mb // (workload.ram_mb

@@ -28,6 +28,8 @@ from nova.compute import provider_config as nova_provider_config
 import testtools
 import yaml
 
+from nova_pmem_filters.core.formats import discoveredhost
+
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.formats import providerconfig
 from nova_pmem_filters.core.rules import kinds
@@ -111,8 +113,9 @@ class HostProfileRoundTripTestCase(testtools.TestCase):
                 self._agree(json.loads(text), name)
 
     def _agree(self, data, name):
-        host = hostfile.parse(data, name)
-        built = hostfile.host_of(hostfile.parse_document(data, name), name)
+        host = discoveredhost.parse(data, name)
+        built = discoveredhost.host_of(hostfile.parse_document(data, name),
+                                       name)
         self.assertEqual(built, host)
         mode = data['scheduler_mode']
         tiered = mode in kinds.TIERED

@@ -503,11 +503,11 @@ class TestLiveTools(testtools.TestCase):
     def test_real_daxctl_binary(self):
         if not shutil.which('daxctl'):
             self.skipTest('daxctl (daxctl package) is not installed')
-        from nova_pmem_filters.discover import cxl
+        from nova_pmem_filters.core.grammars import cxltools
         output = runner.LiveRunner(timeout=60).run('daxctl')
         self.assertEqual(0, output.returncode, output.text)
         # Without dax devices daxctl prints nothing: no devices, no error.
-        for device in cxl.parse_daxctl(output):
+        for device in cxltools.parse_daxctl(output):
             self.assertTrue(device['chardev'].startswith('dax'), device)
 
     def test_real_cxl_binary(self):
@@ -515,11 +515,11 @@ class TestLiveTools(testtools.TestCase):
             self.skipTest('cxl (ndctl package) is not installed')
         output = runner.LiveRunner(timeout=60).run('cxl')
         self.assertEqual(0, output.returncode, output.text)
-        from nova_pmem_filters.discover import cxl
-        listing = cxl.parse_cxl(output)
+        from nova_pmem_filters.core.grammars import cxltools
+        listing = cxltools.parse_cxl(output)
         for memdev in listing['memdevs']:
             self.assertTrue(memdev['memdev'].startswith('mem'), memdev)
-        nodes = cxl.parse_nodes(runner.LiveRunner().numa_nodes())
+        nodes = cxltools.parse_nodes(runner.LiveRunner().numa_nodes())
         self.assertTrue(any(n['cpus'] for n in nodes), nodes)
         # The whole command: daxctl may be missing, then one clear line.
         proc = subprocess.run(

@@ -22,6 +22,8 @@ import os
 
 import testtools
 
+from nova_pmem_filters.core.formats import discoveredhost
+
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import profile
@@ -176,12 +178,12 @@ class TestCellCache(NumaCase):
         self.assertEqual([256.0, 0.0], [n.dram_cache_gb
                                         for n in prof.numa_nodes])
         self.assertEqual('pmem-memory-mode-256gb',
-                         outputs.aggregate_name(hostfile.host_of(
+                         outputs.aggregate_name(discoveredhost.host_of(
                              prof, 'mixed.json')))
         prof = dataclasses.replace(prof,
                                    dram_cache_gb_per_cell='0:192,1:64')
         self.assertEqual('pmem-memory-mode-256gb-cells-0_192-1_64',
-                         outputs.aggregate_name(hostfile.host_of(
+                         outputs.aggregate_name(discoveredhost.host_of(
                              prof, 'mixed.json')))
 
 
@@ -190,24 +192,24 @@ class TestProfilesReadNamespaces(NumaCase):
     def test_namespaces_with_their_nodes(self):
         for numa in ((), ('--numa',)):
             data = json.loads(self.discover('ad_2s_pmem100_512', *numa))
-            host = hostfile.parse(data, 'ad.json')
+            host = discoveredhost.parse(data, 'ad.json')
             self.assertEqual(
                 [(None, 'fsdax', 0), ('ns0', 'devdax', 1),
                  ('ns1', 'devdax', 1), ('ns2', 'devdax', 1),
                  ('ns3', 'devdax', 1)],
                 [(n.name, n.mode, n.numa_node) for n in host.namespaces])
-        mm = hostfile.parse(self.profile('mm_2s_pmem100_256'), 'mm.json')
+        mm = discoveredhost.parse(self.profile('mm_2s_pmem100_256'), 'mm.json')
         self.assertEqual((), mm.namespaces)
 
     def test_bad_namespace_is_named(self):
         data = self.profile('ad_2s_pmem100_512')
         data['namespaces'][2]['numa_node'] = 'one'
-        exc = self.assertRaises(hostfile.ProfileError, hostfile.parse, data,
-                                'ad.json')
+        exc = self.assertRaises(hostfile.ProfileError, discoveredhost.parse,
+                                data, 'ad.json')
         self.assertIn('ad.json: namespaces.2: numa_node', str(exc))
         data['namespaces'] = {}
-        exc = self.assertRaises(hostfile.ProfileError, hostfile.parse, data,
-                                'ad.json')
+        exc = self.assertRaises(hostfile.ProfileError, discoveredhost.parse,
+                                data, 'ad.json')
         self.assertIn('namespaces: expected a list', str(exc))
 
 

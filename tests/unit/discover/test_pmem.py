@@ -31,7 +31,7 @@ import yaml
 
 from nova.compute import provider_config as nova_provider_config
 
-from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.grammars import errors
 from nova_pmem_filters.discover import cli
 from nova_pmem_filters.discover import outputs
@@ -413,7 +413,7 @@ class TestProviderConfig(DiscoverCase):
         path = os.path.join(self.tmp, 'pmem.yaml')
         with open(path, 'w') as f:
             f.write('old\n')
-        config = outputs.provider_config(hostfile.parse(
+        config = outputs.provider_config(discoveredhost.parse(
             self.profile('mm_1s_pmem100_128'), 'mm.json'))
         inv = config['providers'][0]['inventories']['additional'][0]
         inv['CUSTOM_NEAR_MEMORY_MB']['max_unit'] = 10 ** 9

@@ -27,7 +27,10 @@ import subprocess
 import fixtures
 import testtools
 
+from nova_pmem_filters.core.formats import discoveredhost
+
 from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.grammars import cxltools
 from nova_pmem_filters.core.grammars import sysfs
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.core.rules import tiering
@@ -206,7 +209,7 @@ class TestRecordedKernels(TieringCase):
             path = os.path.join(tmp, case + '.json')
             with open(path, 'w') as f:
                 f.write(self.discover(os.path.join(DATA, case)))
-            host = hostfile.read(path)
+            host = discoveredhost.read(path)
             self.assertEqual(state, host.kernel_tiering, case)
             self.assertEqual(sysfs.read_state(os.path.join(DATA, case)),
                              host.tiering_entry.settings(), case)
@@ -261,7 +264,7 @@ class TestNotRecorded(TieringCase):
         self.assertNotIn('pmem_kernel_tiering', '\n'.join(lines))
         self.assertFalse(lines[-2].split()[-1].endswith(
             outputs.TIERING_OFF_SUFFIX))
-        host = hostfile.parse(got, 'cxl_kmem')
+        host = discoveredhost.parse(got, 'cxl_kmem')
         self.assertIsNone(host.kernel_tiering)
         self.assertTrue(tiering.promotes(host.profile()))
 
@@ -399,7 +402,7 @@ class TestThisMachine(TieringCase):
 
     def test_discovery_reads_them(self):
         live = runner.LiveRunner()
-        nodes = cxl.parse_nodes(live.numa_nodes())
+        nodes = cxltools.parse_nodes(live.numa_nodes())
         entry, verdict = cxl.read_kernel_tiering(live, nodes)
         far = [n['numa_node'] for n in nodes
                if not n['cpus'] and n['memory_kb'] > 0]
@@ -452,7 +455,7 @@ class TestThisMachine(TieringCase):
         got = json.loads(out)
         live = runner.LiveRunner()
         entry, _verdict = cxl.read_kernel_tiering(
-            live, cxl.parse_nodes(live.numa_nodes()))
+            live, cxltools.parse_nodes(live.numa_nodes()))
         self.assertEqual(hostfile.to_dict(entry), got['kernel_tiering'])
         if got['mode'] != 'cxl_kmem':
             self.assertEqual([], tiering_notes(got))

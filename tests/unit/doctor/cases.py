@@ -29,7 +29,7 @@ import dataclasses
 
 import testtools
 
-from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.core.rules import profile
@@ -66,7 +66,7 @@ def discovered(host, mode=None, dram_gb=None, cache_gb=None):
     dram = dram_gb if dram_gb is not None else dram
     cache = (cache_gb if cache_gb is not None else dram) \
         if mode == kinds.MEMORY_MODE else 0.0
-    return hostfile.DiscoveredHost(
+    return discoveredhost.DiscoveredHost(
         source='fleet/%s.json' % host, hostname=host, hardware_mode=mode,
         mode=mode, visible_memory_gb=512.0 if mode == kinds.MEMORY_MODE
         else float(dram), dram_cache_gb=float(cache), dram_gb=float(dram))
@@ -178,10 +178,10 @@ def ad_with_namespaces():
     of ``[libvirt] pmem_namespaces = 128GB:ns0|ns1,256GB:ns2``.
     """
     namespaces = (
-        hostfile.Namespace('ns0', 'namespace0.0', 'devdax', 0, 126.0),
-        hostfile.Namespace('ns1', 'namespace1.0', 'devdax', 1, 126.0),
-        hostfile.Namespace('ns2', 'namespace1.1', 'devdax', 1, 252.0),
-        hostfile.Namespace(None, 'namespace0.1', 'fsdax', 0, 500.0))
+        discoveredhost.Namespace('ns0', 'namespace0.0', 'devdax', 0, 126.0),
+        discoveredhost.Namespace('ns1', 'namespace1.0', 'devdax', 1, 126.0),
+        discoveredhost.Namespace('ns2', 'namespace1.1', 'devdax', 1, 252.0),
+        discoveredhost.Namespace(None, 'namespace0.1', 'fsdax', 0, 500.0))
     snap = clean()
     fleet = tuple(dataclasses.replace(p, namespaces=namespaces)
                   if p.hostname == 'ad1' else p for p in snap.fleet)

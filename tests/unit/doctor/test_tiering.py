@@ -14,8 +14,9 @@
 The clean cloud of :mod:`tests.unit.doctor.cases` gains a ``cxl_kmem``
 host, ``kmem1`` (aggregate ``cxl``, 256 GB of DRAM on nodes 0 and 1, CXL
 memory on the CPU-less nodes 2 and 3), whose discovered profile is a
-host-profile document read with ``hostfile.parse``, its ``kernel_tiering``
-object written as discovery writes it for each recorded situation.
+host-profile document read with ``discoveredhost.parse``, its
+``kernel_tiering`` object written as discovery writes it for each recorded
+situation.
 """
 
 import dataclasses
@@ -26,6 +27,8 @@ import shlex
 import subprocess
 
 import fixtures
+
+from nova_pmem_filters.core.formats import discoveredhost
 
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.plans import flavorfix
@@ -140,7 +143,7 @@ def document(situation, hostname=HOST, numa=False):
 
 
 def discovered(situation, **kwargs):
-    return hostfile.parse(document(situation, **kwargs), SOURCE)
+    return discoveredhost.parse(document(situation, **kwargs), SOURCE)
 
 
 def cloud(situation, tiering_key='discovered', flavors=(), servers=(),
@@ -331,7 +334,7 @@ class KernelTieringTestCase(TieringTestCase):
         self.assertEqual(0, checks.exit_status(self.findings(
             cloud('absent'))))
         # A profile made with --numa is made again with it.
-        numa = hostfile.parse(document('absent', numa=True), SOURCE)
+        numa = discoveredhost.parse(document('absent', numa=True), SOURCE)
         self.assertIn('nova-pmem-discover --cxl --numa',
                       kernel_tiering._rediscover(numa))
         # Other kinds are not the kernel's to tier.
@@ -368,7 +371,7 @@ class DiscoveredTreesTestCase(TieringTestCase):
             err.getvalue())
         data = json.loads(out.getvalue())
         data['hostname'] = HOST
-        return hostfile.parse(data, SOURCE)
+        return discoveredhost.parse(data, SOURCE)
 
     def test_doctor_agrees_with_discovery(self):
         trees = sorted(d for d in os.listdir(self.DATA)

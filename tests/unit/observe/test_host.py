@@ -19,6 +19,8 @@ import types
 import fixtures
 import testtools
 
+from nova_pmem_filters.core.formats import discoveredhost
+
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters.observe import counters
@@ -31,7 +33,7 @@ from tests.unit.observe import fakehost
 
 
 def memory_mode_profile():
-    return hostfile.parse({
+    return discoveredhost.parse({
         'schema': hostfile.SCHEMA, 'hostname': 'compute-mm-01',
         'mode': 'memory_mode', 'scheduler_mode': 'memory_mode',
         'visible_memory_gb': 1024.0, 'dram_gb': 192.0,

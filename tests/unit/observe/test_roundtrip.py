@@ -29,6 +29,8 @@ import types
 import fixtures
 import testtools
 
+from nova_pmem_filters.core.formats import discoveredhost
+
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters.core.rules import kinds
@@ -55,7 +57,7 @@ def profile(mode, cells=False):
             'dram_cache_gb': 192.0 if tiered else 0.0}
     if cells:
         data['dram_cache_gb_per_cell'] = '0:96,1:96'
-    return hostfile.parse(data, 'compute-%s.json' % mode)
+    return discoveredhost.parse(data, 'compute-%s.json' % mode)
 
 
 class FakeHost(fakehost.TwoGuestHost):

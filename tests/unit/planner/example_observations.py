@@ -39,7 +39,7 @@ import sys
 import tempfile
 import types
 
-from nova_pmem_filters.core.formats import hostfile
+from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters.observe import cli as observe_cli
 from nova_pmem_filters.observe import counters
@@ -147,7 +147,7 @@ def window(root, hostname, hour, memory_mode, guests):
             fakehost.write(path, stat.replace(' 12345 ', ' 67890 '))
 
     clock = fakehost.Clock(on_sleep=exit_processes)
-    prof = hostfile.read(PROFILE) if memory_mode else None
+    prof = discoveredhost.read(PROFILE) if memory_mode else None
     backends = host.default_backends()
     if memory_mode:
         backends = backends._replace(counters=_ipmctl())

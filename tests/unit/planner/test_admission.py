@@ -27,6 +27,7 @@ from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import tables
+from nova_pmem_filters.planner import vmsizing
 
 
 def placement_oracle(total, reserved, ratio, amount):
@@ -79,7 +80,7 @@ class AdmittedTestCase(testtools.TestCase):
                                                  accounting)
             workload = scen.workloads[name]
             node = model.node(scen.configs[config_name], scen.policies)
-            planned, _ = model.density(node, workload, scen.policies)
+            planned, _ = vmsizing.density(node, workload, scen.policies)
             total = int(round(node.visible_memory_gb * 1024))
             expected = min(planned, placement_oracle(
                 total, reserved, ratio, workload.ram_mb))

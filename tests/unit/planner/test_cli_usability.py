@@ -31,9 +31,9 @@ from nova_pmem_filters.doctor import cli as doctor_cli
 from nova_pmem_filters.observe import cli as observe_cli
 from nova_pmem_filters.planner import cli
 from nova_pmem_filters.planner import errors
-from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import tables
+from nova_pmem_filters.planner import vmsizing
 from tests.unit import clitools
 from tests.unit import paths
 
@@ -387,7 +387,7 @@ class BindingHelpTestCase(PlannerTestCase):
     """The help of the commands with a binding column explains each value."""
 
     def test_every_constraint_has_a_meaning(self):
-        self.assertEqual(set(model.CONSTRAINTS), set(tables.BINDINGS))
+        self.assertEqual(set(vmsizing.CONSTRAINTS), set(tables.BINDINGS))
 
     def test_help_lists_every_value(self):
         for command in ('compare', 'search', 'fleet'):
@@ -397,7 +397,7 @@ class BindingHelpTestCase(PlannerTestCase):
                           'node', out, command)
             listed = re.findall(r'^  (\w+)  ', out[out.index('binding: '):],
                                 re.M)
-            self.assertEqual(list(model.CONSTRAINTS), listed, command)
+            self.assertEqual(list(vmsizing.CONSTRAINTS), listed, command)
 
     def test_other_commands_do_not(self):
         _status, out, _err = self.run_cli('help', 'configs')

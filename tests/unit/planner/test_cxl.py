@@ -16,7 +16,12 @@ import math
 
 import testtools
 
+from nova_pmem_filters.planner import vmsizing
+
+from nova_pmem_filters.planner import memperf
+
 from nova_pmem_filters.planner import model
+from nova_pmem_filters.planner import ranking
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import search
 from tests.unit import clitools
@@ -73,7 +78,7 @@ class ModelTestCase(testtools.TestCase):
                                  * self.pol.cache_overcommit
                                  / (w.ram_mb * w.hot_ratio) + 1e-9)
             by_vcpu = sockets * cfg.cpu.threads // w.vcpus
-            vms, _binding = model.density(node, w, self.pol)
+            vms, _binding = vmsizing.density(node, w, self.pol)
             self.assertEqual(min(by_memory, by_near, by_vcpu), vms, name)
 
     def test_near_memory_binds(self):
@@ -81,7 +86,7 @@ class ModelTestCase(testtools.TestCase):
         node = model.node(cfg, self.pol)
         w = self.scen.workloads['analytics']
         hot = cxl_cases.dataclass_replace(w, hot_ratio=1.0)
-        vms, binding = model.density(node, hot, self.pol)
+        vms, binding = vmsizing.density(node, hot, self.pol)
         self.assertEqual('dram_cache', binding)
         # Near memory is the node's DRAM: 24 x 64 GB.
         self.assertEqual(1536, node.dram_cache_gb)
@@ -99,7 +104,7 @@ class ModelTestCase(testtools.TestCase):
         h = min(1.0, node.dram_cache_gb * 1024 / (vms * w.ram_mb * 0.25))
         expected = h + (1 - h) * (self.scen.performance.dram_latency_ns
                                   / cxl.latency_ns)
-        self.assertAlmostEqual(expected, model.per_vm_throughput(
+        self.assertAlmostEqual(expected, memperf.per_vm_throughput(
             node, w, vms, self.pol, self.scen.performance))
         self.assertLess(expected, 1.0)
 
@@ -113,14 +118,14 @@ class ModelTestCase(testtools.TestCase):
         far = 2 * sum(d.bandwidth_gbps * n for d, n in per.items()
                       if d.is_cxl)
         w = self.scen.workloads['analytics']
-        vms, _ = model.density(node, w, self.pol)
+        vms, _ = vmsizing.density(node, w, self.pol)
         h = min(1.0, node.dram_cache_gb * 1024 / (vms * w.ram_mb
                                                   * w.hot_ratio))
         sustained = min(near / h, far / (1 - h)) if h < 1 else near
         self.assertAlmostEqual(
             min(1.0, sustained / (vms * w.bandwidth_gbps)),
-            model.per_vm_throughput(node, w, vms, self.pol,
-                                    self.scen.performance))
+            memperf.per_vm_throughput(node, w, vms, self.pol,
+                                      self.scen.performance))
 
     def test_aggregate_metadata(self):
         cfg = self.scen.configs['kmem-1536-1536']
@@ -193,7 +198,7 @@ class CliTestCase(testtools.TestCase):
         self.assertEqual(len(result.nodes),
                          len(rows) + sum(r['equivalents'] for r in rows))
         self.assertEqual(
-            len(rows), len({search.equivalence_key(n.config)
+            len(rows), len({ranking.equivalence_key(n.config)
                             for n in result.nodes.values()}))
         # Without the equivalent vendor, nothing is folded.
         rows = self.rows('search', '--platform', 'granite-rapids-ap-2s',

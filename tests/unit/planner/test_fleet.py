@@ -25,6 +25,7 @@ from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import fleet
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import vmsizing
 from tests.unit import clitools
 from tests.unit.crosscut import test_agreement
 from tests.unit import paths
@@ -94,7 +95,8 @@ class FleetTestCase(testtools.TestCase):
         policies = self.scen.policies
         for kind, row in zip(kinds, rows):
             for name, workload in self.scen.workloads.items():
-                vms, binding = model.density(kind.node(), workload, policies)
+                vms, binding = vmsizing.density(kind.node(), workload,
+                                                policies)
                 self.assertEqual(vms, row[name])
                 self.assertEqual(binding, row[name + '_binding'])
                 self.assertEqual(vms * kind.count, row[name + '_fleet'])
@@ -120,8 +122,8 @@ class FleetTestCase(testtools.TestCase):
                 'x', config.mode, planned.visible_memory_gb,
                 planned.dram_cache_gb, vcpus=planned.vcpus)
             for workload in self.scen.workloads.values():
-                self.assertEqual(model.density(planned, workload, policies),
-                                 model.density(found, workload, policies))
+                self.assertEqual(vmsizing.density(planned, workload, policies),
+                                 vmsizing.density(found, workload, policies))
 
     def test_bad_files(self):
         no_cache = dict(MM, dram_cache_gb=0)

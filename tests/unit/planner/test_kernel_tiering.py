@@ -26,10 +26,12 @@ from nova_pmem_filters.core.rules import decide
 from nova_pmem_filters.core.rules import nearmem
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner import memperf
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import patterns
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
+from nova_pmem_filters.planner import vmsizing
 from tests.unit.planner import cxl_cases
 from tests.unit.planner import kernel_tiering_cases as cases
 
@@ -125,7 +127,7 @@ class DensityTestCase(testtools.TestCase):
     def test_unbound_workloads_unchanged_on_the_built_in_scenario(self):
         scen = scenario.load(cxl_cases.NAME)
         node = model.node(scen.configs[cases.KMEM], scen.policies)
-        found = {name: model.density(node, w, scen.policies)
+        found = {name: vmsizing.density(node, w, scen.policies)
                  for name, w in scen.workloads.items()}
         self.assertEqual({'redis': (115, 'memory'),
                           'mysql': (120, 'memory'),
@@ -136,7 +138,7 @@ class DensityTestCase(testtools.TestCase):
             # Their hot RAM, as before the rule.
             self.assertEqual(nearmem.instances_in_cache(
                 capacity, w.ram_mb * w.hot_ratio),
-                model.limits(node, w, scen.policies)['dram_cache'], name)
+                vmsizing.limits(node, w, scen.policies)['dram_cache'], name)
 
     def test_bound_workloads_charge_whole_ram_per_cell(self):
         for config in (cases.KMEM, cases.KMEM_OFF, cases.KMEM_1S):
@@ -146,7 +148,7 @@ class DensityTestCase(testtools.TestCase):
                 if w.numa_nodes > node.sockets:
                     continue
                 with self.subTest(config=config, workload=name):
-                    limits = model.limits(node, w, self.pol)
+                    limits = vmsizing.limits(node, w, self.pol)
                     near = min(limits['dram_cache'],
                                limits['socket_dram_cache'])
                     self.assertEqual(admitted(node, w, self.pol), near)
@@ -154,8 +156,8 @@ class DensityTestCase(testtools.TestCase):
                     # 32 GB, 24 on one socket: not 192 by hot RAM.
                     self.assertEqual(node.dram_cache_gb // 32, near)
                     self.assertEqual((near, 'dram_cache+socket_dram_cache'),
-                                     model.density(node, w, self.pol))
-                    self.assertEqual(1.0, model.hit_fraction(
+                                     vmsizing.density(node, w, self.pol))
+                    self.assertEqual(1.0, memperf.hit_fraction(
                         node, w, near, self.pol))
 
     def test_tiering_off_charges_every_workload_whole_ram(self):
@@ -167,18 +169,18 @@ class DensityTestCase(testtools.TestCase):
                     node_on, node_off = self.node(on), self.node(off)
                     self.assertEqual(
                         admitted(node_on, w, self.pol),
-                        model.limits(node_on, w, self.pol)['dram_cache'])
+                        vmsizing.limits(node_on, w, self.pol)['dram_cache'])
                     found = admitted(node_off, w, self.pol)
                     self.assertEqual(
                         found,
-                        model.limits(node_off, w, self.pol)['dram_cache'])
+                        vmsizing.limits(node_off, w, self.pol)['dram_cache'])
                     self.assertEqual(node_off.dram_cache_gb * 1024
                                      // w.ram_mb, found)
 
     def test_hardware_tiered_kinds_keep_hot_ram(self):
         node = self.node('flat-1536-1536')
         w = self.scen.workloads[cases.BOUND]
-        limits = model.limits(node, w, self.pol)
+        limits = vmsizing.limits(node, w, self.pol)
         # Two cells of 768 GB, each holding 8 hot GB a VM.
         self.assertEqual(2 * nearmem.instances_in_cache(
             768 * 1024, w.ram_mb * w.hot_ratio), limits['socket_dram_cache'])
@@ -189,9 +191,9 @@ class DensityTestCase(testtools.TestCase):
     def test_a_kmem_cell_holds_its_dram(self):
         # The CXL memory is a NUMA node without CPUs: NUMATopologyFilter
         # fits instance cells in the DRAM of the cells with CPUs.
-        sizing = model.cells(self.node(cases.KMEM))
+        sizing = vmsizing.cells(self.node(cases.KMEM))
         self.assertEqual(768 * 1024, sizing.memory_mb)
-        sizing = model.cells(self.node('flat-1536-1536'))
+        sizing = vmsizing.cells(self.node('flat-1536-1536'))
         self.assertEqual(1536 * 1024, sizing.memory_mb)
 
     def test_profile_and_metadata(self):
@@ -214,7 +216,7 @@ class DensityTestCase(testtools.TestCase):
             self.assertEqual(state, node.profile.kernel_tiering)
             w = self.scen.workloads['redis']
             self.assertEqual(48 if state == 'off' else 192,
-                             model.limits(node, w, self.pol)['dram_cache'])
+                             vmsizing.limits(node, w, self.pol)['dram_cache'])
 
 
 class PatternsTestCase(testtools.TestCase):
@@ -233,9 +235,9 @@ class PatternsTestCase(testtools.TestCase):
                     continue
                 with self.subTest(config=config, workload=w.name):
                     demand = patterns.Demand.of(w)
-                    self.assertEqual(model.density(node, w, self.pol)[0],
+                    self.assertEqual(vmsizing.density(node, w, self.pol)[0],
                                      patterns.single_limit(cap, demand))
-                    self.assertEqual(model.charge_mb(node, w, w.ram_mb),
+                    self.assertEqual(vmsizing.charge_mb(node, w, w.ram_mb),
                                      cap.near_mb(demand))
 
     def test_mix_on_a_kmem_node(self):

@@ -32,12 +32,14 @@ from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import nearmem
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.planner import admission
+from nova_pmem_filters.planner import memperf
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner.scenario import loading
 from nova_pmem_filters.planner import tables
+from nova_pmem_filters.planner import vmsizing
 
 # Field notes, section 1.
 PUBLISHED_VISIBLE_GB = {'dram-384': 384, 'mm-192-512': 512}
@@ -94,8 +96,8 @@ class FieldNotesExampleTestCase(testtools.TestCase):
         for name, expected in PUBLISHED_VMS.items():
             work = self.scen.workloads[name]
             for config, vms in expected.items():
-                got, _binding = model.density(self.nodes[config], work,
-                                              self.policies)
+                got, _binding = vmsizing.density(self.nodes[config], work,
+                                                 self.policies)
                 self.assertEqual(vms, got, (name, config))
 
     def test_binding(self):
@@ -106,19 +108,19 @@ class FieldNotesExampleTestCase(testtools.TestCase):
                     ('mm-192-512', 'redis'): 'memory',
                     ('mm-192-512', 'mysql'): 'vcpu+memory'}
         for (config, name), binding in expected.items():
-            _vms, got = model.density(self.nodes[config],
-                                      self.scen.workloads[name],
-                                      self.policies)
+            _vms, got = vmsizing.density(self.nodes[config],
+                                         self.scen.workloads[name],
+                                         self.policies)
             self.assertEqual(binding, got, (config, name))
 
     def test_limits(self):
-        limits = model.limits(self.nodes['mm-192-512'],
-                              self.scen.workloads['redis'], self.policies)
+        limits = vmsizing.limits(self.nodes['mm-192-512'],
+                                 self.scen.workloads['redis'], self.policies)
         # 80 vCPU / 4; 0.9 x 512 / 24; 192 GB cache / (32 GB x 0.25 hot).
         self.assertEqual({'vcpu': 20, 'memory': 19, 'dram_cache': 24},
                          limits)
-        limits = model.limits(self.nodes['dram-384'],
-                              self.scen.workloads['redis'], self.policies)
+        limits = vmsizing.limits(self.nodes['dram-384'],
+                                 self.scen.workloads['redis'], self.policies)
         self.assertEqual({'vcpu': 20, 'memory': 14}, limits)
 
     def test_the_90_percent_rule(self):
@@ -229,12 +231,12 @@ class ConstraintTestCase(testtools.TestCase):
         # All 32 GB hot: 192 GB of cache holds 6 such VMs.
         work = workload(vcpus=4, ram_gb=32, used_gb=24, hot_ratio=1)
         self.assertEqual((6, 'dram_cache'),
-                         model.density(self.mm, work, self.policies))
+                         vmsizing.density(self.mm, work, self.policies))
 
     def test_mode_excluded(self):
         work = workload(vcpus=4, ram_gb=32, modes=['dram'])
         self.assertEqual((0, 'mode'),
-                         model.density(self.mm, work, self.policies))
+                         vmsizing.density(self.mm, work, self.policies))
         fit = model.fit(self.mm, work, self.policies, scenario.Performance())
         self.assertEqual(math.inf, fit.cost_per_vm)
         self.assertEqual(0, fit.vms_per_kw)
@@ -248,29 +250,29 @@ class ConstraintTestCase(testtools.TestCase):
         self.assertEqual((504.0, 504.0), node.region_gb)
         work = workload(vcpus=1, ram_gb=2, vpmem={'label': 'S',
                                                   'size_gb': 16})
-        self.assertEqual(62, model.limits(node, work, self.policies)[
+        self.assertEqual(62, vmsizing.limits(node, work, self.policies)[
             'pmem_namespaces'])
         self.assertEqual((62, 'pmem_namespaces'),
-                         model.density(node, work, self.policies))
+                         vmsizing.density(node, work, self.policies))
         # The same flavor cannot run on a Memory-Mode node.
         self.assertEqual((0, 'mode+pmem_namespaces'),
-                         model.density(self.mm, work, self.policies))
+                         vmsizing.density(self.mm, work, self.policies))
 
     def test_hit_fraction_counts_the_dram_not_the_overcommit(self):
         # Overcommitting the cache 2:1 admits 12 fully hot 32 GB VMs;
         # 192 GB of DRAM holds half of their 384 GB of hot RAM.
         policies = scenario.Policies(cache_overcommit=2.0)
         work = workload(vcpus=1, ram_gb=32, used_gb=8, hot_ratio=1)
-        vms, binding = model.density(self.mm, work, policies)
+        vms, binding = vmsizing.density(self.mm, work, policies)
         self.assertEqual((12, 'dram_cache'), (vms, binding))
-        self.assertEqual(0.5, model.hit_fraction(self.mm, work, vms,
-                                                 policies))
+        self.assertEqual(0.5, memperf.hit_fraction(self.mm, work, vms,
+                                                   policies))
         performance = scenario.Performance()
-        miss = model.miss_factor(performance)
+        miss = memperf.miss_factor(performance)
         self.assertAlmostEqual(
             0.5 + 0.5 * miss,
-            model.per_vm_throughput(self.mm, work, vms, policies,
-                                    performance))
+            memperf.per_vm_throughput(self.mm, work, vms, policies,
+                                      performance))
 
     def test_metadata_carries_the_cache_exactly(self):
         odd = scenario.Dimm(name='ddr4-odd', type='ddr4',
@@ -386,10 +388,10 @@ class PropertyTestCase(testtools.TestCase):
     @hypothesis.given(grown_configs(), workloads(), policies_strategy)
     def test_more_memory_never_fewer_vms(self, pair, work, policies):
         small, large = pair
-        before, _ = model.density(model.node(small, policies), work,
-                                  policies)
-        after, _ = model.density(model.node(large, policies), work,
-                                 policies)
+        before, _ = vmsizing.density(model.node(small, policies), work,
+                                     policies)
+        after, _ = vmsizing.density(model.node(large, policies), work,
+                                    policies)
         self.assertLessEqual(before, after)
 
     @PROPERTY
@@ -401,16 +403,16 @@ class PropertyTestCase(testtools.TestCase):
             policies, memory_cap=policies.memory_cap
             + more * (1.0 - policies.memory_cap))
         node = model.node(config, policies)
-        before, _ = model.density(node, work, policies)
-        after, _ = model.density(node, work, larger)
+        before, _ = vmsizing.density(node, work, policies)
+        after, _ = vmsizing.density(node, work, larger)
         self.assertLessEqual(before, after)
 
     @PROPERTY
     @hypothesis.given(node_configs, workloads(), policies_strategy)
     def test_density_is_the_smallest_limit(self, config, work, policies):
         node = model.node(config, policies)
-        limits = model.limits(node, work, policies)
-        vms, binding = model.density(node, work, policies)
+        limits = vmsizing.limits(node, work, policies)
+        vms, binding = vmsizing.density(node, work, policies)
         for name, allowed in limits.items():
             self.assertLessEqual(vms, allowed, name)
         self.assertEqual(min(limits.values()), vms)
@@ -418,7 +420,7 @@ class PropertyTestCase(testtools.TestCase):
         self.assertEqual({n for n, v in limits.items() if v == vms},
                          set(named))
         # In the documented order, each once.
-        self.assertEqual([n for n in model.CONSTRAINTS if n in named],
+        self.assertEqual([n for n in vmsizing.CONSTRAINTS if n in named],
                          named)
 
     @PROPERTY
@@ -447,7 +449,7 @@ class PropertyTestCase(testtools.TestCase):
             {(odd if not d.is_pmem else d): n for d, n in sock.items()}
             for sock in config.sockets))
         node = model.node(config, policies)
-        vms, _ = model.density(node, work, policies)
+        vms, _ = vmsizing.density(node, work, policies)
         capacity = config.dram_gb * profile.MB_PER_GB * \
             policies.cache_overcommit
         self.assertLessEqual(vms, nearmem.instances_in_cache(
@@ -496,30 +498,30 @@ class NumaTestCase(testtools.TestCase):
                       for name, c in self.scen.configs.items()}
 
     def density(self, config, **raw):
-        return model.density(self.nodes[config], workload(**raw),
-                             self.policies)
+        return vmsizing.density(self.nodes[config], workload(**raw),
+                                self.policies)
 
     def test_constraint_names_only_appended(self):
         self.assertEqual(('mode', 'vcpu', 'memory', 'dram_cache',
-                          'pmem_namespaces'), model.CONSTRAINTS[:5])
+                          'pmem_namespaces'), vmsizing.CONSTRAINTS[:5])
         self.assertEqual(('numa_nodes', 'socket_vcpu', 'socket_memory',
-                          'socket_dram_cache'), model.CONSTRAINTS[5:9])
+                          'socket_dram_cache'), vmsizing.CONSTRAINTS[5:9])
         self.assertEqual(('shared_ratio', 'near_memory_rounding'),
-                         model.CONSTRAINTS[9:])
+                         vmsizing.CONSTRAINTS[9:])
 
     def test_no_numa_nodes_no_socket_limits(self):
         w = self.scen.workloads['redis']
         for node in self.nodes.values():
-            self.assertFalse(set(model.limits(node, w, self.policies))
-                             & set(model.CONSTRAINTS[5:]))
+            self.assertFalse(set(vmsizing.limits(node, w, self.policies))
+                             & set(vmsizing.CONSTRAINTS[5:]))
 
     def test_cell_sizing(self):
         dram = model.cell_sizing(self.scen.configs['dram-384'])
-        self.assertEqual(model.Cells(cells=2, memory_mb=192 * 1024,
-                                     vcpus=40, cache_gb=0.0), dram)
+        self.assertEqual(vmsizing.Cells(cells=2, memory_mb=192 * 1024,
+                                        vcpus=40, cache_gb=0.0), dram)
         mm = model.cell_sizing(self.scen.configs['mm-192-512'])
-        self.assertEqual(model.Cells(cells=2, memory_mb=256 * 1024,
-                                     vcpus=40, cache_gb=96.0), mm)
+        self.assertEqual(vmsizing.Cells(cells=2, memory_mb=256 * 1024,
+                                        vcpus=40, cache_gb=96.0), mm)
 
     def test_split_flavor_as_dense_as_host_wide(self):
         # 2 x 192 GB cells: floor(192 x 0.9 / 12) = 14 halves per cell,
@@ -562,25 +564,25 @@ class NumaTestCase(testtools.TestCase):
         node = model.node(sized_config(3, 6, 64), self.policies)
         w = workload(vcpus=8, ram_gb=4, numa_nodes=2)
         self.assertEqual({'socket_vcpu': 1, 'socket_memory': 28},
-                         model.cell_slices(node, w, self.policies))
-        self.assertEqual(2, model.limits(node, w, self.policies)['vcpu'])
+                         vmsizing.cell_slices(node, w, self.policies))
+        self.assertEqual(2, vmsizing.limits(node, w, self.policies)['vcpu'])
         self.assertEqual((1, 'socket_vcpu'),
-                         model.density(node, w, self.policies))
+                         vmsizing.density(node, w, self.policies))
         # Two slices per socket: floor(3 x 2 / 2) = 3, as many as the 24
         # threads hold host-wide.
         node = model.node(sized_config(3, 8, 64), self.policies)
         self.assertEqual((3, 'vcpu+socket_vcpu'),
-                         model.density(node, w, self.policies))
+                         vmsizing.density(node, w, self.policies))
 
     def test_discovered_node(self):
         w = workload(vcpus=4, ram_gb=32, used_gb=24, numa_nodes=2)
         unknown = model.discovered_node('h', kinds.DRAM, 384, 0, vcpus=80)
         self.assertEqual((0, 'numa_nodes'),
-                         model.density(unknown, w, self.policies))
+                         vmsizing.density(unknown, w, self.policies))
         known = model.discovered_node('h', kinds.DRAM, 384, 0, vcpus=80,
                                       sockets=2)
         self.assertEqual((14, 'memory+socket_memory'),
-                         model.density(known, w, self.policies))
+                         vmsizing.density(known, w, self.policies))
 
 
 # Sockets of 1 to 4 with their memory, vCPUs and cache.
@@ -648,10 +650,10 @@ class NumaPropertyTestCase(testtools.TestCase):
     def test_density_is_the_most_vms_on_distinct_sockets(
             self, config, work, policies):
         node = model.node(config, policies)
-        vms, binding = model.density(node, work, policies)
-        host_wide = {k: v for k, v in model.limits(node, work,
-                                                   policies).items()
-                     if k in model.CONSTRAINTS[:5]}
+        vms, binding = vmsizing.density(node, work, policies)
+        host_wide = {k: v for k, v in vmsizing.limits(node, work,
+                                                      policies).items()
+                     if k in vmsizing.CONSTRAINTS[:5]}
         sockets, n = config.platform.sockets, work.numa_nodes
         # The most slices one socket holds, found by trying counts.
         k = 0
@@ -676,7 +678,7 @@ class NumaPropertyTestCase(testtools.TestCase):
                         or n > sockets or slices < more * n,
                         (vms, binding, k))
         if vms == 0 and min(host_wide.values()) > 0:
-            self.assertIn(binding.split('+')[0], model.CONSTRAINTS[5:])
+            self.assertIn(binding.split('+')[0], vmsizing.CONSTRAINTS[5:])
 
     @PROPERTY
     @hypothesis.given(numa_configs.filter(
@@ -692,8 +694,8 @@ class NumaPropertyTestCase(testtools.TestCase):
         hypothesis.assume(work.ram_mb
                           <= node.visible_memory_gb * profile.MB_PER_GB)
         plain = dataclasses.replace(work, numa_nodes=None)
-        self.assertEqual(model.density(node, plain, policies)[0],
-                         model.density(node, work, policies)[0])
+        self.assertEqual(vmsizing.density(node, plain, policies)[0],
+                         vmsizing.density(node, work, policies)[0])
 
 
 def nova_admits(config, work, policies, limit=1000):
@@ -764,8 +766,8 @@ class NovaAgreementTestCase(testtools.TestCase):
     @hypothesis.settings(PROPERTY, max_examples=150)
     @hypothesis.given(numa_configs, numa_workloads(), numa_policies)
     def test_nova_boots_the_planned_density(self, config, work, policies):
-        vms, binding = model.density(model.node(config, policies), work,
-                                     policies)
+        vms, binding = vmsizing.density(model.node(config, policies), work,
+                                        policies)
         self.assertEqual(vms, nova_admits(config, work, policies),
                          binding)
 
@@ -775,8 +777,8 @@ class NovaAgreementTestCase(testtools.TestCase):
         work = workload(vcpus=8, ram_gb=4, numa_nodes=2)
         policies = scenario.Policies()
         self.assertEqual(3, nova_admits(config, work, policies))
-        self.assertEqual(3, model.density(model.node(config, policies),
-                                          work, policies)[0])
+        self.assertEqual(3, vmsizing.density(model.node(config, policies),
+                                             work, policies)[0])
 
 
 class NumaNovaConfigTestCase(testtools.TestCase):
@@ -826,19 +828,19 @@ class NumaNovaConfigTestCase(testtools.TestCase):
         policies = scenario.Policies(memory_cap=0.68, host_reserve_gb=8)
         node = model.node(sized_config(2, 64, 48), policies)
         w = workload(vcpus=2, ram_gb=32, used_gb=16.32, numa_nodes=2)
-        sizing = model.cells(node)
-        self.assertEqual(4, model.cell_slices(node, w,
-                                              policies)['socket_memory'])
+        sizing = vmsizing.cells(node)
+        self.assertEqual(4, vmsizing.cell_slices(node, w,
+                                                 policies)['socket_memory'])
         self.assertEqual(3, realise.cell_admits(sizing.memory_mb, 1.3333,
                                                 w.ram_mb // 2))
         reserved, ratio = realise.memory_settings(node, w, policies)
         self.assertEqual(4, realise.cell_admits(sizing.memory_mb, ratio,
                                                 w.ram_mb // 2))
         self.assertEqual(
-            model.limits(node, w, policies)['memory'],
+            vmsizing.limits(node, w, policies)['memory'],
             realise.placement_admits(2 * sizing.memory_mb, reserved,
                                      ratio, w.ram_mb))
-        self.assertEqual((3, 'memory'), model.density(node, w, policies))
+        self.assertEqual((3, 'memory'), vmsizing.density(node, w, policies))
 
 
 class NumaDocExampleTestCase(testtools.TestCase):

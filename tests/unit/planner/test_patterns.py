@@ -19,6 +19,7 @@ from nova_pmem_filters.core.formats import scenario as document
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import patterns
 from nova_pmem_filters.planner.scenario import loading
+from nova_pmem_filters.planner import vmsizing
 from tests.unit.planner.optimize import base
 
 
@@ -39,7 +40,7 @@ class PatternTestCase(testtools.TestCase):
             hot_ratio=float(hot)), 'test')
         node = model.node(base.BUILTIN.configs[config], base.BUILTIN.policies)
         cap = patterns.Capacity.of(node, base.BUILTIN.policies)
-        vms, _binding = model.density(node, w, base.BUILTIN.policies)
+        vms, _binding = vmsizing.density(node, w, base.BUILTIN.policies)
         self.assertEqual(vms, patterns.single_limit(
             cap, patterns.Demand.of(w)))
         if vms:

@@ -24,6 +24,8 @@ from nova.compute import provider_config
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
 
+from nova_pmem_filters.planner import vmsizing
+
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
@@ -106,7 +108,7 @@ class PlacementAccountingTestCase(testtools.TestCase):
                 request = placement.instance_near_memory_mb(
                     workload.ram_mb, workload.hot_ratio)
                 admitted = int(usable // request)
-                limits = model.limits(node, workload, policies)
+                limits = vmsizing.limits(node, workload, policies)
                 if config.mode == kinds.MEMORY_MODE:
                     # Hot MB are whole here: Placement and the filter agree.
                     self.assertEqual(limits['dram_cache'], admitted)

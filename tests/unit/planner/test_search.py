@@ -27,9 +27,11 @@ import testtools
 from nova_pmem_filters.core.rules import kinds
 
 from nova_pmem_filters.planner import cli
+from nova_pmem_filters.planner import enumeration
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner import ranking
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import search
 
@@ -87,13 +89,13 @@ class SearchTestCase(testtools.TestCase):
 
     def _assert_sorted(self, frame, objective):
         values = [math.inf if v is None else v for v in frame[objective]]
-        if search.OBJECTIVES[objective]:
+        if ranking.OBJECTIVES[objective]:
             values = [-v for v in values]
         self.assertEqual(sorted(values), values)
 
     def test_ranking_follows_the_objective(self):
         t_hit = model.calibrate(self.scen)['redis'].t_hit
-        for objective in search.OBJECTIVES:
+        for objective in ranking.OBJECTIVES:
             result = self._run(objective=objective)
             frame = result.frame
             self.assertEqual(list(range(1, len(frame) + 1)),
@@ -105,7 +107,7 @@ class SearchTestCase(testtools.TestCase):
                               t_hit=t_hit)
                     for name in frame['config'][:30]]
             raw = [getattr(f, objective) for f in fits]
-            if search.OBJECTIVES[objective]:
+            if ranking.OBJECTIVES[objective]:
                 raw = [-v for v in raw]
             self.assertEqual(sorted(raw), raw)
 
@@ -197,18 +199,19 @@ class SearchTestCase(testtools.TestCase):
 
     def test_config_names(self):
         dimms = self.catalog.dimms
-        labels = search.dimm_labels([dimms['ddr4-16'], dimms['pmem100-128']])
-        self.assertEqual('mm-6x16+2x128', search.config_name(
+        labels = enumeration.dimm_labels([dimms['ddr4-16'],
+                                          dimms['pmem100-128']])
+        self.assertEqual('mm-6x16+2x128', enumeration.config_name(
             kinds.MEMORY_MODE, {dimms['pmem100-128']: 2,
                                 dimms['ddr4-16']: 6}, labels))
-        self.assertEqual('ad-4x16+4x128', search.config_name(
+        self.assertEqual('ad-4x16+4x128', enumeration.config_name(
             kinds.APP_DIRECT, {dimms['ddr4-16']: 4,
                                dimms['pmem200-128']: 4}))
         # Two DRAM types of one size would read alike: names instead.
         other = dataclasses.replace(dimms['ddr4-16'], name='ddr5-16',
                                     type='ddr5')
-        labels = search.dimm_labels([dimms['ddr4-16'], other])
-        self.assertEqual('dram-1xddr4-16+2xddr5-16', search.config_name(
+        labels = enumeration.dimm_labels([dimms['ddr4-16'], other])
+        self.assertEqual('dram-1xddr4-16+2xddr5-16', enumeration.config_name(
             kinds.DRAM, {other: 2, dimms['ddr4-16']: 1}, labels))
 
     def test_rejected_options(self):
@@ -301,11 +304,11 @@ class FastEqualsNaiveTestCase(testtools.TestCase):
     @hypothesis.given(small_searches())
     def test_fast_enumeration_equals_naive(self, problem):
         plat, cpu, dimms, modes, budget, band = problem
-        low, high = search.band_limits(budget, band)
+        low, high = enumeration.band_limits(budget, band)
         policies = scenario.Policies()
-        fast = search.find(plat, cpu, dimms, modes, low, high, policies)
-        naive = search.NaiveSearch(plat, cpu, dimms, modes, low, high,
-                                   policies).run()
+        fast = enumeration.find(plat, cpu, dimms, modes, low, high, policies)
+        naive = enumeration.NaiveSearch(plat, cpu, dimms, modes, low, high,
+                                        policies).run()
         fast_keys = [population_key(n.config) for n in fast]
         self.assertEqual(len(fast_keys), len(set(fast_keys)))
         self.assertEqual(len(fast), len({n.config.name for n in fast}))
@@ -314,7 +317,7 @@ class FastEqualsNaiveTestCase(testtools.TestCase):
             sorted(fast_keys))
         for node_ in fast:
             self.assertEqual([], population.errors(node_.findings))
-            self.assertTrue(search.in_band(node_.cost, low, high))
+            self.assertTrue(enumeration.in_band(node_.cost, low, high))
 
     def test_naive_and_fast_agree_on_a_real_platform(self):
         # ice-lake-2s cut to 3 channels: small enough for the naive one.
@@ -326,11 +329,11 @@ class FastEqualsNaiveTestCase(testtools.TestCase):
         dimms = [scen.catalog.dimms[n] for n in ('ddr4-16', 'ddr4-64',
                                                  'pmem200-128',
                                                  'pmem200-256')]
-        low, high = search.band_limits(12000, 0.25)
-        fast = search.find(plat, cpu, dimms, kinds.MODES, low, high,
-                           scen.policies)
-        naive = search.NaiveSearch(plat, cpu, dimms, kinds.MODES, low,
-                                   high, scen.policies).run()
+        low, high = enumeration.band_limits(12000, 0.25)
+        fast = enumeration.find(plat, cpu, dimms, kinds.MODES, low, high,
+                                scen.policies)
+        naive = enumeration.NaiveSearch(plat, cpu, dimms, kinds.MODES, low,
+                                        high, scen.policies).run()
         self.assertGreater(len(fast), 20)
         self.assertEqual(
             sorted(population_key(n.config) for n in naive),

@@ -17,6 +17,8 @@ import os
 import fixtures
 import testtools
 
+from nova_pmem_filters.core.formats import discoveredhost
+
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import profile
@@ -34,7 +36,7 @@ def example():
 class ReadTestCase(testtools.TestCase):
 
     def test_example(self):
-        host = hostfile.read(EXAMPLE)
+        host = discoveredhost.read(EXAMPLE)
         self.assertEqual(('compute-mm-01', kinds.MEMORY_MODE,
                           kinds.MEMORY_MODE, 512.0, 192.0, 192.0, 2, None),
                          (host.hostname, host.hardware_mode, host.mode,
@@ -49,7 +51,7 @@ class ReadTestCase(testtools.TestCase):
 
     def test_per_cell_near_memory(self):
         data = dict(example(), dram_cache_gb_per_cell='0:96,1:96')
-        host = hostfile.parse(data, 'x.json')
+        host = discoveredhost.parse(data, 'x.json')
         self.assertEqual(((0, 96.0), (1, 96.0)), host.cell_cache_gb)
         self.assertEqual(host.cell_cache_gb, host.profile().cell_cache_gb)
 
@@ -57,46 +59,46 @@ class ReadTestCase(testtools.TestCase):
         for raw, rule in (('0:96', 'adds up to 96 GB'),
                           ('0:x', 'is not a list of cell:GB pairs')):
             data = dict(example(), dram_cache_gb_per_cell=raw)
-            err = self.assertRaises(hostfile.ProfileError, hostfile.parse,
-                                    data, 'x.json')
+            err = self.assertRaises(hostfile.ProfileError,
+                                    discoveredhost.parse, data, 'x.json')
             self.assertIn('x.json: dram_cache_gb_per_cell: ', str(err))
             self.assertIn(rule, str(err))
 
     def test_near_memory_of_kinds_whose_guest_ram_is_dram(self):
         data = dict(example(), mode='cxl_devdax', scheduler_mode='cxl_devdax',
                     dram_gb=256.0, dram_cache_gb=0.0, visible_memory_gb=256.0)
-        host = hostfile.parse(data, 'x.json')
+        host = discoveredhost.parse(data, 'x.json')
         self.assertEqual(0.0, host.dram_cache_gb)
         self.assertEqual(256.0, host.near_memory_gb)
         self.assertEqual({'pmem_mode': 'cxl_devdax'}, host.metadata())
 
     def test_mixed_is_scheduled_as_memory_mode(self):
         data = dict(example(), mode='mixed')
-        host = hostfile.parse(data, 'x.json')
+        host = discoveredhost.parse(data, 'x.json')
         self.assertEqual(['CUSTOM_PMEM_MODE_MIXED',
                           'CUSTOM_PMEM_MODE_MEMORY_MODE'], host.traits)
         self.assertEqual(kinds.MEMORY_MODE, host.profile().mode)
 
     def test_cpus_are_optional(self):
         # Profiles written before discovery read lscpu have neither key.
-        self.assertIsNone(hostfile.parse(example(), 'x.json').vcpus)
+        self.assertIsNone(discoveredhost.parse(example(), 'x.json').vcpus)
         cpus = {'sockets': 2, 'cores_per_socket': 24, 'threads_per_core': 2}
-        host = hostfile.parse(dict(example(), cpus=cpus), 'x.json')
+        host = discoveredhost.parse(dict(example(), cpus=cpus), 'x.json')
         self.assertEqual(96, host.vcpus)
         # vcpus (lscpu's online CPU count) wins over the product.
-        host = hostfile.parse(dict(example(), cpus=cpus, vcpus=94),
-                              'x.json')
+        host = discoveredhost.parse(dict(example(), cpus=cpus, vcpus=94),
+                                    'x.json')
         self.assertEqual(94, host.vcpus)
 
     def test_bad_cpus_name_the_key(self):
         cpus = {'sockets': 2, 'cores_per_socket': 0, 'threads_per_core': 2}
-        err = self.assertRaises(hostfile.ProfileError, hostfile.parse,
+        err = self.assertRaises(hostfile.ProfileError, discoveredhost.parse,
                                 dict(example(), cpus=cpus), 'x.json')
         self.assertEqual('x.json: cpus.cores_per_socket: expected a positive '
                          'integer, got 0', str(err))
 
     def test_sockets_must_be_a_list(self):
-        err = self.assertRaises(hostfile.ProfileError, hostfile.parse,
+        err = self.assertRaises(hostfile.ProfileError, discoveredhost.parse,
                                 dict(example(), sockets={}), 'x.json')
         self.assertEqual('x.json: sockets: expected a list', str(err))
 
@@ -107,8 +109,8 @@ class WriteTestCase(testtools.TestCase):
         directory = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(directory, 'compute-mm-01.json')
         hostfile.write(path, example())
-        self.assertEqual(hostfile.parse(example(), path),
-                         hostfile.read(path))
+        self.assertEqual(discoveredhost.parse(example(), path),
+                         discoveredhost.read(path))
         self.assertEqual(['compute-mm-01.json'], os.listdir(directory))
         with open(path, encoding='utf-8') as f:
             self.assertEqual(hostfile.dumps(example()) + '\n', f.read())

@@ -23,6 +23,8 @@ import json
 
 import testtools
 
+from nova_pmem_filters.core.formats import discoveredhost
+
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
@@ -111,7 +113,7 @@ class OlderFilesTestCase(testtools.TestCase):
             self.assertTrue(set(data) <= set(FIRST_KEYS), path)
             doc = hostfile.parse_document(data, path)
             self.assertEqual(data, hostfile.to_dict(doc))
-            host = hostfile.read(path)
+            host = discoveredhost.read(path)
             self.assertIsNone(host.recorded_near_memory_mb)
             self.assertEqual(placement.host_near_memory_mb(
                 host.near_memory_gb), host.host_near_memory_mb)
@@ -125,7 +127,7 @@ class OlderFilesTestCase(testtools.TestCase):
         doc = hostfile.parse_document(data, 'mm1.json')
         self.assertEqual(data, hostfile.to_dict(doc))
         self.assertIs(hostfile.ABSENT, doc.sockets)
-        host = hostfile.parse(data, 'mm1.json')
+        host = discoveredhost.parse(data, 'mm1.json')
         self.assertEqual((None, None, None, 196608),
                          (host.dram_gb, host.sockets, host.vcpus,
                           host.host_near_memory_mb))
@@ -136,11 +138,11 @@ class OlderFilesTestCase(testtools.TestCase):
                 self._first_version(name, data)
 
     def _first_version(self, name, data):
-        now = hostfile.parse(data, name)
+        now = discoveredhost.parse(data, name)
         old_data = as_first_version(data)
         doc = hostfile.parse_document(old_data, name)
         self.assertEqual(old_data, hostfile.to_dict(doc))
-        old = hostfile.parse(old_data, name)
+        old = discoveredhost.parse(old_data, name)
         # The same host, but what only the later keys say.
         self.assertEqual(
             dataclasses.replace(now, vcpus=None, cell_cache_gb=None,
@@ -177,8 +179,8 @@ class LaterFilesTestCase(testtools.TestCase):
                         node['distance'] = [10, 20]
                 self.assertEqual(hostfile.parse_document(data, name),
                                  hostfile.parse_document(later, name))
-                self.assertEqual(hostfile.parse(data, name),
-                                 hostfile.parse(later, name))
+                self.assertEqual(discoveredhost.parse(data, name),
+                                 discoveredhost.parse(later, name))
 
 
 class ErrorsTestCase(testtools.TestCase):
@@ -208,15 +210,15 @@ class ErrorsTestCase(testtools.TestCase):
         for change, message in cases:
             bad = copy.deepcopy(data)
             change(bad)
-            err = self.assertRaises(hostfile.ProfileError, hostfile.parse,
-                                    bad, 'x.json')
+            err = self.assertRaises(hostfile.ProfileError,
+                                    discoveredhost.parse, bad, 'x.json')
             self.assertEqual(message, str(err))
 
 
 class ProviderConfigOfOlderFilesTestCase(testtools.TestCase):
 
     def test_host_without_exact_near_memory(self):
-        host = hostfile.read(FLEET + '/compute-mm-01.json')
+        host = discoveredhost.read(FLEET + '/compute-mm-01.json')
         inventory = placement.near_memory_inventory(
             host.mode, total_mb=host.host_near_memory_mb)
         self.assertEqual(192 * 1024, inventory[placement.TOTAL])

@@ -21,6 +21,8 @@ import testtools
 
 from nova_pmem_filters.core.formats import observation
 
+from nova_pmem_filters.core.plans import hotratio
+
 
 def document(**changes):
     doc = {
@@ -77,7 +79,7 @@ class ParseTestCase(testtools.TestCase):
                     working_set_mb=None, hot_ratio=None,
                     gap='the process exited during the window')
         doc = observation.parse(document(instances=[inst]), 'obs.json')
-        self.assertEqual([], list(observation.measured([doc])))
+        self.assertEqual([], list(hotratio.measured([doc])))
 
     def test_load_reads_a_directory_in_name_order(self):
         tmp = self.useFixture(fixtures.TempDir()).path
@@ -103,26 +105,26 @@ class RecommendTestCase(testtools.TestCase):
         # 20 instances: 19 at 0.3 and one at 0.9. The 95th percentile sits
         # at position 0.95 x 19 = 18.05, between 0.3 and 0.9:
         # 0.3 + 0.05 x 0.6 = 0.33, rounded up to 0.35.
-        self.assertEqual(0.35, observation.recommend([0.3] * 19 + [0.9]))
-        self.assertEqual(0.15, observation.recommend([0.1, 0.12, 0.149]))
-        self.assertEqual(0.05, observation.recommend([0.0]))
-        self.assertEqual(1.0, observation.recommend([1.3]))
-        self.assertTrue(observation.under_declared(0.2, [0.1, 0.25]))
-        self.assertFalse(observation.under_declared(0.35,
-                                                    [0.3] * 19 + [0.9]))
+        self.assertEqual(0.35, hotratio.recommend([0.3] * 19 + [0.9]))
+        self.assertEqual(0.15, hotratio.recommend([0.1, 0.12, 0.149]))
+        self.assertEqual(0.05, hotratio.recommend([0.0]))
+        self.assertEqual(1.0, hotratio.recommend([1.3]))
+        self.assertTrue(hotratio.under_declared(0.2, [0.1, 0.25]))
+        self.assertFalse(hotratio.under_declared(0.35,
+                                                 [0.3] * 19 + [0.9]))
 
     @hypothesis.settings(derandomize=True, deadline=None, database=None)
     @hypothesis.given(st.lists(st.floats(0.0, 1.0), min_size=1,
                                max_size=50))
     def test_covers_nineteen_in_twenty(self, ratios):
-        value = observation.recommend(ratios)
+        value = hotratio.recommend(ratios)
         self.assertGreaterEqual(value + 1e-9,
-                                observation.quantile(ratios, 0.95))
+                                hotratio.quantile(ratios, 0.95))
         # On the grid of 0.05 steps, and less than a step above the p95.
         self.assertAlmostEqual(0.0, (value / 0.05) - round(value / 0.05))
-        self.assertLess(value - max(observation.quantile(ratios, 0.95),
+        self.assertLess(value - max(hotratio.quantile(ratios, 0.95),
                                     0.05), 0.05 + 1e-9)
-        self.assertFalse(observation.under_declared(value, ratios))
+        self.assertFalse(hotratio.under_declared(value, ratios))
 
 
 class ByFlavorTestCase(testtools.TestCase):
@@ -139,7 +141,7 @@ class ByFlavorTestCase(testtools.TestCase):
             document(hostname='h2', instances=[inst('u1', 'small', 0.2),
                                                inst('u4', None, 0.9)]),
             document(hostname='h3', instances=[]))]
-        found = observation.by_flavor(docs)
+        found = hotratio.by_flavor(docs)
         self.assertEqual(['big', 'small'], list(found))
         small = found['small']
         # u1 twice (two windows) and u2 once: 3 ratios of 2 instances in
@@ -151,4 +153,4 @@ class ByFlavorTestCase(testtools.TestCase):
         self.assertEqual(((0.6,), 1, 1), (found['big'].ratios,
                                           found['big'].instances,
                                           found['big'].windows))
-        self.assertEqual({}, observation.by_flavor([]))
+        self.assertEqual({}, hotratio.by_flavor([]))

@@ -14,6 +14,9 @@
 import dataclasses
 
 
+from nova_pmem_filters.core.formats import discoveredhost
+
+
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
@@ -188,7 +191,7 @@ class HostTestCase(cases.DoctorTestCase):
         self.assertIn('new boots already respect it', fixes[0])
 
     def test_fleet_host_not_in_the_cloud(self):
-        extra = hostfile.DiscoveredHost(
+        extra = discoveredhost.DiscoveredHost(
             source='fleet/mm9.json', hostname='mm9', hardware_mode='dram',
             mode='dram', visible_memory_gb=384.0, dram_cache_gb=0.0,
             dram_gb=384.0)

@@ -60,10 +60,11 @@ class ReplayTestCase(testtools.TestCase):
         run = simulate.run(base.BUILTIN, nodes=nodes, mix={'redis': 20000},
                            days=30, lifetime_days=1000, seed=2)
         from nova_pmem_filters.planner import model
+        from nova_pmem_filters.planner import vmsizing
         node = model.node(
             base.BUILTIN.configs['mm-192-512'], base.BUILTIN.policies)
-        vms, _binding = model.density(node, base.BUILTIN.workloads['redis'],
-                                      base.BUILTIN.policies)
+        vms, _binding = vmsizing.density(node, base.BUILTIN.workloads['redis'],
+                                         base.BUILTIN.policies)
         fleet = run.result.fleet
         self.assertEqual([vms] * 4, list(fleet.instances))
         self.assertGreater(sum(run.result.rejected[

@@ -17,6 +17,7 @@ from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import simulate
+from nova_pmem_filters.planner import vmsizing
 
 
 class ModelDensityTestCase(testtools.TestCase):
@@ -34,7 +35,7 @@ class ModelDensityTestCase(testtools.TestCase):
                                       workload=workload.name):
                         density = simulate.model_density(
                             scen, config_name, {workload.name: 1})
-                        vms, _binding = model.density(
+                        vms, _binding = vmsizing.density(
                             node, workload, scen.policies)
                         allowed = workload.request.allows(config.mode)
                         if not allowed or not vms:
