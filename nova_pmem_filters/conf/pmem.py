@@ -143,10 +143,10 @@ Hosts of other modes score 0 on this weigher, so a positive multiplier also
 nudges flavors of ``normal`` priority toward ``memory_mode`` hosts that have
 cache to spare, keeping DRAM hosts free for ``high`` priority.
 
-Possible values:
-
 Aggregate metadata ``pmem_cache_headroom_weight_multiplier`` overrides it
 per host; the smallest value wins when several aggregates set it.
+
+Possible values:
 
 * A positive number spreads hot RAM; a negative number packs it onto the
   fullest cache first; 0 disables the weigher.
@@ -169,10 +169,10 @@ their size) with the new instance, over its size.
 Flavors of other priorities, and hosts without a NUMA topology (drivers
 other than libvirt), score 0.
 
-Possible values:
-
 Aggregate metadata ``pmem_numa_cell_weight_multiplier`` overrides it per
 host; the smallest value wins when several aggregates set it.
+
+Possible values:
 
 * A positive number prefers lightly loaded cells; a negative number the
   most loaded ones; 0 disables the weigher.
