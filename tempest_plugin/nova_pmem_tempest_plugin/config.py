@@ -13,26 +13,45 @@
 ``[pmem_filters]``.
 
 Tempest cannot read nova.conf: the options that change what the scheduler
-decides (``[pmem]`` in nova-scheduler's nova.conf) are repeated here as
-copies of nova-pmem-filters' own definitions (same names, defaults and
-limits), so that the tests expect what the scheduler does.
+decides (``[pmem]`` in nova-scheduler's nova.conf) are repeated here with
+the names, defaults and limits doc/source/configuration.rst documents (the
+plugin imports nothing of nova-pmem-filters), so that the tests expect
+what the scheduler does.
 """
-
-import copy
 
 from oslo_config import cfg
 
-from nova_pmem_filters.conf import pmem
+from nova_pmem_tempest_plugin import contract
 
-# nova-scheduler's [pmem] options that change what it decides: copies of
-# nova-pmem-filters' own definitions (names, defaults, limits, help).
+# nova-scheduler's [pmem] options that change what it decides.
 SCHEDULER_OPTIONS = ('default_host_mode', 'default_hot_ratio',
                      'cache_overcommit_ratio')
 
-
-def _scheduler_opts():
-    by_name = {opt.name: opt for opt in pmem.pmem_opts}
-    return [copy.deepcopy(by_name[name]) for name in SCHEDULER_OPTIONS]
+_scheduler_opts = [
+    cfg.StrOpt(
+        'default_host_mode',
+        default=contract.DRAM,
+        choices=contract.KINDS,
+        help='As [pmem] default_host_mode of nova-scheduler: the memory '
+             'mode of a host that is in no aggregate with pmem_mode '
+             'metadata.'),
+    cfg.FloatOpt(
+        'default_hot_ratio',
+        default=contract.DEFAULT_HOT_RATIO,
+        min=0.0001,
+        max=1.0,
+        help='As [pmem] default_hot_ratio of nova-scheduler: the share of '
+             'a flavor\'s RAM counted as hot when it has no '
+             'pmem:hot_ratio.'),
+    cfg.FloatOpt(
+        'cache_overcommit_ratio',
+        default=1.0,
+        min=0.0,
+        max=100.0,
+        help='As [pmem] cache_overcommit_ratio of nova-scheduler: how much '
+             'hot RAM a memory_mode host may hold, as a multiple of its '
+             'DRAM cache (pmem_dram_cache_gb aggregate metadata).'),
+]
 
 
 service_option = cfg.BoolOpt(
@@ -99,4 +118,4 @@ PmemFiltersGroup = [
         help='The networks field of the servers the tests create: "none" '
              '(no port: the tests only need the scheduler\'s decision) or '
              '"auto" (microversion 2.37 and later).'),
-] + _scheduler_opts()
+] + _scheduler_opts

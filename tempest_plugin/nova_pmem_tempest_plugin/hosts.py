@@ -11,12 +11,12 @@
 #    under the License.
 """The cloud as the tests see it: each compute host's kind and load.
 
-Read through the admin APIs and worked out with the core the scheduler
-itself counts with (``nova_pmem_filters.core``, which imports nothing from
-Nova): a host's profile from its aggregates' metadata, the hot RAM of the
-instances on it, and whether a flavor fits its DRAM cache. So the tests
-expect exactly what PmemModeFilter and PmemCacheFilter decide, and cannot
-drift from them.
+Read through the admin APIs and judged by the documented contract
+(:mod:`nova_pmem_tempest_plugin.contract`, written from the project's
+docs, not imported from it): a host's kind and cache from its aggregates'
+metadata, the hot RAM of the instances on it, and whether a flavor fits
+its DRAM cache. So the tests expect what the docs promise
+PmemModeFilter and PmemCacheFilter decide.
 
 Nothing here is a test; the functions take Tempest's service clients.
 """
@@ -24,11 +24,7 @@ Nothing here is a test; the functions take Tempest's service clients.
 import dataclasses
 import math
 
-from nova_pmem_filters.core.rules import decide
-from nova_pmem_filters.core.rules import extra_specs
-from nova_pmem_filters.core.rules import kinds
-from nova_pmem_filters.core.rules import nearmem
-from nova_pmem_filters.core.rules import profile
+from nova_pmem_tempest_plugin import contract
 
 # More digits than this in a pmem:hot_ratio make no test sharper.
 MAX_RATIO_DIGITS = 8
@@ -43,7 +39,7 @@ def compute_hosts(services_client):
 
 
 def host_profiles(aggregates_client, hosts, default_mode):
-    """{host: HostProfile}, as the scheduler reads each host's aggregates.
+    """{host: contract.Host}, as the scheduler reads each host's aggregates.
 
     :param default_mode: ``[pmem] default_host_mode`` of the scheduler,
         the kind of a host that is in no aggregate with ``pmem_mode``.
@@ -54,12 +50,12 @@ def host_profiles(aggregates_client, hosts, default_mode):
         for host in agg.get('hosts') or ():
             if host in metadata:
                 metadata[host].append(agg.get('metadata') or {})
-    return {host: profile.from_metadata(metas, default_mode=default_mode)
+    return {host: contract.host(metas, default_mode=default_mode)
             for host, metas in metadata.items()}
 
 
 def describe_kinds(modes):
-    return ' or '.join(sorted(modes, key=kinds.order))
+    return ' or '.join(sorted(modes, key=contract.kind_order))
 
 
 def split_hosts(profiles, request):
@@ -78,24 +74,24 @@ def split_hosts(profiles, request):
     return allowed, refused
 
 
-def hot_ram(servers, defaults):
-    """The HotRam of the servers on one host, as PmemCacheFilter counts it.
+def hot_ram(servers, default_hot_ratio):
+    """Hot MB of the servers on one host, as PmemCacheFilter counts it.
 
     Every instance floats (the API does not say which host NUMA cells an
-    instance is bound to); a flavor whose ``pmem:`` specs do not parse
-    counts all its RAM as hot, as the scheduler counts it.
+    instance is bound to, and with only floating instances the filter
+    checks the host-wide bound); a flavor whose ``pmem:`` specs are
+    invalid counts all its RAM as hot (doc/source/scheduling.rst,
+    PmemCacheFilter).
 
     :param servers: server details at microversion 2.47 or later (the
         flavor embedded with its extra specs).
-    :param defaults: :class:`extra_specs.Defaults` of the scheduler.
+    :param default_hot_ratio: ``[pmem] default_hot_ratio`` of the
+        scheduler.
     """
-    used = nearmem.HotRam(0.0)
-    for server in servers:
-        flavor = server['flavor']
-        request, _error = extra_specs.request_of(
-            flavor.get('extra_specs') or {}, defaults)
-        used.add(extra_specs.counted_hot_mb(flavor['ram'], request))
-    return used
+    return sum((contract.hot_mb(server['flavor']['ram'],
+                                server['flavor'].get('extra_specs'),
+                                default_hot_ratio)
+                for server in servers), contract.exact(0))
 
 
 def free_memory_mb(hypervisor_client, providers_client, host):
@@ -160,11 +156,9 @@ class CacheProbe:
 
 
 def _fits(prof, overcommit, used, ratio_text, memory_mb):
-    request = extra_specs.parse({extra_specs.MODES_KEY: kinds.MEMORY_MODE,
-                                 extra_specs.HOT_RATIO_KEY: ratio_text})
-    passes, _reason, _view = decide.cache_check(prof, overcommit, used,
-                                                request, memory_mb)
-    return passes, request.hot_mb(memory_mb)
+    """(admitted, hot MB) of a Memory-Mode flavor of ``ratio_text``."""
+    hot = contract.hot_mb(memory_mb, {contract.HOT_RATIO_KEY: ratio_text})
+    return contract.admits(prof, overcommit, used, hot), hot
 
 
 def _fit_ratio(prof, overcommit, used, ram_mb, remaining, small_ram_mb):
@@ -174,17 +168,14 @@ def _fit_ratio(prof, overcommit, used, ram_mb, remaining, small_ram_mb):
     leaves less of it than ``small_ram_mb``; (None, None) if there is none.
     """
     for digits in range(2, MAX_RATIO_DIGITS + 1):
-        scale = 10 ** digits
-        ratio = math.floor(remaining / ram_mb * scale) / scale
-        if ratio <= 0:
+        numerator = math.floor(remaining / ram_mb * 10 ** digits)
+        if numerator <= 0:
             continue
-        text = extra_specs.format_hot_ratio(ratio)
+        text = contract.ratio_text(numerator, digits)
         passes, hot = _fits(prof, overcommit, used, text, ram_mb)
         if not passes:
             continue
-        after = used.copy()
-        after.add(hot)
-        if not _fits(prof, overcommit, after, '1', small_ram_mb)[0]:
+        if not _fits(prof, overcommit, used + hot, '1', small_ram_mb)[0]:
             return text, hot
     return None, None
 
@@ -192,15 +183,16 @@ def _fit_ratio(prof, overcommit, used, ram_mb, remaining, small_ram_mb):
 def plan_cache_probe(host, prof, overcommit, used, memory, small_ram_mb):
     """The :class:`CacheProbe` of a Memory-Mode host, or why there is none.
 
-    :param prof: the host's HostProfile (``memory_mode``).
+    :param prof: the host's :class:`contract.Host` (``memory_mode``).
     :param overcommit: ``[pmem] cache_overcommit_ratio``.
-    :param used: the host's HotRam (:func:`hot_ram`).
+    :param used: hot MB of the servers on the host (:func:`hot_ram`).
     :param memory: ``(free MB, max_unit MB)`` (:func:`free_memory_mb`).
     :param small_ram_mb: RAM of the third flavor (all of it hot).
     :returns: ``(CacheProbe, None)`` or ``(None, why not)``.
     """
-    capacity = prof.cache_capacity_mb(overcommit)
-    remaining = capacity - used.total
+    used = contract.exact(used)
+    capacity = contract.cache_bound_mb(prof, overcommit)
+    remaining = capacity - used
     free, max_unit = memory
     limit = int(min(free, max_unit))
     if remaining < small_ram_mb:
@@ -208,7 +200,7 @@ def plan_cache_probe(host, prof, overcommit, used, memory, small_ram_mb):
                       'x %s, %.0f MB hot already there), less than the '
                       '%d MB the test needs'
                       % (host, remaining, capacity / overcommit if overcommit
-                         else 0.0, overcommit, used.total, small_ram_mb))
+                         else 0.0, overcommit, used, small_ram_mb))
     # Over the free cache by a quarter, at least 1 GB, within the RAM and
     # leaving RAM for the small one: it must be refused for the cache only.
     ram_mb = min(limit - small_ram_mb,
@@ -221,9 +213,8 @@ def plan_cache_probe(host, prof, overcommit, used, memory, small_ram_mb):
                       % (host, limit, remaining, small_ram_mb))
     over_ratio = '1.0'
     if _fits(prof, overcommit, used, over_ratio, ram_mb)[0]:
-        return None, ('host %s: the core admits %d MB all hot next to '
-                      '%.0f MB of %.0f MB' % (host, ram_mb, used.total,
-                                              capacity))
+        return None, ('host %s: the bound admits %d MB all hot next to '
+                      '%.0f MB of %.0f MB' % (host, ram_mb, used, capacity))
     fit_ratio, _hot = _fit_ratio(prof, overcommit, used, ram_mb, remaining,
                                  small_ram_mb)
     if fit_ratio is None:
@@ -233,4 +224,4 @@ def plan_cache_probe(host, prof, overcommit, used, memory, small_ram_mb):
                                       remaining, small_ram_mb))
     return CacheProbe(host=host, ram_mb=ram_mb, over_ratio=over_ratio,
                       fit_ratio=fit_ratio, small_ram_mb=small_ram_mb,
-                      capacity_mb=capacity, used_mb=used.total), None
+                      capacity_mb=float(capacity), used_mb=float(used)), None

@@ -28,7 +28,6 @@ from tempest.lib.common.utils import test_utils
 from tempest.lib import exceptions as lib_exc
 from tempest import test
 
-from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_tempest_plugin import hosts
 
 CONF = config.CONF
@@ -126,7 +125,7 @@ class BasePlacementTest(BaseAdminTest):
 
     ``resource_setup`` reads the compute hosts (nova-compute up and
     enabled) and the kind of each, from its aggregates' metadata as the
-    scheduler reads it.
+    docs say the scheduler reads it (:mod:`nova_pmem_tempest_plugin.contract`).
     """
 
     # 2.74: server create takes a host, which still goes through the
@@ -136,8 +135,7 @@ class BasePlacementTest(BaseAdminTest):
     @classmethod
     def resource_setup(cls):
         super(BasePlacementTest, cls).resource_setup()
-        cls.defaults = extra_specs.Defaults(
-            hot_ratio=CONF.pmem_filters.default_hot_ratio)
+        cls.default_hot_ratio = CONF.pmem_filters.default_hot_ratio
         cls.hosts = hosts.compute_hosts(cls.admin_services_client)
         cls.profiles = hosts.host_profiles(
             cls.admin_aggregates_client, cls.hosts,

@@ -14,9 +14,12 @@
 ``doc/source/architecture.rst`` draws the house: the core (rules, tool
 grammars, formats, plans) at the bottom, the Nova side and the tools above
 it, the Watcher plugin on top. The import graph (read from the source,
-function bodies included) must keep to that drawing.
+function bodies included) must keep to that drawing, and the Tempest plugin,
+which judges a deployed cloud from the documented contract, imports nothing
+of the package it judges.
 """
 
+import ast
 import os
 import statistics
 
@@ -132,6 +135,31 @@ class LayerTestCase(testtools.TestCase):
              (NPF + '.planner.model', NPF + '.doctor.cloud'),
              (NPF + '.scheduler.ledger', NPF + '.core.grammars.sysfs')],
             violations(edges))
+
+
+class TempestPluginTestCase(testtools.TestCase):
+    """The Tempest plugin judges from the docs, not with the code judged."""
+
+    def test_imports_nothing_of_the_package(self):
+        top = paths.of('tempest_plugin')
+        found = []
+        for dirpath, _dirs, files in os.walk(top):
+            for name in sorted(files):
+                if not name.endswith('.py'):
+                    continue
+                path = os.path.join(dirpath, name)
+                with open(path, encoding='utf-8') as f:
+                    tree = ast.parse(f.read(), path)
+                for node in ast.walk(tree):
+                    names = []
+                    if isinstance(node, ast.Import):
+                        names = [a.name for a in node.names]
+                    elif isinstance(node, ast.ImportFrom) and node.module:
+                        names = [node.module]
+                    found.extend((os.path.relpath(path, top), n)
+                                 for n in names
+                                 if n.split('.')[0] == NPF)
+        self.assertEqual([], found)
 
 
 class ModuleSizeTestCase(testtools.TestCase):

@@ -12,15 +12,19 @@
 """The Tempest run of the integration suite and the plugin's arithmetic.
 
 Without a cloud and without Tempest (the plugin's modules that need
-neither are loaded from ``tempest_plugin/`` by path): how the suite writes
+neither are imported from ``tempest_plugin/``): how the suite writes
 tempest.conf and reads Tempest's results, how CI counts a skipped Tempest
-test, and how the plugin sizes the flavors of the DRAM-cache test with the
-scheduler's core.
+test, and the plugin's own arithmetic of the documented contract: on
+examples worked out from the docs, and against the scheduler's core,
+which must decide the same (two implementations of one documented rule).
 """
 
 import configparser
+import fractions
+import importlib
 import importlib.util
 import io
+import itertools
 import json
 import os
 
@@ -38,8 +42,14 @@ from tests.integration import scenarios
 from tests.integration import tempest_suite
 from tests.unit import paths
 
-PLUGIN_DIR = paths.of('tempest_plugin', 'nova_pmem_tempest_plugin')
 GB = profile.MB_PER_GB
+F = fractions.Fraction
+
+
+def plugin(name):
+    """A module of the Tempest plugin, imported from ``tempest_plugin/``."""
+    with fixtures.PythonPathEntry(paths.of('tempest_plugin')):
+        return importlib.import_module('nova_pmem_tempest_plugin.' + name)
 
 
 def load(path, name):
@@ -207,30 +217,40 @@ class TempestConfTestCase(testtools.TestCase):
                              'cache_overcommit_ratio']))
 
     def test_plugin_defaults_are_the_schedulers(self):
-        plugin_conf = load(os.path.join(PLUGIN_DIR, 'config.py'),
-                           'pmem_tempest_config')
-        ours = {o.name: o.default for o in plugin_conf.PmemFiltersGroup}
-        theirs = {o.name: o.default for o in pmem_conf.pmem_opts}
-        for name in ('default_host_mode', 'default_hot_ratio',
-                     'cache_overcommit_ratio'):
-            self.assertEqual(theirs[name], ours[name], name)
+        plugin_conf = plugin('config')
+        ours = {o.name: o for o in plugin_conf.PmemFiltersGroup}
+        theirs = {o.name: o for o in pmem_conf.pmem_opts}
+        for name in plugin_conf.SCHEDULER_OPTIONS:
+            mine, core = ours[name].type, theirs[name].type
+            self.assertEqual(theirs[name].default, ours[name].default, name)
+            for limit in ('min', 'max'):
+                self.assertEqual(getattr(core, limit, None),
+                                 getattr(mine, limit, None),
+                                 '%s %s' % (name, limit))
+            self.assertEqual(list(getattr(core, 'choices', None) or ()),
+                             list(getattr(mine, 'choices', None) or ()),
+                             name)
 
 
 class CacheProbeTestCase(testtools.TestCase):
-    """The plugin's flavors for the DRAM-cache test, from the core."""
+    """The plugin's flavors for the DRAM-cache test, judged by the core."""
 
     def setUp(self):
         super(CacheProbeTestCase, self).setUp()
-        self.hosts = load(os.path.join(PLUGIN_DIR, 'hosts.py'),
-                          'pmem_tempest_hosts')
-        self.prof = profile.build(kinds.MEMORY_MODE, 192)
+        self.hosts = plugin('hosts')
+        self.contract = plugin('contract')
+        self.prof = self.contract.host([{'pmem_mode': 'memory_mode',
+                                         'pmem_dram_cache_gb': '192'}])
+        self.core_prof = profile.build(kinds.MEMORY_MODE, 192)
 
     def admits(self, used, ratio, ram_mb):
         request = extra_specs.parse({extra_specs.HOT_RATIO_KEY: ratio})
-        return decide.cache_check(self.prof, 1.0, used, request, ram_mb)[0]
+        return decide.cache_check(self.core_prof, 1.0,
+                                  nearmem.HotRam(float(used)), request,
+                                  ram_mb)[0]
 
     def test_empty_host_of_the_deployment(self):
-        used = nearmem.HotRam(0.0)
+        used = 0
         probe, why = self.hosts.plan_cache_probe(
             'mm1', self.prof, 1.0, used, (512 * GB - 512, 512 * GB), 512)
         self.assertIsNone(why)
@@ -240,13 +260,11 @@ class CacheProbeTestCase(testtools.TestCase):
         self.assertFalse(self.admits(used, probe.over_ratio, probe.ram_mb))
         self.assertTrue(self.admits(used, probe.fit_ratio, probe.ram_mb))
         self.assertTrue(self.admits(used, '1', probe.small_ram_mb))
-        after = used.copy()
-        after.add(probe.ram_mb * float(probe.fit_ratio))
+        after = used + probe.ram_mb * float(probe.fit_ratio)
         self.assertFalse(self.admits(after, '1', probe.small_ram_mb))
 
     def test_host_with_instances_needs_more_digits(self):
-        used = nearmem.HotRam(0.0)
-        used.add(12345.0)
+        used = 12345.0
         probe, why = self.hosts.plan_cache_probe(
             'mm1', self.prof, 1.0, used, (400 * GB, 512 * GB), 512)
         self.assertIsNone(why)
@@ -255,23 +273,25 @@ class CacheProbeTestCase(testtools.TestCase):
         self.assertLessEqual(fit_hot, remaining)
         self.assertLess(remaining - fit_hot, 512)
         self.assertGreater(probe.ram_mb, remaining)
+        self.assertFalse(self.admits(used, probe.over_ratio, probe.ram_mb))
+        self.assertTrue(self.admits(used, probe.fit_ratio, probe.ram_mb))
+        self.assertFalse(self.admits(used + fit_hot, '1',
+                                     probe.small_ram_mb))
 
     def test_ram_runs_out_first(self):
         probe, why = self.hosts.plan_cache_probe(
-            'mm1', self.prof, 1.0, nearmem.HotRam(0.0),
-            (192 * GB + 100, 512 * GB), 512)
+            'mm1', self.prof, 1.0, 0, (192 * GB + 100, 512 * GB), 512)
         self.assertIsNone(probe)
         self.assertIn('RAM runs out before the cache', why)
 
     def test_cache_already_full(self):
-        used = nearmem.HotRam(192 * GB - 100.0)
         probe, why = self.hosts.plan_cache_probe(
-            'mm1', self.prof, 1.0, used, (300 * GB, 512 * GB), 512)
+            'mm1', self.prof, 1.0, 192 * GB - 100.0, (300 * GB, 512 * GB),
+            512)
         self.assertIsNone(probe)
         self.assertIn('has 100 MB of its DRAM cache free', why)
 
     def test_hot_ram_counts_as_the_scheduler(self):
-        defaults = extra_specs.Defaults(hot_ratio=0.5)
         servers = [
             {'flavor': {'ram': 1000, 'extra_specs': {}}},
             {'flavor': {'ram': 1000, 'extra_specs': {
@@ -279,15 +299,264 @@ class CacheProbeTestCase(testtools.TestCase):
             # Specs the API would now refuse: all of its RAM is hot.
             {'flavor': {'ram': 1000, 'extra_specs': {
                 extra_specs.HOT_RATIO_KEY: 'lots'}}}]
-        self.assertEqual(500 + 250 + 1000,
-                         self.hosts.hot_ram(servers, defaults).total)
+        self.assertEqual(500 + 250 + 1000, self.hosts.hot_ram(servers, 0.5))
+        defaults = extra_specs.Defaults(hot_ratio=0.5)
+        self.assertEqual(1750, sum(
+            extra_specs.counted_hot_mb(s['flavor']['ram'], extra_specs.
+                                       request_of(s['flavor']['extra_specs'],
+                                                  defaults)[0])
+            for s in servers))
 
     def test_split_hosts_leaves_unknown_out(self):
-        profiles = {
-            'dram1': profile.build(kinds.DRAM),
-            'mm1': self.prof,
-            'ad1': profile.build(kinds.APP_DIRECT),
-            'odd': profile.from_metadata([{profile.MODE_KEY: 'tape'}])}
-        request = extra_specs.parse({extra_specs.MODES_KEY: 'dram,app_direct'})
+        def host(mode):
+            return self.contract.host([{'pmem_mode': mode}])
+
+        profiles = {'dram1': host('dram'), 'mm1': self.prof,
+                    'ad1': host('app_direct'), 'odd': host('tape')}
+        request = self.contract.flavor({'pmem:modes': 'dram,app_direct'})
         self.assertEqual((['ad1', 'dram1'], ['mm1']),
                          self.hosts.split_hosts(profiles, request))
+
+
+class ContractExamplesTestCase(testtools.TestCase):
+    """The plugin's arithmetic on examples worked out from the docs."""
+
+    def setUp(self):
+        super(ContractExamplesTestCase, self).setUp()
+        self.contract = plugin('contract')
+
+    def host(self, **meta):
+        meta.setdefault('pmem_mode', 'memory_mode')
+        return self.contract.host([meta])
+
+    def test_bound_of_the_filters_log_line(self):
+        # doc/source/scheduling.rst, "Filters", PmemCacheFilter: 192 GB x
+        # 1024 x 1.0 = 196608 MB; 196608 MB hot there + 16384 MB exceeds it.
+        c, prof = self.contract, self.host(pmem_dram_cache_gb='192')
+        self.assertEqual(196608, c.cache_bound_mb(prof, 1.0))
+        self.assertFalse(c.admits(prof, 1.0, 196608, 16384))
+        # "stays within": 180224 + 16384 = 196608 MB meets it and passes.
+        self.assertTrue(c.admits(prof, 1.0, 180224, 16384))
+        self.assertFalse(c.admits(prof, 1.0, 180225, 16384))
+        # cache_overcommit_ratio 1.5: 192 x 1024 x 1.5 = 294912 MB; 0
+        # admits nothing (configuration.rst).
+        self.assertEqual(294912, c.cache_bound_mb(prof, 1.5))
+        self.assertTrue(c.admits(prof, 1.5, 278528, 16384))
+        self.assertFalse(c.admits(prof, 0.0, 0, 1))
+        # A decimal ratio is exact: 10 x 1024 x 1.1 = 11264 MB.
+        prof = self.host(pmem_dram_cache_gb='10')
+        self.assertEqual(11264, c.cache_bound_mb(prof, 1.1))
+        self.assertTrue(c.admits(prof, 1.1, 11264 - 0.1 * 1000,
+                                 c.hot_mb(1000, {'pmem:hot_ratio': '0.1'})))
+
+    def test_hot_ram_of_a_flavor(self):
+        # scheduling.rst, "Flavor extra specs" and PmemCacheFilter: RAM x
+        # pmem:hot_ratio, [pmem] default_hot_ratio (0.5) without one, all
+        # of its RAM with an invalid pmem: spec.
+        hot = self.contract.hot_mb
+        self.assertEqual(500, hot(1000, {}))
+        self.assertEqual(250, hot(1000, {'pmem:hot_ratio': '.25'}))
+        self.assertEqual(1000, hot(1000, {'pmem:hot_ratio': '1'}))
+        self.assertEqual(100, hot(1000, {}, 0.1))
+        self.assertEqual(1000, hot(1000, {'pmem:hot_ratio': 'lots'}))
+        self.assertEqual(1000, hot(1000, {'pmem:priority': 'urgent',
+                                          'pmem:hot_ratio': '0.25'}))
+
+    def test_extra_spec_grammar(self):
+        # scheduling.rst, "Flavor extra specs": plain decimal 0 < r <= 1.
+        problem = self.contract.spec_problem
+        for good in ('0.25', '.5', '1', '1.0', '0.00001'):
+            self.assertIsNone(problem('pmem:hot_ratio', good), good)
+        for bad in ('0', '2', '1.5', '-0.5', 'half', '50%', '1e-1', '.',
+                    ' 0.5'):
+            self.assertIsNotNone(problem('pmem:hot_ratio', bad), bad)
+        self.assertIsNone(problem('pmem:modes', 'dram, cxl_kmem'))
+        for bad in ('dram,tape', 'memory-mode', 'DRAM', 'dram,,app_direct'):
+            self.assertIsNotNone(problem('pmem:modes', bad), bad)
+        self.assertIsNone(problem('pmem:priority', 'low'))
+        self.assertIsNotNone(problem('pmem:priority', 'HIGH'))
+        self.assertIsNotNone(problem('pmem:hotratio', '0.5'))
+
+    def test_kinds_each_modes_value_admits(self):
+        # scheduling.rst, "The hosts each pmem:modes value admits".
+        flavor = self.contract.flavor
+        admitted = {value: sorted(k for k in self.contract.KINDS
+                                  if flavor({'pmem:modes': value}).allows(k))
+                    for value in ('dram', 'memory_mode', 'cxl_kmem',
+                                  'dram,cxl_flat')}
+        self.assertEqual({
+            'dram': ['cxl_devdax', 'dram'],
+            'memory_mode': ['cxl_flat', 'cxl_kmem', 'memory_mode'],
+            'cxl_kmem': ['cxl_kmem'],
+            'dram,cxl_flat': ['cxl_devdax', 'cxl_flat', 'dram']}, admitted)
+        # hw:pmem needs app_direct; with pmem:modes leaving it out, no host.
+        self.assertEqual({'app_direct'},
+                         flavor({'hw:pmem': 'SMALL'}).modes)
+        self.assertEqual(set(), flavor({'hw:pmem': 'SMALL',
+                                        'pmem:modes': 'dram'}).modes)
+
+    def test_host_from_aggregates(self):
+        # numa.rst, "The model" (Capacity); discovery.rst's cxl_kmem host.
+        host = self.host
+        self.assertEqual(
+            (192, {0: 96, 1: 96}),
+            (host(pmem_dram_cache_gb_per_cell='0:96,1:96').cache_gb,
+             host(pmem_dram_cache_gb_per_cell='0:96,1:96').cell_gb))
+        kmem = host(pmem_mode='cxl_kmem', pmem_dram_cache_gb='509.25',
+                    pmem_dram_cache_gb_per_cell='0:253.75,1:255.5',
+                    pmem_kernel_tiering='on')
+        self.assertEqual((F(2037, 4), {0: F(1015, 4), 1: F(511, 2)}),
+                         (kmem.cache_gb, kmem.cell_gb))
+        # Adding up to pmem_dram_cache_gb within 1 MB (1/1024 GB).
+        self.assertTrue(host(pmem_dram_cache_gb='192',
+                             pmem_dram_cache_gb_per_cell='0:96,1:'
+                             '95.9990234375').known)
+        for meta in ({'pmem_dram_cache_gb': '192',
+                      'pmem_dram_cache_gb_per_cell': '0:96,1:95'},
+                     {'pmem_dram_cache_gb_per_cell': '0:96,0:96'},
+                     {'pmem_dram_cache_gb': '-1'},
+                     {},
+                     {'pmem_dram_cache_gb': '1', 'pmem_kernel_tiering': 'x'},
+                     {'pmem_mode': 'tape'}):
+            self.assertFalse(host(**meta).known, meta)
+        self.assertFalse(self.contract.host([
+            {'pmem_mode': 'dram'}, {'pmem_mode': 'app_direct'}]).known)
+        # [pmem] default_host_mode for a host no aggregate gives a mode;
+        # a memory_mode default needs pmem_dram_cache_gb (configuration.rst).
+        self.assertEqual('app_direct', self.contract.host(
+            [{}], default_mode='app_direct').mode)
+        self.assertFalse(self.contract.host(
+            [{}], default_mode='memory_mode').known)
+
+    def test_numa_worked_example(self):
+        # numa.rst, "Worked example": 192 GB on two cells, ratio 1.0, each
+        # cell 96 GB; a floating 64 GB instance (32 GB hot: 16 GB a cell)
+        # and two 48 GB instances bound to cell 0 (48 GB hot there).
+        c, prof = self.contract, self.host(pmem_dram_cache_gb='192')
+        self.assertEqual({0: 96 * GB, 1: 96 * GB},
+                         c.cell_bounds_mb(prof, [0, 1], 1.0))
+        used, on_0 = 32 * GB, {0: 48 * GB}
+        self.assertEqual({0: 16 * GB, 1: 16 * GB},
+                         c.spread_mb(prof, [0, 1], used))
+
+        def admits(new_mb=0, new_cells=None):
+            return c.admits(prof, 1.0, used, new_mb, [0, 1], on_0, new_cells)
+
+        # A new 80 GB hw:numa_nodes=1 instance charges 40 GB to one cell:
+        # cell 1, 16 + 40 = 56 of 96, passes; cell 0, 64 + 40 = 104 of 96,
+        # refused, though the host-wide count (120 GB of 192) admits it.
+        self.assertTrue(admits(new_cells={1: 40 * GB}))
+        self.assertFalse(admits(new_cells={0: 40 * GB}))
+        self.assertTrue(c.admits(prof, 1.0, used + 48 * GB, 40 * GB))
+        # A new floating 64 GB instance charges 16 GB to each: cell 0
+        # reaches 80 of 96, passes.
+        self.assertTrue(admits(new_mb=32 * GB))
+        # Cell 0 has 32 GB free: 64 GB floating more (32 a cell) fits
+        # exactly, a MB more does not.
+        self.assertTrue(admits(new_mb=64 * GB))
+        self.assertFalse(admits(new_mb=64 * GB + 2))
+        # Per-cell sizes that name other cells than the host has: refused.
+        odd = self.host(pmem_dram_cache_gb_per_cell='0:96,1:96')
+        self.assertIsNone(c.cell_bounds_mb(odd, [0, 1, 2], 1.0))
+        self.assertFalse(c.admits(odd, 1.0, 0, 0, [0, 1, 2], {0: 1}, None))
+
+
+class ContractAgreesWithCoreTestCase(testtools.TestCase):
+    """The plugin's cache rule and the core's decide alike on a grid.
+
+    Two implementations of the documented rule, written apart: the
+    plugin's (``contract.admits``) and the scheduler's
+    (``decide.cache_check``), host-wide and per NUMA cell. The loads are
+    worked out exactly, near each bound, on it and 1 MB off it; the plugin
+    gets them exact, the core as the nearest floats (what it counts with).
+    """
+
+    RATIOS = ('0', '0.5', '1.0', '1.1', '1.5')
+    HOT_RATIOS = ('0.1', '0.25', '0.5', '0.75', '1')
+    SIZES = (512, 4096, 16384, 65536)
+    # Aggregate metadata and each cell's GB (cells 0 and 1).
+    CACHES = (({'pmem_dram_cache_gb': '192'}, {0: F(96), 1: F(96)}),
+              ({'pmem_dram_cache_gb': '10.5'}, {0: F(21, 4), 1: F(21, 4)}),
+              ({'pmem_dram_cache_gb_per_cell': '0:96,1:32'},
+               {0: F(96), 1: F(32)}),
+              ({'pmem_dram_cache_gb': '509.25',
+                'pmem_dram_cache_gb_per_cell': '0:253.75,1:255.5'},
+               {0: F('253.75'), 1: F('255.5')}))
+
+    def setUp(self):
+        super(ContractAgreesWithCoreTestCase, self).setUp()
+        self.contract = plugin('contract')
+
+    def cases(self):
+        """The grid's points, each with the core's profile and ours.
+
+        (core profile, plugin host, ratio text, cells' GB, hot ratio text,
+        RAM MB).
+        """
+        for (meta, cell_gb), ratio, text, ram_mb in itertools.product(
+                self.CACHES, self.RATIOS, self.HOT_RATIOS, self.SIZES):
+            meta = dict(meta, pmem_mode='memory_mode')
+            core = profile.from_metadata([meta])
+            mine = self.contract.host([meta])
+            self.assertEqual((True, float(sum(cell_gb.values()))),
+                             (mine.known, float(mine.cache_gb)))
+            yield core, mine, ratio, cell_gb, text, ram_mb
+
+    @staticmethod
+    def loads(room):
+        """Hot MB already there, given the room left for the new one."""
+        for load in (room * F(3, 10), room * F(9, 10), room - 1, room,
+                     room + 1):
+            if load >= 0:
+                yield load
+
+    def check(self, core, mine, ratio, floating, bound, text, ram_mb,
+              cells=None, fit=None):
+        """Both verdicts, which must be the same; returns it."""
+        request = extra_specs.parse({extra_specs.HOT_RATIO_KEY: text})
+        used = nearmem.HotRam(float(floating + sum(bound.values())),
+                              {c: float(mb) for c, mb in bound.items()})
+        theirs = decide.cache_check(
+            core, float(ratio), used, request, ram_mb, cells=cells,
+            fit=None if fit is None else (lambda: dict(fit)))[0]
+        ours = self.contract.admits(
+            mine, float(ratio), floating, ram_mb * F(text), cells, bound,
+            None if fit is None else {c: mb * F(text)
+                                      for c, mb in fit.items()})
+        self.assertEqual(bool(theirs), ours, (
+            core, ratio, floating, bound, text, ram_mb, cells, fit))
+        return ours
+
+    def test_host_wide(self):
+        verdicts = set()
+        for core, mine, ratio, cell_gb, text, ram_mb in self.cases():
+            bound_mb = sum(cell_gb.values()) * GB * F(ratio)
+            for used in self.loads(bound_mb - ram_mb * F(text)):
+                for cells in (None, [0, 1]):
+                    verdicts.add(self.check(core, mine, ratio, used, {},
+                                            text, ram_mb, cells))
+        self.assertEqual({True, False}, verdicts)
+
+    def test_per_cell(self):
+        verdicts = set()
+        for core, mine, ratio, cell_gb, text, ram_mb in self.cases():
+            share = {c: gb / sum(cell_gb.values())
+                     for c, gb in cell_gb.items()}
+            hot = ram_mb * F(text)
+            for cell, fit in ((0, {0: ram_mb}), (1, {1: ram_mb}),
+                              (0, {0: F(ram_mb, 4), 1: F(ram_mb * 3, 4)}),
+                              (0, None)):
+                new = (hot * share[cell] if fit is None
+                       else fit[cell] * F(text))
+                room = cell_gb[cell] * GB * F(ratio) - new
+                # Half of the cell's load bound there, half floating.
+                for load in self.loads(room):
+                    bound = {cell: load / 2}
+                    floating = load / 2 / share[cell]
+                    verdicts.add(self.check(core, mine, ratio, floating,
+                                            bound, text, ram_mb, [0, 1],
+                                            fit))
+            # Per-cell sizes naming other cells than the host has.
+            self.check(core, mine, ratio, F(0), {0: F(1)}, text, ram_mb,
+                       [0, 1, 2], {0: ram_mb})
+        self.assertEqual({True, False}, verdicts)

@@ -13,17 +13,17 @@
 
 nova-pmem-filters registers validators for the ``pmem`` namespace
 (``nova.api.extra_spec_validators``); Nova runs them from microversion 2.86
-on. Each bad value is first checked to be refused by the core
-(``nova_pmem_filters.core.rules.extra_specs.validate``, what the validators and
-the scheduler call), so a test cannot pass by sending a value that is
-actually good.
+on. Each bad value is first checked to be bad by the documented grammar
+(:func:`nova_pmem_tempest_plugin.contract.spec_problem`, written from
+doc/source/scheduling.rst, "Flavor extra specs"), so a test cannot pass by
+sending a value that is actually good.
 """
 
 from tempest import config
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
 
-from nova_pmem_filters.core.rules import extra_specs
+from nova_pmem_tempest_plugin import contract
 from nova_pmem_tempest_plugin.tests import base
 
 CONF = config.CONF
@@ -48,8 +48,7 @@ class PmemExtraSpecsTest(base.BaseAdminTest):
         flavor = self.create_flavor('bad-spec',
                                     CONF.pmem_filters.flavor_ram_mb)
         for value in values:
-            self.assertRaises(extra_specs.InvalidExtraSpec,
-                              extra_specs.validate, key, value)
+            self.assertIsNotNone(contract.spec_problem(key, value))
             exc = self.assertRaises(
                 lib_exc.BadRequest,
                 self.admin_flavors_client.set_flavor_extra_spec,
@@ -64,26 +63,26 @@ class PmemExtraSpecsTest(base.BaseAdminTest):
     @decorators.attr(type=['negative'])
     @decorators.idempotent_id('01f52853-1b0e-4040-8255-04c9bca204da')
     def test_hot_ratio_out_of_range(self):
-        self.assert_refused(extra_specs.HOT_RATIO_KEY,
+        self.assert_refused(contract.HOT_RATIO_KEY,
                             ['0', '2', '1.5', '-0.5'])
 
     @decorators.attr(type=['negative'])
     @decorators.idempotent_id('8df45714-31e6-4600-a76c-028200522d4e')
     def test_hot_ratio_not_a_decimal(self):
-        self.assert_refused(extra_specs.HOT_RATIO_KEY,
+        self.assert_refused(contract.HOT_RATIO_KEY,
                             ['half', '50%', '1e-1'])
 
     @decorators.attr(type=['negative'])
     @decorators.idempotent_id('2ce24a64-175a-41ff-8589-dc7e5cd1fb2a')
     def test_unknown_mode(self):
-        self.assert_refused(extra_specs.MODES_KEY,
+        self.assert_refused(contract.MODES_KEY,
                             ['dram,tape', 'memory-mode', 'DRAM',
                              'dram,,app_direct'])
 
     @decorators.attr(type=['negative'])
     @decorators.idempotent_id('65545b33-1eda-4b52-b9af-27c69bb40429')
     def test_unknown_priority(self):
-        self.assert_refused(extra_specs.PRIORITY_KEY, ['urgent', 'HIGH'])
+        self.assert_refused(contract.PRIORITY_KEY, ['urgent', 'HIGH'])
 
     @decorators.attr(type=['negative'])
     @decorators.idempotent_id('05bce920-8e73-420d-a16d-6673f9d7597c')
@@ -95,9 +94,9 @@ class PmemExtraSpecsTest(base.BaseAdminTest):
 
     @decorators.idempotent_id('f1ff3383-ca65-4659-aa03-2bb46d4aabe8')
     def test_valid_specs_accepted(self):
-        specs = {extra_specs.MODES_KEY: 'dram,memory_mode',
-                 extra_specs.PRIORITY_KEY: extra_specs.PRIORITY_LOW,
-                 extra_specs.HOT_RATIO_KEY: '0.25'}
+        specs = {contract.MODES_KEY: 'dram,memory_mode',
+                 contract.PRIORITY_KEY: contract.PRIORITY_LOW,
+                 contract.HOT_RATIO_KEY: '0.25'}
         flavor = self.create_flavor('good-spec',
                                     CONF.pmem_filters.flavor_ram_mb, specs)
         stored = self.admin_flavors_client.list_flavor_extra_specs(

@@ -15,8 +15,9 @@ On a Memory-Mode host the hot RAM of its instances (RAM x
 ``pmem:hot_ratio``) must stay within ``pmem_dram_cache_gb`` x ``[pmem]
 cache_overcommit_ratio`` (PmemCacheFilter). The test reads the host's
 cache from its aggregates and the hot RAM already there from the servers
-on it, then sizes three flavors with the scheduler's own arithmetic
-(:func:`nova_pmem_tempest_plugin.hosts.plan_cache_probe`) and boots them on
+on it, then sizes three flavors with the documented rule
+(:func:`nova_pmem_tempest_plugin.hosts.plan_cache_probe`, the plugin's
+own arithmetic of the docs) and boots them on
 that host by name (2.74 ``host``, through the filters):
 
 1. RAM R, all of it hot, more than the free cache: refused (NoValidHost);
@@ -31,8 +32,7 @@ from tempest import config
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
 
-from nova_pmem_filters.core.rules import extra_specs
-from nova_pmem_filters.core.rules import kinds
+from nova_pmem_tempest_plugin import contract
 from nova_pmem_tempest_plugin import hosts
 from nova_pmem_tempest_plugin.tests import base
 
@@ -43,7 +43,7 @@ class PmemCacheBoundTest(base.BasePlacementTest):
     """PmemCacheFilter on a Memory-Mode host, named in the request."""
 
     def candidates(self):
-        mm_hosts = self.hosts_of(kinds.MEMORY_MODE)
+        mm_hosts = self.hosts_of(contract.MEMORY_MODE)
         wanted = CONF.pmem_filters.memory_mode_host
         if wanted:
             if wanted not in mm_hosts:
@@ -63,7 +63,7 @@ class PmemCacheBoundTest(base.BasePlacementTest):
         """The host's CacheProbe from what the APIs say now, or why not."""
         servers = self.admin_servers_client.list_servers(
             detail=True, all_tenants=True, host=host)['servers']
-        used = hosts.hot_ram(servers, self.defaults)
+        used = hosts.hot_ram(servers, self.default_hot_ratio)
         memory, why = hosts.free_memory_mb(
             self.admin_hypervisor_client, self.admin_providers_client, host)
         if memory is None:
@@ -86,8 +86,8 @@ class PmemCacheBoundTest(base.BasePlacementTest):
 
     def cache_flavor(self, label, ram_mb, ratio):
         return self.create_flavor(label, ram_mb, {
-            extra_specs.MODES_KEY: kinds.MEMORY_MODE,
-            extra_specs.HOT_RATIO_KEY: ratio})
+            contract.MODES_KEY: contract.MEMORY_MODE,
+            contract.HOT_RATIO_KEY: ratio})
 
     @decorators.idempotent_id('0fa16c26-5317-4614-9c3d-113f341a88c5')
     def test_memory_mode_host_refuses_cache_overrun(self):

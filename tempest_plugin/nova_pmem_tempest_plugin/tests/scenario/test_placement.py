@@ -32,8 +32,7 @@ host it must be kept off (then there is nothing to show).
 from tempest import config
 from tempest.lib import decorators
 
-from nova_pmem_filters.core.rules import extra_specs
-from nova_pmem_filters.core.rules import kinds
+from nova_pmem_tempest_plugin import contract
 from nova_pmem_tempest_plugin import hosts
 from nova_pmem_tempest_plugin.tests import base
 
@@ -44,7 +43,7 @@ class PmemPlacementTest(base.BasePlacementTest):
     """Where the scheduler puts flavors that name memory tiers."""
 
     def check_lands_only_on_allowed(self, label, specs):
-        request = extra_specs.parse(specs, self.defaults)
+        request = contract.flavor(specs, self.default_hot_ratio)
         allowed, refused = hosts.split_hosts(self.profiles, request)
         wanted = hosts.describe_kinds(request.modes)
         if not allowed:
@@ -72,7 +71,7 @@ class PmemPlacementTest(base.BasePlacementTest):
         for host in refused:
             per_kind.setdefault(self.profiles[host].mode, []).append(host)
         count = CONF.pmem_filters.hosts_per_kind
-        return [h for mode in sorted(per_kind, key=kinds.order)
+        return [h for mode in sorted(per_kind, key=contract.kind_order)
                 for h in per_kind[mode][:count]]
 
     def describe_hosts(self):
@@ -83,26 +82,26 @@ class PmemPlacementTest(base.BasePlacementTest):
     def test_latency_sensitive_flavor_never_on_memory_mode(self):
         """DRAM-backed kinds only, high priority: never Memory Mode."""
         self.check_lands_only_on_allowed('latency', {
-            extra_specs.MODES_KEY: '%s,%s' % (kinds.DRAM, kinds.APP_DIRECT),
-            extra_specs.PRIORITY_KEY: extra_specs.PRIORITY_HIGH})
+            contract.MODES_KEY: '%s,%s' % (contract.DRAM, contract.APP_DIRECT),
+            contract.PRIORITY_KEY: contract.PRIORITY_HIGH})
 
     @decorators.idempotent_id('ea2ef0f1-4855-4c63-add3-6da7befc5e1d')
     def test_dram_only_flavor_only_on_dram(self):
         self.check_lands_only_on_allowed('dram', {
-            extra_specs.MODES_KEY: kinds.DRAM})
+            contract.MODES_KEY: contract.DRAM})
 
     @decorators.idempotent_id('44bfdc1e-36d7-4d6c-99e9-394028f41a44')
     def test_capacity_flavor_only_on_memory_mode(self):
         """Low priority, Memory Mode only, little hot RAM."""
         self.check_lands_only_on_allowed('capacity', {
-            extra_specs.MODES_KEY: kinds.MEMORY_MODE,
-            extra_specs.PRIORITY_KEY: extra_specs.PRIORITY_LOW,
-            extra_specs.HOT_RATIO_KEY: '0.1'})
+            contract.MODES_KEY: contract.MEMORY_MODE,
+            contract.PRIORITY_KEY: contract.PRIORITY_LOW,
+            contract.HOT_RATIO_KEY: '0.1'})
 
     @decorators.idempotent_id('01526660-390d-4a15-aa31-dab6e6e94dcd')
     def test_app_direct_flavor_only_on_app_direct(self):
         self.check_lands_only_on_allowed('app-direct', {
-            extra_specs.MODES_KEY: kinds.APP_DIRECT})
+            contract.MODES_KEY: contract.APP_DIRECT})
 
     @decorators.idempotent_id('f290c89e-015f-48e2-89af-4cf806781990')
     def test_vpmem_flavor_only_on_app_direct(self):
@@ -113,7 +112,7 @@ class PmemPlacementTest(base.BasePlacementTest):
                 '[pmem_filters] vpmem_label is not set: no vPMEM namespace '
                 'label of the App Direct hosts to ask for')
         self.check_lands_only_on_allowed('vpmem', {
-            extra_specs.VPMEM_KEY: label})
+            contract.VPMEM_KEY: label})
 
     @decorators.attr(type=['negative'])
     @decorators.idempotent_id('76217db4-dd29-49d8-b20e-46b78d05b1dd')
@@ -129,16 +128,16 @@ class PmemPlacementTest(base.BasePlacementTest):
             raise self.skipException(
                 '[pmem_filters] vpmem_label is not set: no vPMEM namespace '
                 'label of the App Direct hosts to ask for')
-        targets = self.hosts_of(kinds.APP_DIRECT)
+        targets = self.hosts_of(contract.APP_DIRECT)
         if not targets:
             raise self.skipException(
                 'no compute host of kind app_direct (hosts: %s)'
                 % self.describe_hosts())
-        flavor = self.create_flavor('vpmem-conflict',
-                                    CONF.pmem_filters.flavor_ram_mb, {
-                                        extra_specs.VPMEM_KEY: label,
-                                        extra_specs.MODES_KEY: '%s,%s' % (
-                                            kinds.DRAM, kinds.MEMORY_MODE)})
+        flavor = self.create_flavor(
+            'vpmem-conflict', CONF.pmem_filters.flavor_ram_mb, {
+                contract.VPMEM_KEY: label,
+                contract.MODES_KEY: '%s,%s' % (contract.DRAM,
+                                               contract.MEMORY_MODE)})
         self.assert_no_valid_host(
             self.boot(flavor, targets[0]),
             'the flavor asks for vPMEM but allows only dram and memory_mode')
