@@ -25,7 +25,6 @@ Every failure is one line on stderr.
 import argparse
 import sys
 
-import yaml
 
 from nova_pmem_filters.cli import application
 from nova_pmem_filters.core.formats import discoveredhost
@@ -231,9 +230,7 @@ def _view(prof, view, args):
     elif view == 'libvirt':
         lines = outputs.libvirt_lines(prof, args.plan)
     elif view == 'yaml':
-        text = yaml.safe_dump(hostfile.to_dict(prof),
-                              default_flow_style=False, sort_keys=False)
-        lines = [text.rstrip('\n')]
+        lines = [hostfile.dumps_yaml(prof).rstrip('\n')]
     else:
         lines = [hostfile.dumps(prof)]
     return '\n'.join(lines) + '\n'

@@ -24,7 +24,6 @@ discovery built); ``--libvirt`` and the table read the profile itself (a
 import re
 import shlex
 
-import yaml
 
 from nova_pmem_filters.cli import oscscript
 from nova_pmem_filters.core.formats import hostfile
@@ -37,6 +36,8 @@ from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.core.rules import vpmem
 from nova_pmem_filters import fileutil
 
+# The first line of the provider config file.
+WRITTEN_BY = 'Written by nova-pmem-discover; regenerate rather than edit.'
 # Every compute node root provider of the nova-compute reading the file.
 COMPUTE_NODE = providerconfig.COMPUTE_NODE
 # The namespace mode vPMEM uses.
@@ -133,34 +134,24 @@ def provider_config(host, ram_allocation_ratio=1.0,
                                                       traits=host.traits)
 
 
-def validate_provider_config(config):
-    """Raise DiscoveryError unless ``config`` is one Nova would load.
+def render_provider_config(config):
+    """``config`` as the file Nova reads: checked, then written.
 
-    And one for every compute node of the nova-compute that reads it,
-    with traits: what discovery writes.
+    Nova must load it (:func:`providerconfig.dumps`), and discovery
+    writes one provider, every compute node of the nova-compute that
+    reads it, with traits.
     """
     source = 'generated provider config'
     try:
         parsed = providerconfig.parse(config, source)
+        for prov in parsed.providers:
+            if not prov.every_compute_node or not prov.traits:
+                raise providerconfig.ProviderConfigError(
+                    '%s: a provider that is not %s with traits'
+                    % (source, COMPUTE_NODE))
+        return providerconfig.dumps(parsed, source, (WRITTEN_BY,))
     except providerconfig.ProviderConfigError as exc:
         raise errors.DiscoveryError(str(exc))
-    for prov in parsed.providers:
-        if not prov.every_compute_node or not prov.traits:
-            raise errors.DiscoveryError(
-                '%s: a provider that is not %s with traits'
-                % (source, COMPUTE_NODE))
-
-
-def render_provider_config(config):
-    validate_provider_config(config)
-    text = ('# Written by nova-pmem-discover; regenerate rather than edit.\n'
-            + yaml.safe_dump(config, default_flow_style=False,
-                             sort_keys=False))
-    # What Nova will read back must be what we validated.
-    if yaml.safe_load(text) != config:
-        raise errors.DiscoveryError(
-            'provider config does not survive a YAML round trip')
-    return text
 
 
 def write_atomic(path, text, mode=0o644):

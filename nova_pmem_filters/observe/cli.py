@@ -24,7 +24,6 @@ could not be made or written. Every failure is one line on stderr.
 """
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -402,9 +401,7 @@ def _view(doc, args):
     if args.view == 'json':
         return observation.dumps(doc)
     if args.view == 'yaml':
-        import yaml
-        return yaml.safe_dump(json.loads(observation.dumps(doc)),
-                              default_flow_style=False, sort_keys=False)
+        return observation.dumps_yaml(doc)
     if args.view == 'csv':
         return application.csv_text(columns, rows)
     if args.view == 'value':

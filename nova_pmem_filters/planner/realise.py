@@ -95,14 +95,6 @@ def aggregate_name(config_name):
 PROVIDER_CONFIG_FILE = '/etc/nova/provider_config/nova-pmem-near-memory.yaml'
 
 
-def provider_config_yaml(inventory):
-    """The provider config of ``inventory``, as one line of YAML."""
-    return yaml.safe_dump(
-        providerconfig.near_memory_provider_config(inventory),
-        default_flow_style=True,
-        width=float('inf')).strip()
-
-
 # The root disk of the flavors the plan creates, GB. Not 0: Nova's policy
 # os_compute_api:servers:create:zero_disk_flavor lets only admins boot a
 # zero-disk flavor from an image. The planner does not plan disk: hosts
@@ -178,11 +170,14 @@ def rows(scen, workloads=None, placement_accounting=False):
              _fmt(float(policies.cpu_overcommit)))
         if placement_accounting:
             inventory = near_memory_inventory(config, policies, ratio)
+            config = providerconfig.near_memory_provider_config(inventory)
             add('provider', '%s on the hosts in %s'
                 % (PROVIDER_CONFIG_FILE, agg), placement.NEAR_MEMORY_RC,
                 'total=%d allocation_ratio=%s'
                 % (inventory['total'], _fmt(inventory['allocation_ratio'])),
-                provider_config_yaml(inventory), object=role)
+                providerconfig.dumps(config, _provider_source(role),
+                                     one_line=True),
+                object=role, provider_config=config)
 
     sched = 'nova.conf of the schedulers'
     fs = nova_scheduler.FILTER_SCHEDULER
@@ -315,18 +310,19 @@ def provider_config(plan_rows, role, comments=()):
     """The provider config file of the computes of ``role``, as YAML.
 
     From the ``provider`` row of that role (``placement_accounting``), for
-    ``PROVIDER_CONFIG_FILE`` on each of its hosts: read back as Nova reads
-    it (:func:`providerconfig.parse`).
+    ``PROVIDER_CONFIG_FILE`` on each of its hosts: checked as Nova reads it
+    (:func:`providerconfig.dumps`).
     """
     found = [r for r in plan_rows
              if r['scope'] == 'provider' and r['object'] == role]
     if not found:
         raise KeyError(role)
-    config = providerconfig.parse(yaml.safe_load(found[0]['command']),
-                                  'the provider config of %s' % role)
-    body = yaml.safe_dump(config.as_dict(), default_flow_style=False,
-                          sort_keys=False)
-    return ''.join('# %s\n' % c if c else '#\n' for c in comments) + body
+    return providerconfig.dumps(found[0]['provider_config'],
+                                _provider_source(role), comments)
+
+
+def _provider_source(role):
+    return 'the provider config of %s' % role
 
 
 def _snippet(line, width=40):
