@@ -253,11 +253,11 @@ class Check(lister.Lister):
     def take_action(self, parsed_args):
         # The audit's modules: --help and --version start without them
         # (benchmarks/startup.py).
+        from nova_pmem_filters.conf import schedulerconf
         from nova_pmem_filters.core.formats import discoveredhost
         from nova_pmem_filters.core.formats import hostfile
         from nova_pmem_filters.core.formats import observation
         from nova_pmem_filters.doctor import checks
-        from nova_pmem_filters.doctor import schedulerconf
         from nova_pmem_filters.doctor import snapshot
 
         config = None

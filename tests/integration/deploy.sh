@@ -732,7 +732,8 @@ enable_extended_attributes = true
 period = $WATCHER_SYNC_S
 [watcher_strategies.tiered_memory_rebalance]
 prometheus_url = http://127.0.0.1:$PROMETHEUS_PORT
-default_hot_ratio = 0.5
+# The schedulers' [pmem] settings, read where they are set.
+nova_config_files = $WORK/etc/nova.conf
 EOF
     {
         printf 'global:\n  scrape_interval: %ss\n  scrape_timeout: %ss\n' \

@@ -29,13 +29,13 @@ import dataclasses
 
 import testtools
 
+from nova_pmem_filters.conf import schedulerconf
 from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.discover import outputs
 from nova_pmem_filters.doctor import checks
-from nova_pmem_filters.doctor import schedulerconf
 from nova_pmem_filters.doctor import snapshot as snap_mod
 
 GB = 1024
