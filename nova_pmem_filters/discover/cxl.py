@@ -275,13 +275,15 @@ def _section(listing, cxl_dax, region_ids, nodes, tier_nodes, tier):
     """The ``cxl`` object: the tier's sizes and what the tools list."""
     near_exact = sum(tier.cell_near.values())
     near = _gb(near_exact)
-    if tier.kind == kinds.CXL_FLAT:
+    kind = kinds.get(tier.kind)
+    if kind is None or kinds.CXL_MEDIUM not in kind.guest_memory:
+        visible = near
+    elif kind.far_in_cpu_nodes:
         # The nodes with CPUs hold the CXL RAM too.
         visible = sum(n['memory_kb'] for n in nodes
                       if n['cpus']) / KIB_PER_GIB
     else:
-        visible = near + (tier.far_gb if tier.kind == kinds.CXL_KMEM
-                          else 0.0)
+        visible = near + tier.far_gb
     # Per node in hundredths of a GB, adding up to the host's exactly.
     cell_near = derive.split_exact(near, tier.cell_near)
     tier_ids = {n['numa_node'] for n in tier_nodes}
@@ -438,7 +440,8 @@ def _with_section(prof, section, notes, cxl_out):
     # The DRAM is no longer /proc/meminfo's MemTotal (it counts the
     # CPU-less nodes too).
     notes.insert(0, 'DRAM size is MemTotal of the NUMA nodes with CPUs'
-                 + (' less the CXL RAM' if kind == kinds.CXL_FLAT else ''))
+                 + (' less the CXL RAM' if kinds.get(kind).far_in_cpu_nodes
+                    else ''))
     return dataclasses.replace(
         prof, mode=kind, scheduler_mode=kind,
         dram_gb=section.near_memory_gb,
@@ -509,7 +512,7 @@ def add_kernel_tiering(prof, runner, nodes):
     and demote, or that DIR did not record it.
     """
     found = read_kernel_tiering(runner, nodes)
-    kmem = prof.mode == kinds.CXL_KMEM
+    kmem = prof.mode in kinds.KERNEL_TIERED
     if found is None:
         if not kmem:
             return prof

@@ -252,7 +252,7 @@ def plan(prof, spec):
 
 def libvirt_lines(prof, spec=None):
     """Lines for --libvirt: commands (with --plan), then the option."""
-    if prof.mode not in (kinds.APP_DIRECT, kinds.MIXED):
+    if prof.mode not in kinds.NAMESPACE_MODES:
         raise errors.DiscoveryError(
             'vPMEM needs App Direct namespaces; this host is %s'
             % prof.mode)

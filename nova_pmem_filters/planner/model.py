@@ -165,15 +165,12 @@ def node(config, policies):
     """Build the :class:`Node` of a configuration."""
     prof = host_profile(config)
     mode = config.mode
-    if mode == kinds.MEMORY_MODE:
-        visible = config.pmem_gb
-    elif mode in (kinds.CXL_FLAT, kinds.CXL_KMEM):
-        visible = config.dram_gb + config.cxl_gb
-    else:
-        # dram, app_direct, cxl_devdax: guest RAM is the DRAM.
-        visible = config.dram_gb
+    kind = kinds.get(mode)
+    visible = kinds.guest_memory_gb(mode, {
+        kinds.DRAM_MEDIUM: config.dram_gb, kinds.PMEM_MEDIUM: config.pmem_gb,
+        kinds.CXL_MEDIUM: config.cxl_gb})
     cache_gb = prof.dram_cache_gb or 0.0
-    if mode == kinds.APP_DIRECT:
+    if kind.namespaces:
         keep = 1.0 - policies.namespace_overhead
         regions = tuple(sum(d.capacity_gb * n for d, n in sock.items()
                             if d.is_pmem) * keep
@@ -192,8 +189,9 @@ def node(config, policies):
                 vcpus=plat.sockets * cpu.threads, cost=cost, watts=watts,
                 findings=tuple(population.check(config)),
                 sockets=len(config.sockets),
-                far_latency_ns=(far_latency if mode in kinds.TIERED
-                                and mode != kinds.MEMORY_MODE else None),
+                far_latency_ns=(far_latency
+                                if kind.far_memory == kinds.CXL_MEDIUM
+                                else None),
                 near_bandwidth_gbps=near_bw, far_bandwidth_gbps=far_bw)
 
 

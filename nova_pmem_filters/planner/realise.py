@@ -169,15 +169,9 @@ def rows(scen, workloads=None, placement_accounting=False):
         conf(role, target, 'DEFAULT', 'cpu_allocation_ratio',
              _fmt(float(policies.cpu_overcommit)))
         if placement_accounting:
-            inventory = near_memory_inventory(config, policies, ratio)
-            config = providerconfig.near_memory_provider_config(inventory)
-            add('provider', '%s on the hosts in %s'
-                % (PROVIDER_CONFIG_FILE, agg), placement.NEAR_MEMORY_RC,
-                'total=%d allocation_ratio=%s'
-                % (inventory['total'], _fmt(inventory['allocation_ratio'])),
-                providerconfig.dumps(config, _provider_source(role),
-                                     one_line=True),
-                object=role, provider_config=config)
+            args, extra = _provider_row(agg, role, near_memory_inventory(
+                config, policies, ratio))
+            add(*args, **extra)
 
     sched = 'nova.conf of the schedulers'
     fs = nova_scheduler.FILTER_SCHEDULER
@@ -222,6 +216,17 @@ def rows(scen, workloads=None, placement_accounting=False):
                 % (shlex.quote('%s=%s' % (key, _fmt(value))),
                    shlex.quote(flavor)), object=flavor)
     return result
+
+
+def _provider_row(agg, role, inventory):
+    """The ``provider`` row of an aggregate's computes, as (args, extra)."""
+    config = providerconfig.near_memory_provider_config(inventory)
+    return (('provider', '%s on the hosts in %s' % (PROVIDER_CONFIG_FILE, agg),
+             placement.NEAR_MEMORY_RC, 'total=%d allocation_ratio=%s'
+             % (inventory['total'], _fmt(inventory['allocation_ratio'])),
+             providerconfig.dumps(config, _provider_source(role),
+                                  one_line=True)),
+            {'object': role, 'provider_config': config})
 
 
 def settings(scen, workloads=None, placement_accounting=False):
