@@ -216,20 +216,10 @@ class NovaConfigTestCase(testtools.TestCase):
             sorted(calls))
 
     def test_script_quotes_names(self):
-        path = os.path.join(self.tmp, 's.yaml')
-        with open(path, 'w') as f:
-            f.write(textwrap.dedent('''\
-                name: s
-                configs:
-                  dram:
-                    platform: ice-lake-2s
-                    cpu: xeon-gold-6330
-                    mode: dram
-                    per_socket: {ddr4-32: 8}
-                workloads:
-                  web: {vcpus: 2, ram_gb: 8, used_gb: 6,
-                        flavor: "web $(touch pwned) 'x'"}
-                '''))
+        path = clitools.dram_scenario(self.tmp, 's', textwrap.dedent('''\
+            web: {vcpus: 2, ram_gb: 8, used_gb: 6,
+                  flavor: "web $(touch pwned) 'x'"}
+            '''))
         out = self.ok('nova-config', 'script', '--scenario', path)
         line = [ln for ln in out.splitlines() if ln.startswith('flavor ')][0]
         self.assertEqual("web $(touch pwned) 'x'", shlex.split(line)[1])
