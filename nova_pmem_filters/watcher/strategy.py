@@ -94,6 +94,12 @@ def _deprecated_pmem_opts():
     return found
 
 
+# Made once: Watcher registers a strategy's options again at each audit,
+# and oslo.config marks an option once it has logged its deprecation, so a
+# fresh copy would differ from the registered one (DuplicateOptError).
+DEPRECATED_PMEM_OPTS = _deprecated_pmem_opts()
+
+
 def scheduler_settings(strategy_conf):
     """The scheduler's ``[pmem]`` settings, as the rules need them.
 
@@ -236,7 +242,7 @@ class TieredMemoryRebalance(base.BaseStrategy):
                         '(default_host_mode, default_flavor_modes, '
                         'default_hot_ratio, cache_overcommit_ratio) are '
                         'the rules the plan follows.'),
-        ] + _deprecated_pmem_opts()
+        ] + DEPRECATED_PMEM_OPTS
 
     @property
     def nova(self):
