@@ -18,6 +18,7 @@ The planner's model, built from the values of the file
 import dataclasses
 
 from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import charging
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import profile
@@ -35,16 +36,16 @@ class Cpu:
     price: float
     watts: float
     memory_limit_gb: float
-    pmem_generations: tuple = ()
-    pmem_max_module_gb: float = 0
-    cxl_lanes: int = 0
-    flat_memory_mode: bool = False
-    generation: str = ''
-    description: str = ''
-    price_source: str = ''
-    watts_source: str = ''
+    pmem_generations: tuple = sec.assumed(sec.Cpu, 'pmem_generations')
+    pmem_max_module_gb: float = sec.assumed(sec.Cpu, 'pmem_max_module_gb')
+    cxl_lanes: int = sec.assumed(sec.Cpu, 'cxl_lanes')
+    flat_memory_mode: bool = sec.assumed(sec.Cpu, 'flat_memory_mode')
+    generation: str = sec.assumed(sec.Cpu, 'generation')
+    description: str = sec.assumed(sec.Cpu, 'description')
+    price_source: str = sec.assumed(sec.Cpu, 'price_source')
+    watts_source: str = sec.assumed(sec.Cpu, 'watts_source')
     # Where the entry's facts (PMem support, limits) come from.
-    source: str = ''
+    source: str = sec.assumed(sec.Cpu, 'source')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,12 +56,12 @@ class Dimm:
     price: float
     watts: float
     generation: str = None
-    price_source: str = ''
-    watts_source: str = ''
+    price_source: str = sec.assumed(sec.Dimm, 'price_source')
+    watts_source: str = sec.assumed(sec.Dimm, 'watts_source')
     bandwidth_gbps: float = None
     latency_ns: float = None
-    lanes: int = 0
-    source: str = ''
+    lanes: int = sec.assumed(sec.Dimm, 'lanes')
+    source: str = sec.assumed(sec.Dimm, 'source')
 
     @property
     def is_pmem(self):
@@ -85,16 +86,16 @@ class Platform:
     slots_per_channel: int
     base_cost: float
     base_watts: float
-    pmem_generations: tuple = ()
-    description: str = ''
-    base_cost_source: str = ''
-    base_watts_source: str = ''
-    source: str = ''
-    rack_units: int = 2
-    memory_type: str = 'ddr4'
-    cxl_lanes: int = 0
+    pmem_generations: tuple = sec.assumed(sec.Platform, 'pmem_generations')
+    description: str = sec.assumed(sec.Platform, 'description')
+    base_cost_source: str = sec.assumed(sec.Platform, 'base_cost_source')
+    base_watts_source: str = sec.assumed(sec.Platform, 'base_watts_source')
+    source: str = sec.assumed(sec.Platform, 'source')
+    rack_units: int = sec.assumed(sec.Platform, 'rack_units')
+    memory_type: str = sec.assumed(sec.Platform, 'memory_type')
+    cxl_lanes: int = sec.assumed(sec.Platform, 'cxl_lanes')
     # CPU generations the board takes; () : judged by the memory interface.
-    cpu_generations: tuple = ()
+    cpu_generations: tuple = sec.assumed(sec.Platform, 'cpu_generations')
 
     @property
     def slots_per_socket(self):
@@ -209,14 +210,14 @@ class Workload:
 
 @dataclasses.dataclass(frozen=True)
 class Policies:
-    memory_cap: float = 0.9
-    host_reserve_gb: float = 0.0
-    cpu_overcommit: float = 1.0
-    cache_overcommit: float = 1.0
+    memory_cap: float = sec.assumed(sec.Policies, 'memory_cap')
+    host_reserve_gb: float = sec.assumed(sec.Policies, 'host_reserve_gb')
+    cpu_overcommit: float = sec.assumed(sec.Policies, 'cpu_overcommit')
+    cache_overcommit: float = sec.assumed(sec.Policies, 'cache_overcommit')
     # Share of an App-Direct region lost to namespace metadata and alignment
     # (devdax/fsdax with struct-page metadata on the device: 64 bytes per
     # 4 KiB page is 1/64).
-    namespace_overhead: float = 1.0 / 64
+    namespace_overhead: float = sec.assumed(sec.Policies, 'namespace_overhead')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,8 +225,8 @@ class Performance:
     # Intel's platform guide (nova_pmem_filters.planner.population.sources,
     # 'intel-pmem-platforms'): Optane about 350 ns idle read latency against
     # under 100 ns for DRAM.
-    dram_latency_ns: float = 90.0
-    pmem_latency_ns: float = 350.0
+    dram_latency_ns: float = sec.assumed(sec.Performance, 'dram_latency_ns')
+    pmem_latency_ns: float = sec.assumed(sec.Performance, 'pmem_latency_ns')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,9 +234,10 @@ class Economics:
     """What a node costs over its service life, and the fleet's caps."""
 
     # Assumptions to replace with the site's own figures.
-    power_price_per_kwh: float = 0.10
-    pue: float = 1.5
-    years: float = 5.0
+    power_price_per_kwh: float = sec.assumed(sec.Economics,
+                                             'power_price_per_kwh')
+    pue: float = sec.assumed(sec.Economics, 'pue')
+    years: float = sec.assumed(sec.Economics, 'years')
     budget: float = None
     power_kw: float = None
     rack_units: float = None
