@@ -34,6 +34,21 @@ _ASSUMED = 'assumed'
 _AS = 'as'
 
 
+# A field that is no key of the file: the name of a catalog entry is the key
+# of its mapping in the catalog, set by the reader, left out by the writer.
+_NAMED = 'named'
+
+
+def _name():
+    return dataclasses.field(default=None, metadata={_NAMED: True})
+
+
+def keys(cls):
+    """The fields of a section class that are keys of the file."""
+    return tuple(field for field in dataclasses.fields(cls)
+                 if not field.metadata.get(_NAMED))
+
+
 def _metadata(read, write, assumed, as_):
     metadata = {}
     for name, item in ((_READ, read), (_WRITE, write), (_ASSUMED, assumed),
@@ -64,7 +79,8 @@ def _section(cls):
 def _sections(cls):
     """Reads {name: mapping} into {name: ``cls``}."""
     def read(raw):
-        return {name: value_of(cls, item) for name, item in raw.items()}
+        return {name: value_of(cls, item, name)
+                for name, item in raw.items()}
     return read
 
 
@@ -94,6 +110,7 @@ _VALUE = dataclasses.dataclass(frozen=True, kw_only=True)
 class Cpu:
     """A CPU of the catalog (``catalog.cpus.<name>``)."""
 
+    name: str = _name()
     description: str = _key(assumed='')
     generation: str = _key(assumed='')
     cores: int = _required()
@@ -117,6 +134,7 @@ class Cpu:
 class Dimm:
     """A memory module of the catalog (``catalog.dimms.<name>``)."""
 
+    name: str = _name()
     type: str = _required()
     generation: str = _key()
     description: str = _key()
@@ -133,11 +151,25 @@ class Dimm:
     lanes: int = _key(assumed=0, as_=int)
     lanes_source: str = _key()
 
+    @property
+    def is_pmem(self):
+        return self.type == 'pmem'
+
+    @property
+    def is_cxl(self):
+        return self.type == 'cxl'
+
+    @property
+    def is_dram(self):
+        """A DRAM DIMM in a memory channel (not PMem, not CXL)."""
+        return self.type in ('ddr4', 'ddr5')
+
 
 @_VALUE
 class Platform:
     """A board of the catalog (``catalog.platforms.<name>``)."""
 
+    name: str = _name()
     description: str = _key(assumed='')
     sockets: int = _required()
     controllers_per_socket: int = _required()
@@ -156,6 +188,10 @@ class Platform:
     memory_type: str = _key(assumed='ddr4')
     cxl_lanes: int = _key(assumed=0, as_=int)
     cxl_lanes_source: str = _key()
+
+    @property
+    def slots_per_socket(self):
+        return self.channels_per_socket * self.slots_per_channel
 
 
 @_VALUE
@@ -398,9 +434,13 @@ def from_mapping(cls, raw):
     return value_of(cls, raw)
 
 
-def value_of(cls, raw):
+def value_of(cls, raw, name=None):
+    """The ``cls`` of a mapping; ``name``, its key, names a catalog entry."""
     values = {}
     for field in dataclasses.fields(cls):
+        if field.metadata.get(_NAMED):
+            values[field.name] = name
+            continue
         if field.name in raw:
             read = field.metadata.get(_READ)
             value = raw[field.name]
@@ -414,13 +454,18 @@ def resolved(value):
     Every key the file leaves out at the value a reader assumes for it
     (the ``assumed`` of its field), and every value given or assumed
     converted to the type the reader takes (the field's ``as``; ``2`` to
-    ``2.0`` for a price). A key with nothing assumed stays None; sections
-    within the section are left as they are.
+    ``2.0`` for a price). A key with nothing assumed stays None. The
+    entries of a mapping of sections (a catalog's) are resolved too; a
+    section within the section is left as it is.
     """
     changes = {}
     for field in dataclasses.fields(value):
         item = getattr(value, field.name)
-        if item is None:
+        if isinstance(item, dict) and all(
+                dataclasses.is_dataclass(entry) for entry in item.values()):
+            changes[field.name] = {key: resolved(entry)
+                                   for key, entry in item.items()}
+        elif item is None:
             changes[field.name] = assumed(type(value), field.name)
         elif _AS in field.metadata:
             changes[field.name] = field.metadata[_AS](item)
@@ -450,7 +495,7 @@ def to_mapping(value):
     """
     if dataclasses.is_dataclass(value):
         mapping = {}
-        for field in dataclasses.fields(value):
+        for field in keys(type(value)):
             item = getattr(value, field.name)
             if _left_out(field, item):
                 continue

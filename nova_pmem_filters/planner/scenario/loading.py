@@ -66,45 +66,18 @@ def builtin_names():
     return sorted(names)
 
 
-def _planner(cls, section, **values):
-    """A planner ``cls`` of a file's ``section``, resolved.
-
-    The keys the file leaves out take the values the format assumes
-    (:func:`nova_pmem_filters.core.formats.scenario_sections.resolved`);
-    the keys ``cls`` has no field for are dropped.
-    """
-    given = sec.resolved(section)
-    names = {field.name for field in dataclasses.fields(cls)}
-    return cls(**{key: getattr(given, key) for key in names
-                  if hasattr(given, key)}, **values)
-
-
-def _build_catalog(section):
-    """The planner's entries of a file's catalog (core values)."""
-    return types.Catalog(
-        cpus={name: _planner(types.Cpu, c, name=name)
-              for name, c in section.cpus.items()},
-        dimms={name: _planner(types.Dimm, d, name=name)
-               for name, d in section.dimms.items()},
-        platforms={name: _planner(types.Platform, p, name=name)
-                   for name, p in section.platforms.items()})
-
-
 def builtin_catalog():
     """The catalog that ships with the planner."""
     with _planner_errors():
         section = document.parse_catalog(_package_text('catalog.yaml'),
                                          'built-in catalog.yaml')
-    return _build_catalog(section)
+    return sec.resolved(section)
 
 
 def _merge(base, section):
     if section is None:
         return base
-    own = _build_catalog(section)
-    return types.Catalog(cpus={**base.cpus, **own.cpus},
-                         dimms={**base.dimms, **own.dimms},
-                         platforms={**base.platforms, **own.platforms})
+    return base.merged(sec.resolved(section))
 
 
 def _socket_population(names, catalog):
@@ -252,11 +225,10 @@ def parse(text, source, catalog=None, observations=None):
     ratios = _observations(doc, source, observations)
     workloads = {name: _build_workload(name, w, source, ratios)
                  for name, w in doc.workloads.items()}
-    policies = _planner(types.Policies, doc.policies or sec.Policies())
+    policies = sec.resolved(doc.policies or sec.Policies())
     _check_host_reserve(configs, policies, source)
-    performance = _planner(types.Performance,
-                           doc.performance or sec.Performance())
-    economics = _planner(types.Economics, doc.economics or sec.Economics())
+    performance = sec.resolved(doc.performance or sec.Performance())
+    economics = sec.resolved(doc.economics or sec.Economics())
     return types.Scenario(
         name=doc.name, source=source, catalog=catalog,
         configs=configs, baseline=doc.baseline_config, workloads=workloads,
@@ -269,11 +241,11 @@ def _build_demand(periods, workloads, economics):
     if periods is None:
         return ()
     return tuple(
-        types.Period(name=p.name,
-                     # None: the service life.
-                     years=float(economics.years if p.years is None
-                                 else p.years),
-                     vms={w: int(p.vms.get(w, 0)) for w in workloads})
+        sec.Period(name=p.name,
+                   # None: the service life.
+                   years=float(economics.years if p.years is None
+                               else p.years),
+                   vms={w: int(p.vms.get(w, 0)) for w in workloads})
         for p in periods)
 
 

@@ -9,104 +9,20 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""What a scenario holds once read: catalog entries, configurations, workloads.
+"""What a scenario holds once read: configurations, workloads, the whole.
 
-The planner's model, built from the values of the file
-(:mod:`nova_pmem_filters.core.formats.scenario`) with the planner's defaults.
+The planner's model on top of the values of the file. The catalog entries,
+policies, performance, economics and periods of demand are the file's own
+classes (:mod:`nova_pmem_filters.core.formats.scenario_sections`), resolved:
+every key the file leaves out at the value the format assumes for it.
 """
 
 import dataclasses
 
-from nova_pmem_filters.core.formats import scenario as document
 from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import charging
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import profile
-
-
-# Nova's flavor extra spec for a guest NUMA topology of N cells.
-NUMA_NODES_KEY = document.NUMA_NODES_KEY
-
-
-@dataclasses.dataclass(frozen=True)
-class Cpu:
-    name: str
-    cores: int
-    threads: int
-    price: float
-    watts: float
-    memory_limit_gb: float
-    pmem_generations: tuple = sec.assumed(sec.Cpu, 'pmem_generations')
-    pmem_max_module_gb: float = sec.assumed(sec.Cpu, 'pmem_max_module_gb')
-    cxl_lanes: int = sec.assumed(sec.Cpu, 'cxl_lanes')
-    flat_memory_mode: bool = sec.assumed(sec.Cpu, 'flat_memory_mode')
-    generation: str = sec.assumed(sec.Cpu, 'generation')
-    description: str = sec.assumed(sec.Cpu, 'description')
-    price_source: str = sec.assumed(sec.Cpu, 'price_source')
-    watts_source: str = sec.assumed(sec.Cpu, 'watts_source')
-    # Where the entry's facts (PMem support, limits) come from.
-    source: str = sec.assumed(sec.Cpu, 'source')
-
-
-@dataclasses.dataclass(frozen=True)
-class Dimm:
-    name: str
-    type: str
-    capacity_gb: float
-    price: float
-    watts: float
-    generation: str = None
-    price_source: str = sec.assumed(sec.Dimm, 'price_source')
-    watts_source: str = sec.assumed(sec.Dimm, 'watts_source')
-    bandwidth_gbps: float = None
-    latency_ns: float = None
-    lanes: int = sec.assumed(sec.Dimm, 'lanes')
-    source: str = sec.assumed(sec.Dimm, 'source')
-
-    @property
-    def is_pmem(self):
-        return self.type == 'pmem'
-
-    @property
-    def is_cxl(self):
-        return self.type == 'cxl'
-
-    @property
-    def is_dram(self):
-        """A DRAM DIMM in a memory channel (not PMem, not CXL)."""
-        return self.type in ('ddr4', 'ddr5')
-
-
-@dataclasses.dataclass(frozen=True)
-class Platform:
-    name: str
-    sockets: int
-    controllers_per_socket: int
-    channels_per_socket: int
-    slots_per_channel: int
-    base_cost: float
-    base_watts: float
-    pmem_generations: tuple = sec.assumed(sec.Platform, 'pmem_generations')
-    description: str = sec.assumed(sec.Platform, 'description')
-    base_cost_source: str = sec.assumed(sec.Platform, 'base_cost_source')
-    base_watts_source: str = sec.assumed(sec.Platform, 'base_watts_source')
-    source: str = sec.assumed(sec.Platform, 'source')
-    rack_units: int = sec.assumed(sec.Platform, 'rack_units')
-    memory_type: str = sec.assumed(sec.Platform, 'memory_type')
-    cxl_lanes: int = sec.assumed(sec.Platform, 'cxl_lanes')
-    # CPU generations the board takes; () : judged by the memory interface.
-    cpu_generations: tuple = sec.assumed(sec.Platform, 'cpu_generations')
-
-    @property
-    def slots_per_socket(self):
-        return self.channels_per_socket * self.slots_per_channel
-
-
-@dataclasses.dataclass(frozen=True)
-class Catalog:
-    cpus: dict
-    dimms: dict
-    platforms: dict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,8 +30,8 @@ class NodeConfig:
     """One hardware configuration: platform, CPU, DIMMs per socket, mode."""
 
     name: str
-    platform: Platform
-    cpu: Cpu
+    platform: sec.Platform
+    cpu: sec.Cpu
     mode: str
     # One {Dimm: count} per socket.
     sockets: tuple
@@ -209,60 +125,16 @@ class Workload:
 
 
 @dataclasses.dataclass(frozen=True)
-class Policies:
-    memory_cap: float = sec.assumed(sec.Policies, 'memory_cap')
-    host_reserve_gb: float = sec.assumed(sec.Policies, 'host_reserve_gb')
-    cpu_overcommit: float = sec.assumed(sec.Policies, 'cpu_overcommit')
-    cache_overcommit: float = sec.assumed(sec.Policies, 'cache_overcommit')
-    # Share of an App-Direct region lost to namespace metadata and alignment
-    # (devdax/fsdax with struct-page metadata on the device: 64 bytes per
-    # 4 KiB page is 1/64).
-    namespace_overhead: float = sec.assumed(sec.Policies, 'namespace_overhead')
-
-
-@dataclasses.dataclass(frozen=True)
-class Performance:
-    # Intel's platform guide (nova_pmem_filters.planner.population.sources,
-    # 'intel-pmem-platforms'): Optane about 350 ns idle read latency against
-    # under 100 ns for DRAM.
-    dram_latency_ns: float = sec.assumed(sec.Performance, 'dram_latency_ns')
-    pmem_latency_ns: float = sec.assumed(sec.Performance, 'pmem_latency_ns')
-
-
-@dataclasses.dataclass(frozen=True)
-class Economics:
-    """What a node costs over its service life, and the fleet's caps."""
-
-    # Assumptions to replace with the site's own figures.
-    power_price_per_kwh: float = sec.assumed(sec.Economics,
-                                             'power_price_per_kwh')
-    pue: float = sec.assumed(sec.Economics, 'pue')
-    years: float = sec.assumed(sec.Economics, 'years')
-    budget: float = None
-    power_kw: float = None
-    rack_units: float = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Period:
-    """VMs to carry for some years: one step of a demand forecast."""
-
-    name: str
-    years: float
-    vms: dict
-
-
-@dataclasses.dataclass(frozen=True)
 class Scenario:
     name: str
     source: str
-    catalog: Catalog
+    catalog: sec.Catalog
     configs: dict
     baseline: str
     workloads: dict
-    policies: Policies
-    performance: Performance
+    policies: sec.Policies
+    performance: sec.Performance
     description: str = ''
-    economics: Economics = Economics()
+    economics: sec.Economics = sec.resolved(sec.Economics())
     # Periods of demand, in order; empty when the scenario gives none.
     demand: tuple = ()

@@ -62,3 +62,46 @@ class ResolvedTestCase(testtools.TestCase):
         self.assertEqual(2, sec.assumed(sec.Platform, 'rack_units'))
         self.assertEqual(0.0, sec.assumed(sec.Cpu, 'pmem_max_module_gb'))
         self.assertIsNone(sec.assumed(sec.Economics, 'budget'))
+
+
+class NameTestCase(testtools.TestCase):
+    """A catalog entry's name is the key of its mapping, not a key."""
+
+    RAW = {'cpus': {'c': {'cores': 8, 'threads': 16, 'price': 1,
+                          'watts': 1, 'memory_limit_gb': 512}},
+           'dimms': {'d': {'type': 'ddr4', 'capacity_gb': 32, 'price': 1,
+                           'watts': 1}}}
+
+    def test_read_from_the_mapping_and_not_written(self):
+        catalog = sec.from_mapping(sec.Catalog, self.RAW)
+        self.assertEqual('c', catalog.cpus['c'].name)
+        self.assertEqual('d', catalog.dimms['d'].name)
+        self.assertEqual(self.RAW, sec.to_mapping(catalog))
+
+    def test_not_a_key(self):
+        self.assertNotIn('name', [f.name for f in sec.keys(sec.Dimm)])
+        # A period's name is a key of the file.
+        self.assertIn('name', [f.name for f in sec.keys(sec.Period)])
+
+    def test_a_catalog_resolves_its_entries(self):
+        catalog = sec.resolved(sec.from_mapping(sec.Catalog, self.RAW))
+        self.assertEqual(0, catalog.dimms['d'].lanes)
+        self.assertEqual(32.0, catalog.dimms['d'].capacity_gb)
+        self.assertEqual('c', catalog.cpus['c'].name)
+
+
+class KindTestCase(testtools.TestCase):
+
+    def _dimm(self, kind):
+        return sec.Dimm(type=kind, capacity_gb=1, price=1, watts=1)
+
+    def test_kinds(self):
+        self.assertTrue(self._dimm('pmem').is_pmem)
+        self.assertTrue(self._dimm('cxl').is_cxl)
+        self.assertTrue(self._dimm('ddr5').is_dram)
+        self.assertFalse(self._dimm('pmem').is_dram)
+
+    def test_slots_per_socket(self):
+        self.assertEqual(16, sec.Platform(
+            sockets=2, controllers_per_socket=2, channels_per_socket=8,
+            slots_per_channel=2, base_cost=1, base_watts=1).slots_per_socket)
