@@ -43,6 +43,7 @@ import sys
 import time
 
 from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_sections as sections
 from nova_pmem_filters.planner import enumeration
 from nova_pmem_filters.planner import optimize
 from nova_pmem_filters.planner import scenario
@@ -104,7 +105,7 @@ def make_scenario(workloads=20, configs=100, seed=1):
 def scenario_document(workloads=20, configs=100, seed=1):
     """The scenario file's values (nova_pmem_filters.core.formats.scenario)."""
     rng = random.Random(seed)
-    policies = scenario.Policies()
+    policies = sections.resolved(sections.Policies())
     configs = _configs(configs, policies, rng)
     workloads = _workloads(workloads, rng)
     demand = {name: rng.randint(50, 400) for name in workloads}

@@ -91,6 +91,7 @@ Performance model (per-VM throughput relative to the same VM on DRAM):
 import dataclasses
 import math
 
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.core.rules import tiering
@@ -267,8 +268,7 @@ def cell_sizing(config, policies=None):
     """
     if policies is None:
         # Only the namespace overhead is read, and not for the cells.
-        from nova_pmem_filters.planner import scenario
-        policies = scenario.Policies()
+        policies = sec.resolved(sec.Policies())
     return vmsizing.cells(node(config, policies))
 
 

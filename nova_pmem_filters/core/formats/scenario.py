@@ -31,10 +31,12 @@ policies, economics and demand. This module is its one home:
 - :func:`to_mapping` and :func:`dumps` build a document from such values,
   so that ``parse(dumps(document))`` gives ``document`` back.
 
-A value is what the document says: a key it leaves out is ``None`` (the
-planner, ``nova_pmem_filters.planner.scenario``, applies its defaults when it
-builds its model on top of these values, with the built-in catalog, the DIMM
-population rules and the measured hot ratios).
+A value is what the document says: a key it leaves out is ``None``, so that
+the writer leaves it out too. What a reader assumes for such a key is
+declared once, with the key (``scenario_sections.resolved`` fills it in); the
+planner, ``nova_pmem_filters.planner.scenario``, builds its model on these
+resolved values, with the built-in catalog, the DIMM population rules and
+the measured hot ratios.
 
 This module imports nothing from Nova; PyYAML and jsonschema (which Nova
 requires) are imported when a document is read or written.

@@ -26,6 +26,7 @@ import testtools
 import yaml
 
 from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import scenario
@@ -79,7 +80,7 @@ class KeysTestCase(testtools.TestCase):
 
     def test_fields_are_the_schema_keys(self):
         for cls, schema in document.SCHEMAS.items():
-            fields = dataclasses.fields(cls)
+            fields = sec.keys(cls)
             self.assertEqual(sorted(schema['properties']),
                              sorted(f.name for f in fields), cls.__name__)
             required = [f.name for f in fields

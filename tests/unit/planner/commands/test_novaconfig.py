@@ -29,6 +29,7 @@ from oslo_config import cfg
 import testtools
 import yaml
 
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import classes
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.planner import model
@@ -116,7 +117,8 @@ class NovaConfigTestCase(testtools.TestCase):
             self.assertEqual('1.3333', got['[DEFAULT] ram_allocation_ratio'])
 
     def test_reserve_keeps_host_reserve_and_cap(self):
-        policies = scenario.Policies(memory_cap=0.8, host_reserve_gb=16)
+        policies = sec.resolved(sec.Policies(memory_cap=0.8,
+                                             host_reserve_gb=16))
         scen = scenario.load(None)
         node = model.node(scen.configs['dram-384'], policies)
         # 16 GB reserved, and 20% of the other 368 GB.
@@ -127,7 +129,8 @@ class NovaConfigTestCase(testtools.TestCase):
             node, policies, cells=True))
         # A cap of 1 or more leaves only the reserve.
         self.assertEqual(16 * 1024, realise.host_reserve_mb(
-            node, scenario.Policies(memory_cap=1.2, host_reserve_gb=16)))
+            node, sec.resolved(sec.Policies(memory_cap=1.2,
+                                            host_reserve_gb=16))))
 
     def test_table_leaves_out_the_command_column(self):
         out = self.ok('nova-config')
