@@ -30,24 +30,24 @@ economics and demand are the file's own values, resolved) and ``loading``
 measured hot ratios, the built-in files included).
 """
 
-from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_schema as sch
 from nova_pmem_filters.planner.scenario import loading
 from nova_pmem_filters.planner.scenario import types
 
 
 # The names callers use, from the module that holds each.
-CPU_SCHEMA = document.CPU_SCHEMA
-DIMM_SCHEMA = document.DIMM_SCHEMA
-PLATFORM_SCHEMA = document.PLATFORM_SCHEMA
-CATALOG_SCHEMA = document.CATALOG_SCHEMA
-CONFIG_SCHEMA = document.CONFIG_SCHEMA
-WORKLOAD_SCHEMA = document.WORKLOAD_SCHEMA
-POLICIES_SCHEMA = document.POLICIES_SCHEMA
-PERFORMANCE_SCHEMA = document.PERFORMANCE_SCHEMA
-ECONOMICS_SCHEMA = document.ECONOMICS_SCHEMA
-DEMAND_SCHEMA = document.DEMAND_SCHEMA
-SCENARIO_SCHEMA = document.SCENARIO_SCHEMA
-NUMA_NODES_KEY = document.NUMA_NODES_KEY
+CPU_SCHEMA = sch.CPU_SCHEMA
+DIMM_SCHEMA = sch.DIMM_SCHEMA
+PLATFORM_SCHEMA = sch.PLATFORM_SCHEMA
+CATALOG_SCHEMA = sch.CATALOG_SCHEMA
+CONFIG_SCHEMA = sch.CONFIG_SCHEMA
+WORKLOAD_SCHEMA = sch.WORKLOAD_SCHEMA
+POLICIES_SCHEMA = sch.POLICIES_SCHEMA
+PERFORMANCE_SCHEMA = sch.PERFORMANCE_SCHEMA
+ECONOMICS_SCHEMA = sch.ECONOMICS_SCHEMA
+DEMAND_SCHEMA = sch.DEMAND_SCHEMA
+SCENARIO_SCHEMA = sch.SCENARIO_SCHEMA
+NUMA_NODES_KEY = sch.NUMA_NODES_KEY
 NodeConfig = types.NodeConfig
 Workload = types.Workload
 Scenario = types.Scenario

@@ -25,6 +25,7 @@ import os
 from nova_pmem_filters.core.formats import observation
 
 from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_schema as sch
 from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.plans import hotratio
 from nova_pmem_filters.core.rules import extra_specs
@@ -45,7 +46,7 @@ def _planner_errors():
     """The file format's errors as the planner's (exit status 2)."""
     try:
         yield
-    except document.ScenarioError as exc:
+    except sch.ScenarioError as exc:
         if isinstance(exc, errors.ScenarioError):
             raise
         raise errors.ScenarioError(exc.source, exc.path, exc.rule) from None
@@ -121,7 +122,7 @@ def _check_host_reserve(configs, policies, source):
 
 def workload_extra_specs(raw):
     """The flavor extra specs that express a workload's scenario entry."""
-    return document.from_mapping(document.Workload, raw).extra_specs()
+    return sec.from_mapping(sec.Workload, raw).extra_specs()
 
 
 def explicit_specs(specs, request):
@@ -150,7 +151,7 @@ def _observed(name, workload, source, ratios):
         raise errors.ScenarioError(
             source, path, "'%s' needs observations: give the scenario's "
             "observations key or --observations DIR, a directory of "
-            "nova-pmem-observe documents" % document.OBSERVED)
+            "nova-pmem-observe documents" % sch.OBSERVED)
     directory, by_flavor = ratios
     flavor = name if workload.flavor is None else workload.flavor
     found = by_flavor.get(flavor)
@@ -199,7 +200,7 @@ def _build_workload(name, workload, source, ratios=None):
         vpmem_gb=float(workload.vpmem.size_gb if workload.vpmem else 0),
         throughput=workload.throughput,
         calibration=(None if workload.calibration is None
-                     else document.to_mapping(workload.calibration)),
+                     else sec.to_mapping(workload.calibration)),
         description=workload.description, numa_nodes=workload.numa_nodes,
         bound=workload.bound, bandwidth_gbps=workload.bandwidth_gbps,
         flavor=workload.flavor, hot_ratio_source=ratio_source)

@@ -26,7 +26,6 @@ from nova.virt import hardware
 import testtools
 import yaml
 
-from nova_pmem_filters.core.formats import scenario as document
 from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
@@ -69,7 +68,7 @@ def node_config(platform, cpu, mode, per_socket, name='test'):
 
 def workload(name='w', **raw):
     return loading._build_workload(
-        name, document.from_mapping(document.Workload, raw), 'test')
+        name, sec.from_mapping(sec.Workload, raw), 'test')
 
 
 class FieldNotesExampleTestCase(testtools.TestCase):
