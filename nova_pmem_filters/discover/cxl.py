@@ -62,6 +62,7 @@ import re
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.grammars import cxltools
 from nova_pmem_filters.core.grammars import errors
+from nova_pmem_filters.core.grammars import kernellist
 from nova_pmem_filters.core.grammars import sysfs
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
@@ -87,18 +88,6 @@ SOURCES_TOLERANCE = 0.01
 
 def _gb(value):
     return round(float(value), 2)
-
-
-def _format_cpus(cpus):
-    """[0, 1, 2, 5] -> '0-2,5' (as the kernel prints a cpulist)."""
-    ranges = []
-    for cpu in cpus:
-        if ranges and ranges[-1][1] == cpu - 1:
-            ranges[-1][1] = cpu
-        else:
-            ranges.append([cpu, cpu])
-    return ','.join(str(a) if a == b else '%d-%d' % (a, b)
-                    for a, b in ranges)
 
 
 def _cxl_region(device, region_ids):
@@ -312,7 +301,7 @@ def _section(listing, cxl_dax, region_ids, nodes, tier_nodes, tier):
             numa_node=d['target_node'], movable=d['movable'])
             for d in cxl_dax],
         numa_nodes=[hostfile.CxlNumaNode(
-            numa_node=n['numa_node'], cpus=_format_cpus(n['cpus']),
+            numa_node=n['numa_node'], cpus=kernellist.format(n['cpus']),
             memory_gb=_gb(n['memory_kb'] / KIB_PER_GIB),
             near_memory_gb=cell_near.get(n['numa_node'], 0.0),
             tier=n['numa_node'] in tier_ids) for n in nodes],

@@ -29,6 +29,7 @@ from nova_pmem_filters.cli import oscscript
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.formats import providerconfig
 from nova_pmem_filters.core.grammars import errors
+from nova_pmem_filters.core.grammars import kernellist
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.core.rules import profile
@@ -322,15 +323,8 @@ def _tiers_text(tiers):
 
 
 def _node_list(nodes):
-    """[0, 1, 2, 5] -> '0-2,5', as the kernel prints a node list."""
-    ranges = []
-    for node in nodes:
-        if ranges and ranges[-1][1] == node - 1:
-            ranges[-1][1] = node
-        else:
-            ranges.append([node, node])
-    return ','.join(str(a) if a == b else '%d-%d' % (a, b)
-                    for a, b in ranges) or '-'
+    """[0, 1, 2, 5] -> '0-2,5', as the kernel prints it; '-' for none."""
+    return kernellist.format(nodes) or '-'
 
 
 def _tiering_lines(prof):
