@@ -20,6 +20,7 @@ import numpy as np
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner import scenario
 
 
@@ -121,7 +122,7 @@ def dimm_problem(platform, cpu, dimm):
     mode = (kinds.APP_DIRECT if dimm.is_pmem else
             kinds.CXL_KMEM if dimm.is_cxl else kinds.DRAM)
     probe = make_config(platform, cpu, mode, {dimm: 1})
-    for finding in population.errors(population.check(probe)):
+    for finding in common.errors(population.check(probe)):
         if finding.code in DIMM_CODES:
             return finding
     return None

@@ -97,6 +97,7 @@ from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.planner import memperf
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner import vmsizing
 
 
@@ -159,7 +160,7 @@ class Node:
 
     @property
     def valid(self):
-        return not population.errors(self.findings)
+        return not common.errors(self.findings)
 
 
 def node(config, policies):
@@ -297,7 +298,7 @@ def fit(node_, workload, policies, performance, t_hit=None, admitted=None):
     """The :class:`Fit` of one workload on one node.
 
     :param admitted: (VMs, reason) Nova admits as nova-config configures
-        it (:func:`nova_pmem_filters.planner.realise.admitted`); below the
+        it (:func:`nova_pmem_filters.planner.admission.admitted`); below the
         model's count, it is the density, and its reason (``shared_ratio``,
         ``near_memory_rounding``) the binding.
     """
@@ -317,7 +318,7 @@ def fit(node_, workload, policies, performance, t_hit=None, admitted=None):
         vms_per_kw=vms / (node_.watts / 1000.0) if node_.watts else math.inf,
         per_vm_throughput=t, node_throughput=vms * t,
         hit_fraction=memperf.hit_fraction(node_, workload, vms, policies),
-        warnings=tuple(f.code for f in population.warnings(
+        warnings=tuple(f.code for f in common.warnings(
             node_.findings)))
 
 
@@ -382,7 +383,7 @@ def compare(scenario, admitted=None):
 
     :param admitted: {(config, workload): (VMs, reason)} that Nova admits
         as configured
-        (:func:`nova_pmem_filters.planner.realise.admitted_counts`); the
+        (:func:`nova_pmem_filters.planner.admission.admitted_counts`); the
         densities are then those.
 
     :returns: a list of (Fit, relative_throughput, cost_vs_baseline) in

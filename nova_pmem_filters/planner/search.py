@@ -51,6 +51,8 @@ from nova_pmem_filters.planner import enumeration
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
+from nova_pmem_filters.planner.population import cpus
 from nova_pmem_filters.planner import ranking
 
 
@@ -153,7 +155,7 @@ def run(scen, platform, cpu, workload=None, dimms=None, modes=None,
     proc = _lookup(catalog.cpus, cpu, '--cpu', 'CPU')
     # The scenario loader refuses such a configuration by the same rule;
     # searching it would rank populations of a machine that cannot exist.
-    problem = population.cpu_problem(plat, proc, catalog)
+    problem = cpus.cpu_problem(plat, proc, catalog)
     if problem is not None:
         raise errors.PlannerError('--cpu: %s (%s) [%s]' % (
             problem.message, problem.code, problem.source))
@@ -231,7 +233,7 @@ def _nothing_found(platform, cpu, dimms, modes, budget, band, low, high,
     inside = enumeration.candidates(platform, cpu, dimms, modes, low, high)
     if inside:
         mode, per = inside[0]
-        findings = population.errors(population.check(
+        findings = common.errors(population.check(
             enumeration.make_config(platform, cpu, mode, per)))
         first = findings[0] if findings else None
         return ('%s: the %d populations in the band are all invalid, e.g. '

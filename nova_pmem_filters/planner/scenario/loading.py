@@ -35,6 +35,7 @@ from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import observed
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner.scenario import types
 
 
@@ -98,7 +99,7 @@ def _build_config(name, config, catalog):
 
 def _check_populations(configs, source):
     for name, config in configs.items():
-        problems = population.errors(population.check(config))
+        problems = common.errors(population.check(config))
         if problems:
             raise errors.ScenarioError(
                 source, ['configs', name],

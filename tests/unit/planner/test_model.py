@@ -35,6 +35,7 @@ from nova_pmem_filters.planner import admission
 from nova_pmem_filters.planner import memperf
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner.scenario import loading
@@ -302,7 +303,7 @@ DRAM_DIMMS = ('ddr4-16', 'ddr4-32', 'ddr4-64', 'ddr4-128')
 
 
 def _valid(config):
-    return not population.errors(population.check(config))
+    return not common.errors(population.check(config))
 
 
 @st.composite
@@ -715,7 +716,7 @@ def nova_admits(config, work, policies, limit=1000):
     """
     sizing = model.cell_sizing(config)
     node = model.node(config, policies)
-    reserved, ram_ratio = realise.memory_settings(node, work, policies)
+    reserved, ram_ratio = admission.memory_settings(node, work, policies)
     cpu_ratio = float(policies.cpu_overcommit)
     total_mb = int(round(node.visible_memory_gb * profile.MB_PER_GB))
     cpus = sizing.vcpus
@@ -821,9 +822,9 @@ class NumaNovaConfigTestCase(testtools.TestCase):
 
     def test_cell_admits_is_novas_comparison(self):
         # 0.1 x 3 is 0.30000000000000004 in floats: Nova's limit.
-        self.assertEqual(3, realise.cell_admits(10, 0.3, 1))
-        self.assertEqual(2, realise.cell_admits(10, 0.29, 1))
-        self.assertEqual(0, realise.cell_admits(10, 4.0, 11))
+        self.assertEqual(3, admission.cell_admits(10, 0.3, 1))
+        self.assertEqual(2, admission.cell_admits(10, 0.29, 1))
+        self.assertEqual(0, admission.cell_admits(10, 4.0, 11))
 
     def test_ratio_holds_host_and_cell_bounds(self):
         # 2 x 48 GB cells, 8 GB reserved, cap 0.68, 32 GB flavors using
@@ -837,15 +838,15 @@ class NumaNovaConfigTestCase(testtools.TestCase):
         sizing = vmsizing.cells(node)
         self.assertEqual(4, vmsizing.cell_slices(node, w,
                                                  policies)['socket_memory'])
-        self.assertEqual(3, realise.cell_admits(sizing.memory_mb, 1.3333,
-                                                w.ram_mb // 2))
-        reserved, ratio = realise.memory_settings(node, w, policies)
-        self.assertEqual(4, realise.cell_admits(sizing.memory_mb, ratio,
-                                                w.ram_mb // 2))
+        self.assertEqual(3, admission.cell_admits(sizing.memory_mb, 1.3333,
+                                                  w.ram_mb // 2))
+        reserved, ratio = admission.memory_settings(node, w, policies)
+        self.assertEqual(4, admission.cell_admits(sizing.memory_mb, ratio,
+                                                  w.ram_mb // 2))
         self.assertEqual(
             vmsizing.limits(node, w, policies)['memory'],
-            realise.placement_admits(2 * sizing.memory_mb, reserved,
-                                     ratio, w.ram_mb))
+            admission.placement_admits(2 * sizing.memory_mb, reserved,
+                                       ratio, w.ram_mb))
         self.assertEqual((3, 'memory'), vmsizing.density(node, w, policies))
 
 

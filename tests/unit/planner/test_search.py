@@ -32,6 +32,7 @@ from nova_pmem_filters.planner import enumeration
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner import ranking
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import search
@@ -73,7 +74,7 @@ class SearchTestCase(testtools.TestCase):
             for name, node_ in result.nodes.items():
                 config = node_.config
                 self.assertEqual(
-                    [], population.errors(population.check(config)), name)
+                    [], common.errors(population.check(config)), name)
                 self.assertEqual(name, config.name)
                 self.assertEqual(config.platform.sockets,
                                  len(config.sockets))
@@ -317,7 +318,7 @@ class FastEqualsNaiveTestCase(testtools.TestCase):
             sorted({population_key(n.config) for n in naive}),
             sorted(fast_keys))
         for node_ in fast:
-            self.assertEqual([], population.errors(node_.findings))
+            self.assertEqual([], common.errors(node_.findings))
             self.assertTrue(enumeration.in_band(node_.cost, low, high))
 
     def test_naive_and_fast_agree_on_a_real_platform(self):

@@ -32,6 +32,7 @@ import yaml
 from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import classes
 from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.planner import admission
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
@@ -123,12 +124,12 @@ class NovaConfigTestCase(testtools.TestCase):
         node = model.node(scen.configs['dram-384'], policies)
         # 16 GB reserved, and 20% of the other 368 GB.
         self.assertEqual(round(16 * 1024 + 0.2 * 368 * 1024),
-                         realise.host_reserve_mb(node, policies))
+                         admission.host_reserve_mb(node, policies))
         # Cells do not subtract the reserve: the cap goes into the ratio.
-        self.assertEqual(16 * 1024, realise.host_reserve_mb(
+        self.assertEqual(16 * 1024, admission.host_reserve_mb(
             node, policies, cells=True))
         # A cap of 1 or more leaves only the reserve.
-        self.assertEqual(16 * 1024, realise.host_reserve_mb(
+        self.assertEqual(16 * 1024, admission.host_reserve_mb(
             node, sec.resolved(sec.Policies(memory_cap=1.2,
                                             host_reserve_gb=16))))
 
