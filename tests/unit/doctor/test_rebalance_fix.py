@@ -26,7 +26,6 @@ import json
 import os
 import shlex
 
-
 from nova_pmem_filters.core.plans import rebalance
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import profile
