@@ -604,23 +604,31 @@ wait_groups_gone() {
     done
 }
 
-cmd_down() {
-    # Every group gets SIGTERM at once, then SIGKILL whatever is left after
-    # 15 s: a graceful stop is not what is under test.
-    local f pid pids=()
-    [[ -d $WORK/pids ]] || return 0
-    for f in "$WORK"/pids/*.pid; do
+stop_groups() {
+    # stop_groups TRIES PIDFILE...: SIGTERM to the process group of each
+    # pid file that exists, all at once; SIGKILL whatever is left after
+    # TRIES x 0.25 s (a graceful stop is not what is under test); then the
+    # pid files go.
+    local tries=$1 f pid pids=()
+    shift
+    for f in "$@"; do
         [[ -e $f ]] || continue
         pid=$(cat "$f")
         pids+=("$pid")
         kill -TERM -- "-$pid" 2>/dev/null || true
     done
-    wait_groups_gone 60 "${pids[@]+"${pids[@]}"}"
+    wait_groups_gone "$tries" "${pids[@]+"${pids[@]}"}"
     for pid in "${pids[@]+"${pids[@]}"}"; do
         kill -KILL -- "-$pid" 2>/dev/null || true
     done
     wait_groups_gone 20 "${pids[@]+"${pids[@]}"}"
-    rm -f "$WORK"/pids/*.pid
+    rm -f "$@"
+}
+
+cmd_down() {
+    # Every group at once, SIGKILL after 15 s.
+    [[ -d $WORK/pids ]] || return 0
+    stop_groups 60 "$WORK"/pids/*.pid
     log "deployment down"
 }
 
@@ -819,24 +827,14 @@ EOF
             # All at once, SIGKILL after 5 s: Watcher's services take longer
             # than that to stop gracefully, which is not under test.
             local names=(watcher-applier watcher-decision-engine watcher-api
-                prometheus) pids=() pid
+                prometheus) files=()
             for spec in $COMPUTES; do
                 names+=("observer-${spec%%:*}")
             done
             for spec in "${names[@]}"; do
-                [[ -f $WORK/pids/$spec.pid ]] || continue
-                pid=$(cat "$WORK/pids/$spec.pid")
-                pids+=("$pid")
-                kill -TERM -- "-$pid" 2>/dev/null || true
+                files+=("$WORK/pids/$spec.pid")
             done
-            wait_groups_gone 20 "${pids[@]+"${pids[@]}"}"
-            for pid in "${pids[@]+"${pids[@]}"}"; do
-                kill -KILL -- "-$pid" 2>/dev/null || true
-            done
-            wait_groups_gone 20 "${pids[@]+"${pids[@]}"}"
-            for spec in "${names[@]}"; do
-                rm -f "$WORK/pids/$spec.pid"
-            done
+            stop_groups 20 "${files[@]}"
             ;;
         *) die "usage: $0 watcher start|stop" ;;
     esac
