@@ -112,6 +112,28 @@ def usage_error(message, help_command):
     return "%s (see '%s')" % (' '.join(str(message).split()), help_command)
 
 
+class HostToolParser(argparse.ArgumentParser):
+    """The parser of a host tool (no subcommands, no interactive shell).
+
+    A bad command line raises ``error_class`` with the one line of
+    :func:`usage_error`; :meth:`add_tool_options` adds ``--version`` and
+    ``--debug``, last in the help as in every tool's.
+    """
+
+    def __init__(self, prog, error_class, description):
+        super().__init__(prog=prog, description=description)
+        self._error_class = error_class
+
+    def error(self, message):
+        raise self._error_class(usage_error(message, '%s --help' % self.prog))
+
+    def add_tool_options(self):
+        self.add_argument('--version', action='version',
+                          version='%(prog)s ' + version())
+        self.add_argument('--debug', action='store_true',
+                          help='show a traceback on unexpected errors')
+
+
 def seconds(limit):
     """An argparse type: a number of seconds above 0 and at most ``limit``."""
     def parse(raw):

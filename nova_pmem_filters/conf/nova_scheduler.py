@@ -21,6 +21,8 @@ test keeps them equal to Nova's), and the filters Nova's
 
 from oslo_config import cfg
 
+from nova_pmem_filters.core.rules import placement
+
 FILTER_SCHEDULER = 'filter_scheduler'
 SCHEDULER = 'scheduler'
 DEFAULT = 'DEFAULT'
@@ -52,7 +54,8 @@ NOVA_OPTS = {
     DEFAULT: [
         cfg.IntOpt('reserved_host_memory_mb', default=512, min=0),
         cfg.FloatOpt('ram_allocation_ratio', min=0.0),
-        cfg.FloatOpt('initial_ram_allocation_ratio', default=1.0, min=0.0),
+        cfg.FloatOpt('initial_ram_allocation_ratio',
+                     default=placement.INITIAL_RAM_ALLOCATION_RATIO, min=0.0),
         cfg.FloatOpt('cpu_allocation_ratio', min=0.0),
         cfg.FloatOpt('initial_cpu_allocation_ratio', default=4.0, min=0.0),
     ],

@@ -30,6 +30,7 @@ from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.formats import providerconfig
 from nova_pmem_filters.core.grammars import errors
 from nova_pmem_filters.core.grammars import kernellist
+from nova_pmem_filters.core.rules import defaults
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.core.rules import profile
@@ -112,8 +113,9 @@ def aggregate_lines(host, name=None):
 
 # --- provider config ------------------------------------------------------
 
-def provider_config(host, ram_allocation_ratio=1.0,
-                    cache_overcommit_ratio=1.0):
+def provider_config(
+        host, ram_allocation_ratio=placement.INITIAL_RAM_ALLOCATION_RATIO,
+        cache_overcommit_ratio=defaults.CACHE_OVERCOMMIT_RATIO):
     """The Nova provider config of a host: traits and near memory.
 
     Its mode traits (:func:`nova_pmem_filters.core.rules.kinds.traits`) and,
