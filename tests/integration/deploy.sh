@@ -435,13 +435,22 @@ setup_keystone() {
         --bootstrap-public-url "$KEYSTONE_URL"
 }
 
-start_keystone() {
-    start keystone env OS_KEYSTONE_CONFIG_DIR="$WORK/etc" \
+start_wsgi() {
+    # start_wsgi NAME PORT KEEPALIVE MODULE VAR=VALUE...: the application
+    # of tests.integration.MODULE under gunicorn, two workers of 8 threads,
+    # in the environment VAR=VALUE...
+    local name=$1 port=$2 keepalive=$3 module=$4
+    shift 4
+    start "$name" env "$@" \
         "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
-        --bind "127.0.0.1:$KEYSTONE_PORT" --workers 2 --threads 8 \
-        --keep-alive "$KEYSTONE_KEEPALIVE_S" --timeout 120 \
-        --graceful-timeout 5 \
-        tests.integration.wsgi_keystone:application
+        --bind "127.0.0.1:$port" --workers 2 --threads 8 \
+        --keep-alive "$keepalive" --timeout 120 --graceful-timeout 5 \
+        "tests.integration.$module:application"
+}
+
+start_keystone() {
+    start_wsgi keystone "$KEYSTONE_PORT" "$KEYSTONE_KEEPALIVE_S" \
+        wsgi_keystone OS_KEYSTONE_CONFIG_DIR="$WORK/etc"
 }
 
 wait_keystone() {
@@ -458,22 +467,15 @@ setup_identity() {
 }
 
 start_placement() {
-    start placement env OS_PLACEMENT_CONFIG_DIR="$WORK/etc" \
-        "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
-        --bind "127.0.0.1:$PLACEMENT_PORT" --workers 2 --threads 8 \
-        --keep-alive "$PLACEMENT_KEEPALIVE_S" --timeout 120 \
-        --graceful-timeout 5 \
-        tests.integration.wsgi_placement:application
+    start_wsgi placement "$PLACEMENT_PORT" "$PLACEMENT_KEEPALIVE_S" \
+        wsgi_placement OS_PLACEMENT_CONFIG_DIR="$WORK/etc"
     wait_for 60 Placement http_ok "http://127.0.0.1:$PLACEMENT_PORT/"
 }
 
 start_api() {
-    start nova-api env OS_NOVA_CONFIG_DIR="$WORK/etc" \
-        OS_NOVA_CONFIG_FILES="api-paste.ini;nova.conf;nova-api.conf" \
-        "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
-        --bind "127.0.0.1:$API_PORT" --workers 2 --threads 8 \
-        --keep-alive "$KEEPALIVE_S" --timeout 120 --graceful-timeout 5 \
-        tests.integration.wsgi_nova_api:application
+    start_wsgi nova-api "$API_PORT" "$KEEPALIVE_S" wsgi_nova_api \
+        OS_NOVA_CONFIG_DIR="$WORK/etc" \
+        OS_NOVA_CONFIG_FILES="api-paste.ini;nova.conf;nova-api.conf"
 }
 
 start_stubs() {
