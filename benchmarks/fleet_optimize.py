@@ -43,6 +43,9 @@ import sys
 import time
 
 from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_schema as sch
+from nova_pmem_filters.core.formats import scenario_sections as sec
+from nova_pmem_filters.core.formats import scenario_sections as sections
 from nova_pmem_filters.planner import enumeration
 from nova_pmem_filters.planner import optimize
 from nova_pmem_filters.planner import scenario
@@ -71,7 +74,7 @@ def _configs(count, policies, rng):
     for i, node in enumerate(nodes):
         config = node.config
         configs['c%03d-%s' % (i, config.name.replace('+', '.'))] = (
-            document.Config(
+            sec.Config(
                 platform=config.platform.name, cpu=config.cpu.name,
                 mode=config.mode, per_socket={
                     d.name: n for d, n in config.per_socket.items()}))
@@ -91,8 +94,8 @@ def _workloads(count, rng):
             entry['modes'] = ('dram', 'app_direct')
             entry['priority'] = 'high'
         elif kind < 0.3:
-            entry['vpmem'] = document.Vpmem(label='SMALL', size_gb=16)
-        workloads['w%02d' % i] = document.Workload(**entry)
+            entry['vpmem'] = sec.Vpmem(label='SMALL', size_gb=16)
+        workloads['w%02d' % i] = sec.Workload(**entry)
     return workloads
 
 
@@ -104,19 +107,19 @@ def make_scenario(workloads=20, configs=100, seed=1):
 def scenario_document(workloads=20, configs=100, seed=1):
     """The scenario file's values (nova_pmem_filters.core.formats.scenario)."""
     rng = random.Random(seed)
-    policies = scenario.Policies()
+    policies = sections.resolved(sections.Policies())
     configs = _configs(configs, policies, rng)
     workloads = _workloads(workloads, rng)
     demand = {name: rng.randint(50, 400) for name in workloads}
-    return document.Document(
+    return sec.Document(
         name='benchmark', configs=configs, workloads=workloads,
-        demand=(document.Period(name=document.WHOLE_LIFE, years=None,
-                                vms=demand),))
+        demand=(sec.Period(name=sch.WHOLE_LIFE, years=None,
+                           vms=demand),))
 
 
 def raw_scenario(workloads=20, configs=100, seed=1):
     """The scenario as a scenario file holds it."""
-    return document.to_mapping(scenario_document(workloads, configs, seed))
+    return sec.to_mapping(scenario_document(workloads, configs, seed))
 
 
 def main(argv=None):

@@ -40,11 +40,11 @@ import sys
 
 from nova_pmem_filters.cli import inifile
 from nova_pmem_filters.conf import pmem as pmem_conf
+from nova_pmem_filters.conf import schedulerconf
 from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.discover import outputs
-from nova_pmem_filters.doctor import schedulerconf
 from nova_pmem_filters import fileutil
 
 

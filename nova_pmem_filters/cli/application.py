@@ -54,9 +54,15 @@ def run(prog, stderr, debug, call, expected, unexpected_status):
         a status of None takes the exception's ``exit_code``.
     :param unexpected_status: the status of any other exception, printed
         with its type (``--debug`` raises it instead).
+
+    An ImportError goes up to the console script
+    (:func:`nova_pmem_filters.cli.entrypoints.run`), which names the extra
+    that lacks it: a tool imports what a command needs when it runs.
     """
     try:
         return call()
+    except ImportError:
+        raise
     except SystemExit as exc:
         # --help and --version exit through argparse.
         return exc.code if isinstance(exc.code, int) else 0
@@ -104,6 +110,28 @@ def version():
 def usage_error(message, help_command):
     """One line for a bad command line: MESSAGE (see 'HELP_COMMAND')."""
     return "%s (see '%s')" % (' '.join(str(message).split()), help_command)
+
+
+class HostToolParser(argparse.ArgumentParser):
+    """The parser of a host tool (no subcommands, no interactive shell).
+
+    A bad command line raises ``error_class`` with the one line of
+    :func:`usage_error`; :meth:`add_tool_options` adds ``--version`` and
+    ``--debug``, last in the help as in every tool's.
+    """
+
+    def __init__(self, prog, error_class, description):
+        super().__init__(prog=prog, description=description)
+        self._error_class = error_class
+
+    def error(self, message):
+        raise self._error_class(usage_error(message, '%s --help' % self.prog))
+
+    def add_tool_options(self):
+        self.add_argument('--version', action='version',
+                          version='%(prog)s ' + version())
+        self.add_argument('--debug', action='store_true',
+                          help='show a traceback on unexpected errors')
 
 
 def seconds(limit):

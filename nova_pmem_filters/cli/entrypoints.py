@@ -71,21 +71,16 @@ def run(prog, extra, module, argv=None):
         return application.EXIT_CANNOT_RUN
 
 
-def planner():
-    sys.exit(run('nova-pmem-planner', 'planner',
-                 'nova_pmem_filters.planner.cli'))
+def _console_script(extra):
+    """The console script ``nova-pmem-EXTRA``: its tool, or the line."""
+    def script():
+        sys.exit(run('nova-pmem-' + extra, extra,
+                     'nova_pmem_filters.%s.cli' % extra))
+    return script
 
 
-def doctor():
-    sys.exit(run('nova-pmem-doctor', 'doctor',
-                 'nova_pmem_filters.doctor.cli'))
-
-
-def discover():
-    sys.exit(run('nova-pmem-discover', 'discover',
-                 'nova_pmem_filters.discover.cli'))
-
-
-def observe():
-    sys.exit(run('nova-pmem-observe', 'observe',
-                 'nova_pmem_filters.observe.cli'))
+# The console scripts of setup.cfg, a tool each.
+planner = _console_script('planner')
+doctor = _console_script('doctor')
+discover = _console_script('discover')
+observe = _console_script('observe')

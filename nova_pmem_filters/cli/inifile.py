@@ -152,10 +152,7 @@ class IniFile(object):
 
 def nova_default(group, name):
     """The default of one of Nova's scheduler options, as a list."""
-    for opt in nova_scheduler.NOVA_OPTS[group]:
-        if opt.dest == name:
-            return list(opt.default or ())
-    raise KeyError(name)
+    return list(nova_scheduler.default(group, name) or ())
 
 
 def add_scheduler_classes(ini, filters=(), weighers=False):

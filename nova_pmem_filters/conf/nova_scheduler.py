@@ -21,6 +21,8 @@ test keeps them equal to Nova's), and the filters Nova's
 
 from oslo_config import cfg
 
+from nova_pmem_filters.core.rules import placement
+
 FILTER_SCHEDULER = 'filter_scheduler'
 SCHEDULER = 'scheduler'
 DEFAULT = 'DEFAULT'
@@ -39,15 +41,23 @@ NOVA_OPTS = {
         ]),
         cfg.ListOpt('weight_classes',
                     default=['nova.scheduler.weights.all_weighers']),
+        # The weighers' multipliers the simulator applies.
+        cfg.FloatOpt('ram_weight_multiplier', default=1.0),
+        cfg.FloatOpt('cpu_weight_multiplier', default=1.0),
     ],
     SCHEDULER: [
         # None: one worker per CPU of the scheduler host.
         cfg.IntOpt('workers', min=0),
     ],
-    # nova/conf/compute.py: what a compute gives MEMORY_MB in Placement.
+    # nova/conf/compute.py: what a compute gives MEMORY_MB and VCPU in
+    # Placement (a new compute's ratios are the initial_* ones).
     DEFAULT: [
+        cfg.IntOpt('reserved_host_memory_mb', default=512, min=0),
         cfg.FloatOpt('ram_allocation_ratio', min=0.0),
-        cfg.FloatOpt('initial_ram_allocation_ratio', default=1.0, min=0.0),
+        cfg.FloatOpt('initial_ram_allocation_ratio',
+                     default=placement.INITIAL_RAM_ALLOCATION_RATIO, min=0.0),
+        cfg.FloatOpt('cpu_allocation_ratio', min=0.0),
+        cfg.FloatOpt('initial_cpu_allocation_ratio', default=4.0, min=0.0),
     ],
 }
 
@@ -67,6 +77,14 @@ NOVA_FILTERS = frozenset([
     'SameHostFilter', 'ServerGroupAffinityFilter',
     'ServerGroupAntiAffinityFilter', 'SimpleCIDRAffinityFilter',
 ])
+
+
+def default(group, name):
+    """The default of one of Nova's options above, as Nova has it."""
+    for opt in NOVA_OPTS[group]:
+        if opt.dest == name:
+            return opt.default
+    raise KeyError(name)
 
 
 def register(conf):

@@ -25,12 +25,13 @@ Every failure is one line on stderr.
 import argparse
 import sys
 
-import yaml
 
 from nova_pmem_filters.cli import application
 from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.grammars import errors
+from nova_pmem_filters.core.rules import defaults
+from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.discover import cxl
 from nova_pmem_filters.discover import derive
 from nova_pmem_filters.discover import outputs
@@ -40,12 +41,6 @@ PROG = 'nova-pmem-discover'
 HELP = '%s --help' % PROG
 # Standard output, for --provider-config.
 STDOUT = '-'
-
-
-class _Parser(argparse.ArgumentParser):
-
-    def error(self, message):
-        raise errors.UsageError(application.usage_error(message, HELP))
 
 
 # One tool run: up to an hour.
@@ -65,8 +60,8 @@ def _ratio(raw):
 
 
 def build_parser():
-    parser = _Parser(
-        prog=PROG,
+    parser = application.HostToolParser(
+        PROG, errors.UsageError,
         description='Read ipmctl and ndctl (with --cxl also cxl and '
                     'daxctl) and describe this compute host for Nova: '
                     'memory profile, aggregate metadata, provider config '
@@ -114,18 +109,20 @@ def build_parser():
                         help='write a Nova provider config (YAML) to PATH, '
                         'atomically, after validating it; - prints it on '
                         'standard output instead of the profile')
-    parser.add_argument('--ram-allocation-ratio', type=_ratio, default=1.0,
+    parser.add_argument('--ram-allocation-ratio', type=_ratio,
+                        default=placement.INITIAL_RAM_ALLOCATION_RATIO,
                         metavar='RATIO',
                         help="the host's [DEFAULT] ram_allocation_ratio: the "
                         'allocation ratio of the near-memory inventory of '
-                        'dram and app_direct hosts (default 1.0)')
+                        'dram and app_direct hosts (default %(default)s, '
+                        "Nova's initial_ram_allocation_ratio)")
     parser.add_argument('--cache-overcommit-ratio', type=_ratio,
-                        default=1.0,
+                        default=defaults.CACHE_OVERCOMMIT_RATIO,
                         metavar='RATIO',
                         help="the schedulers' [pmem] cache_overcommit_ratio:"
                         ' the allocation ratio of the near-memory inventory '
-                        'of memory_mode hosts (default 1.0); both ratios '
-                        'are numbers above 0')
+                        'of memory_mode hosts (default %(default)s); both '
+                        'ratios are numbers above 0')
     parser.add_argument('--from', dest='from_dir', metavar='DIR',
                         help='read saved tool outputs from DIR instead of '
                         'running the tools')
@@ -134,10 +131,7 @@ def build_parser():
                         help='time limit of each tool run (default 30)')
     parser.add_argument('--hostname', help='host name to report (default: '
                         'DIR/hostname with --from, else this host)')
-    parser.add_argument('--version', action='version',
-                        version='%(prog)s ' + application.version())
-    parser.add_argument('--debug', action='store_true',
-                        help='show a traceback on unexpected errors')
+    parser.add_tool_options()
     parser.set_defaults(view=None)
     return parser
 
@@ -231,9 +225,7 @@ def _view(prof, view, args):
     elif view == 'libvirt':
         lines = outputs.libvirt_lines(prof, args.plan)
     elif view == 'yaml':
-        text = yaml.safe_dump(hostfile.to_dict(prof),
-                              default_flow_style=False, sort_keys=False)
-        lines = [text.rstrip('\n')]
+        lines = [hostfile.dumps_yaml(prof).rstrip('\n')]
     else:
         lines = [hostfile.dumps(prof)]
     return '\n'.join(lines) + '\n'

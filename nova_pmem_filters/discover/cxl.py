@@ -62,6 +62,7 @@ import re
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.grammars import cxltools
 from nova_pmem_filters.core.grammars import errors
+from nova_pmem_filters.core.grammars import kernellist
 from nova_pmem_filters.core.grammars import sysfs
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
@@ -87,18 +88,6 @@ SOURCES_TOLERANCE = 0.01
 
 def _gb(value):
     return round(float(value), 2)
-
-
-def _format_cpus(cpus):
-    """[0, 1, 2, 5] -> '0-2,5' (as the kernel prints a cpulist)."""
-    ranges = []
-    for cpu in cpus:
-        if ranges and ranges[-1][1] == cpu - 1:
-            ranges[-1][1] = cpu
-        else:
-            ranges.append([cpu, cpu])
-    return ','.join(str(a) if a == b else '%d-%d' % (a, b)
-                    for a, b in ranges)
 
 
 def _cxl_region(device, region_ids):
@@ -275,13 +264,15 @@ def _section(listing, cxl_dax, region_ids, nodes, tier_nodes, tier):
     """The ``cxl`` object: the tier's sizes and what the tools list."""
     near_exact = sum(tier.cell_near.values())
     near = _gb(near_exact)
-    if tier.kind == kinds.CXL_FLAT:
+    kind = kinds.get(tier.kind)
+    if kind is None or kinds.CXL_MEDIUM not in kind.guest_memory:
+        visible = near
+    elif kind.far_in_cpu_nodes:
         # The nodes with CPUs hold the CXL RAM too.
         visible = sum(n['memory_kb'] for n in nodes
                       if n['cpus']) / KIB_PER_GIB
     else:
-        visible = near + (tier.far_gb if tier.kind == kinds.CXL_KMEM
-                          else 0.0)
+        visible = near + tier.far_gb
     # Per node in hundredths of a GB, adding up to the host's exactly.
     cell_near = derive.split_exact(near, tier.cell_near)
     tier_ids = {n['numa_node'] for n in tier_nodes}
@@ -310,7 +301,7 @@ def _section(listing, cxl_dax, region_ids, nodes, tier_nodes, tier):
             numa_node=d['target_node'], movable=d['movable'])
             for d in cxl_dax],
         numa_nodes=[hostfile.CxlNumaNode(
-            numa_node=n['numa_node'], cpus=_format_cpus(n['cpus']),
+            numa_node=n['numa_node'], cpus=kernellist.format(n['cpus']),
             memory_gb=_gb(n['memory_kb'] / KIB_PER_GIB),
             near_memory_gb=cell_near.get(n['numa_node'], 0.0),
             tier=n['numa_node'] in tier_ids) for n in nodes],
@@ -438,7 +429,8 @@ def _with_section(prof, section, notes, cxl_out):
     # The DRAM is no longer /proc/meminfo's MemTotal (it counts the
     # CPU-less nodes too).
     notes.insert(0, 'DRAM size is MemTotal of the NUMA nodes with CPUs'
-                 + (' less the CXL RAM' if kind == kinds.CXL_FLAT else ''))
+                 + (' less the CXL RAM' if kinds.get(kind).far_in_cpu_nodes
+                    else ''))
     return dataclasses.replace(
         prof, mode=kind, scheduler_mode=kind,
         dram_gb=section.near_memory_gb,
@@ -509,7 +501,7 @@ def add_kernel_tiering(prof, runner, nodes):
     and demote, or that DIR did not record it.
     """
     found = read_kernel_tiering(runner, nodes)
-    kmem = prof.mode == kinds.CXL_KMEM
+    kmem = prof.mode in kinds.KERNEL_TIERED
     if found is None:
         if not kmem:
             return prof

@@ -24,12 +24,13 @@ discovery built); ``--libvirt`` and the table read the profile itself (a
 import re
 import shlex
 
-import yaml
 
 from nova_pmem_filters.cli import oscscript
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.formats import providerconfig
 from nova_pmem_filters.core.grammars import errors
+from nova_pmem_filters.core.grammars import kernellist
+from nova_pmem_filters.core.rules import defaults
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.core.rules import profile
@@ -37,6 +38,8 @@ from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.core.rules import vpmem
 from nova_pmem_filters import fileutil
 
+# The first line of the provider config file.
+WRITTEN_BY = 'Written by nova-pmem-discover; regenerate rather than edit.'
 # Every compute node root provider of the nova-compute reading the file.
 COMPUTE_NODE = providerconfig.COMPUTE_NODE
 # The namespace mode vPMEM uses.
@@ -110,8 +113,9 @@ def aggregate_lines(host, name=None):
 
 # --- provider config ------------------------------------------------------
 
-def provider_config(host, ram_allocation_ratio=1.0,
-                    cache_overcommit_ratio=1.0):
+def provider_config(
+        host, ram_allocation_ratio=placement.INITIAL_RAM_ALLOCATION_RATIO,
+        cache_overcommit_ratio=defaults.CACHE_OVERCOMMIT_RATIO):
     """The Nova provider config of a host: traits and near memory.
 
     Its mode traits (:func:`nova_pmem_filters.core.rules.kinds.traits`) and,
@@ -133,34 +137,24 @@ def provider_config(host, ram_allocation_ratio=1.0,
                                                       traits=host.traits)
 
 
-def validate_provider_config(config):
-    """Raise DiscoveryError unless ``config`` is one Nova would load.
+def render_provider_config(config):
+    """``config`` as the file Nova reads: checked, then written.
 
-    And one for every compute node of the nova-compute that reads it,
-    with traits: what discovery writes.
+    Nova must load it (:func:`providerconfig.dumps`), and discovery
+    writes one provider, every compute node of the nova-compute that
+    reads it, with traits.
     """
     source = 'generated provider config'
     try:
         parsed = providerconfig.parse(config, source)
+        for prov in parsed.providers:
+            if not prov.every_compute_node or not prov.traits:
+                raise providerconfig.ProviderConfigError(
+                    '%s: a provider that is not %s with traits'
+                    % (source, COMPUTE_NODE))
+        return providerconfig.dumps(parsed, source, (WRITTEN_BY,))
     except providerconfig.ProviderConfigError as exc:
         raise errors.DiscoveryError(str(exc))
-    for prov in parsed.providers:
-        if not prov.every_compute_node or not prov.traits:
-            raise errors.DiscoveryError(
-                '%s: a provider that is not %s with traits'
-                % (source, COMPUTE_NODE))
-
-
-def render_provider_config(config):
-    validate_provider_config(config)
-    text = ('# Written by nova-pmem-discover; regenerate rather than edit.\n'
-            + yaml.safe_dump(config, default_flow_style=False,
-                             sort_keys=False))
-    # What Nova will read back must be what we validated.
-    if yaml.safe_load(text) != config:
-        raise errors.DiscoveryError(
-            'provider config does not survive a YAML round trip')
-    return text
 
 
 def write_atomic(path, text, mode=0o644):
@@ -261,7 +255,7 @@ def plan(prof, spec):
 
 def libvirt_lines(prof, spec=None):
     """Lines for --libvirt: commands (with --plan), then the option."""
-    if prof.mode not in (kinds.APP_DIRECT, kinds.MIXED):
+    if prof.mode not in kinds.NAMESPACE_MODES:
         raise errors.DiscoveryError(
             'vPMEM needs App Direct namespaces; this host is %s'
             % prof.mode)
@@ -331,15 +325,8 @@ def _tiers_text(tiers):
 
 
 def _node_list(nodes):
-    """[0, 1, 2, 5] -> '0-2,5', as the kernel prints a node list."""
-    ranges = []
-    for node in nodes:
-        if ranges and ranges[-1][1] == node - 1:
-            ranges[-1][1] = node
-        else:
-            ranges.append([node, node])
-    return ','.join(str(a) if a == b else '%d-%d' % (a, b)
-                    for a, b in ranges) or '-'
+    """[0, 1, 2, 5] -> '0-2,5', as the kernel prints it; '-' for none."""
+    return kernellist.format(nodes) or '-'
 
 
 def _tiering_lines(prof):

@@ -196,6 +196,16 @@ def _thresholds(parsed_args):
     return thresholds
 
 
+def _read(given, load, error):
+    """``load(given)``, None if not given; ``error`` is its one line."""
+    if not given:
+        return None
+    try:
+        return load(given)
+    except error as exc:
+        raise DoctorError(str(exc))
+
+
 class Check(lister.Lister):
     """Audit the cloud's PMem scheduling setup and list what is wrong."""
 
@@ -253,32 +263,20 @@ class Check(lister.Lister):
     def take_action(self, parsed_args):
         # The audit's modules: --help and --version start without them
         # (benchmarks/startup.py).
+        from nova_pmem_filters.conf import schedulerconf
         from nova_pmem_filters.core.formats import discoveredhost
         from nova_pmem_filters.core.formats import hostfile
         from nova_pmem_filters.core.formats import observation
         from nova_pmem_filters.doctor import checks
-        from nova_pmem_filters.doctor import schedulerconf
         from nova_pmem_filters.doctor import snapshot
 
-        config = None
-        if parsed_args.config_file:
-            try:
-                config = schedulerconf.load(parsed_args.config_file)
-            except schedulerconf.ConfigError as exc:
-                raise DoctorError(str(exc))
-        fleet = None
-        if parsed_args.fleet:
-            try:
-                fleet = discoveredhost.load(parsed_args.fleet)
-            except hostfile.ProfileError as exc:
-                raise DoctorError(str(exc))
+        config = _read(parsed_args.config_file, schedulerconf.load,
+                       schedulerconf.ConfigError)
+        fleet = _read(parsed_args.fleet, discoveredhost.load,
+                      hostfile.ProfileError)
         thresholds = _thresholds(parsed_args)
-        observations = None
-        if parsed_args.observations:
-            try:
-                observations = observation.load(parsed_args.observations)
-            except observation.ObservationError as exc:
-                raise DoctorError(str(exc))
+        observations = _read(parsed_args.observations, observation.load,
+                             observation.ObservationError)
         conn = None
         try:
             conn = connection.from_config(options=self.app.options,

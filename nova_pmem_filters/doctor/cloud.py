@@ -20,13 +20,13 @@ observation of each host into the input of the core's rebalancing plan.
 
 import dataclasses
 
+from nova_pmem_filters.conf import schedulerconf
 from nova_pmem_filters.core.plans import rebalance
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import nearmem
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.core.rules import profile
-from nova_pmem_filters.doctor import schedulerconf
 
 # Placement's resource classes of a guest's RAM and vCPUs.
 MEMORY_RC = 'MEMORY_MB'

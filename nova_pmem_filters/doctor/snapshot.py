@@ -22,10 +22,10 @@ import urllib.parse
 
 from openstack import exceptions as sdk_exceptions
 
+from nova_pmem_filters.conf import schedulerconf
 from nova_pmem_filters.core.plans import rebalance
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.doctor import cloud
-from nova_pmem_filters.doctor import schedulerconf
 
 # Microversions the doctor reads at: flavors with their extra specs (2.61),
 # servers with their embedded flavor (2.47), hypervisors with their service

@@ -24,7 +24,6 @@ could not be made or written. Every failure is one line on stderr.
 """
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -66,12 +65,6 @@ class UsageError(ObserveError):
         super().__init__(message, EXIT_USAGE)
 
 
-class _Parser(argparse.ArgumentParser):
-
-    def error(self, message):
-        raise UsageError(application.usage_error(message, HELP))
-
-
 # A window or an interval: up to a day.
 _seconds = application.seconds(86400)
 
@@ -86,8 +79,8 @@ def _listen(raw):
 
 
 def build_parser():
-    parser = _Parser(
-        prog=PROG,
+    parser = application.HostToolParser(
+        PROG, UsageError,
         description="Measure the working set of this compute host's Nova "
                     'instances (DAMON or page reference bits), where their '
                     'pages sit and the far-memory traffic, in one window; '
@@ -129,10 +122,7 @@ def build_parser():
         'table followed by the host, far-memory, tiering and gap lines; a '
         'service prints nothing' % ', '.join(COLUMNS),
         'the observation document')
-    parser.add_argument('--version', action='version',
-                        version='%(prog)s ' + application.version())
-    parser.add_argument('--debug', action='store_true',
-                        help='show a traceback on unexpected errors')
+    parser.add_tool_options()
     return parser
 
 
@@ -402,9 +392,7 @@ def _view(doc, args):
     if args.view == 'json':
         return observation.dumps(doc)
     if args.view == 'yaml':
-        import yaml
-        return yaml.safe_dump(json.loads(observation.dumps(doc)),
-                              default_flow_style=False, sort_keys=False)
+        return observation.dumps_yaml(doc)
     if args.view == 'csv':
         return application.csv_text(columns, rows)
     if args.view == 'value':

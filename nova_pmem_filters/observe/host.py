@@ -56,7 +56,7 @@ REFERENCE_BITS = observation.REFERENCE_BITS
 CHOICES = (AUTO, DAMON, REFERENCE_BITS)
 # Hardware modes whose far memory ipmctl counts (a mixed host runs part of
 # its PMem in Memory Mode).
-IPMCTL_MODES = frozenset([kinds.MEMORY_MODE, kinds.MIXED])
+IPMCTL_MODES = kinds.PMEM_FAR_MODES
 MB = 1024.0 * 1024.0
 
 # The host-touching modules; a test passes its own.

@@ -52,6 +52,12 @@ def _path(proc, pid, name):
     return os.path.join(proc, str(pid), name)
 
 
+def _text(path):
+    """The whole text of a file; OSError as open and read raise it."""
+    with open(path) as f:
+        return f.read()
+
+
 def _reason(pid, path, exc):
     if isinstance(exc, (FileNotFoundError, ProcessLookupError)):
         return 'pid %s: exited (%s: %s)' % (pid, path, exc.strerror)
@@ -62,10 +68,8 @@ def _reason(pid, path, exc):
 
 def start_time(pid, proc='/proc'):
     """The start time of pid (clock ticks after boot), or None if gone."""
-    path = _path(proc, pid, 'stat')
     try:
-        with open(path) as f:
-            text = f.read()
+        text = _text(_path(proc, pid, 'stat'))
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses.
@@ -111,8 +115,7 @@ def referenced(pid, proc='/proc'):
     """The memory pid referenced since its bits were cleared."""
     path = _path(proc, pid, 'smaps_rollup')
     try:
-        with open(path) as f:
-            text = f.read()
+        text = _text(path)
     except FileNotFoundError:
         if not os.path.isdir(os.path.join(proc, str(pid))):
             return Measurement(None, 'pid %s: exited (no %s)' % (
@@ -120,8 +123,7 @@ def referenced(pid, proc='/proc'):
         # Before Linux 4.14: no smaps_rollup.
         path = _path(proc, pid, 'smaps')
         try:
-            with open(path) as f:
-                text = f.read()
+            text = _text(path)
         except OSError as exc:
             return Measurement(None, _reason(pid, path, exc))
     except OSError as exc:
@@ -176,11 +178,7 @@ def numa_maps(pid, proc='/proc'):
         kernelpagesize_kB) or garbled.
     """
     path = _path(proc, pid, 'numa_maps')
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError as exc:
-        raise ReadError('%s: cannot read: %s' % (path, exc.strerror))
+    text = read_text(path)
     if text and not text.endswith('\n'):
         raise ReadError('%s: truncated (no final newline)' % path)
     total = collections.defaultdict(float)
@@ -222,12 +220,8 @@ def node_cpus(sysfs='/sys'):
         match = _NODE_DIR_RE.match(os.path.basename(path))
         if not match:
             continue
-        source = os.path.join(path, 'cpulist')
-        try:
-            with open(source) as f:
-                found[int(match.group(1))] = bool(f.read().strip())
-        except OSError as exc:
-            raise ReadError('%s: cannot read: %s' % (source, exc.strerror))
+        found[int(match.group(1))] = bool(
+            read_text(os.path.join(path, 'cpulist')).strip())
     if not found:
         raise ReadError('%s: no node<N> directory (a kernel without NUMA '
                         'support?)' % directory)
@@ -241,8 +235,7 @@ def read_text(path):
         text.
     """
     try:
-        with open(path) as f:
-            return f.read()
+        return _text(path)
     except OSError as exc:
         raise ReadError('%s: cannot read: %s' % (path, exc.strerror))
     except UnicodeDecodeError:

@@ -136,19 +136,28 @@ _RESIDENT = (
      'it sits on the far nodes.'))
 
 
+# (field of observation.Host, metric, unit, help)
+_HOST = (
+    ('working_set_mb', 'host_working_set_bytes', MB,
+     'Sum of the measured working sets of the host.'),
+    ('near_memory_mb', 'host_near_memory_bytes', MB,
+     'Near memory of the host (DRAM cache or DRAM in front of the far '
+     'tier) from its discovered profile.'))
+
+
+def _scalars(section, table):
+    """An unlabelled gauge per (field, metric, unit, help) of ``table``."""
+    for field, name, unit, help_text in table:
+        family = _gauge(name, help_text)
+        value = getattr(section, field)
+        if value is not None:
+            family.add_metric([], value * unit)
+        yield family
+
+
 def _host(doc):
     host = doc.host
-    host_ws = _gauge('host_working_set_bytes',
-                     'Sum of the measured working sets of the host.')
-    if host.working_set_mb is not None:
-        host_ws.add_metric([], host.working_set_mb * MB)
-    yield host_ws
-    near = _gauge('host_near_memory_bytes',
-                  'Near memory of the host (DRAM cache or DRAM in front of '
-                  'the far tier) from its discovered profile.')
-    if host.near_memory_mb is not None:
-        near.add_metric([], host.near_memory_mb * MB)
-    yield near
+    yield from _scalars(host, _HOST)
     cell_ws = _gauge('cell_working_set_bytes',
                      'Working set of the instances whose pages sit mostly '
                      'on the cell.', ['cell'])
@@ -177,12 +186,7 @@ _FAR_MEMORY = (
 
 
 def _far_memory(doc):
-    for field, name, unit, help_text in _FAR_MEMORY:
-        family = _gauge(name, help_text)
-        value = getattr(doc.far_memory, field)
-        if value is not None:
-            family.add_metric([], value * unit)
-        yield family
+    return _scalars(doc.far_memory, _FAR_MEMORY)
 
 
 def _kernel_tiering(doc):

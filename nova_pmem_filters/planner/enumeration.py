@@ -20,15 +20,14 @@ import numpy as np
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner import scenario
 
 
 # Populations judged between two progress reports.
 PROGRESS_BATCH = 1000
 
-MODE_PREFIX = {kinds.DRAM: 'dram', kinds.MEMORY_MODE: 'mm',
-               kinds.APP_DIRECT: 'ad', kinds.CXL_FLAT: 'flat',
-               kinds.CXL_KMEM: 'kmem', kinds.CXL_DEVDAX: 'devdax'}
+MODE_PREFIX = {k.name: k.prefix for k in kinds.KINDS.values()}
 
 
 # Modes that run on DRAM and CXL memory devices. A socket carries 1 to
@@ -39,7 +38,7 @@ CXL_MODES = kinds.CXL_MODES
 
 
 # Modes that run on DRAM and PMem; ``dram`` is searched with DRAM only.
-PMEM_MODES = (kinds.MEMORY_MODE, kinds.APP_DIRECT)
+PMEM_MODES = kinds.PMEM_MODES
 
 
 # Findings on a node with a single module of one type that mean the type can
@@ -123,7 +122,7 @@ def dimm_problem(platform, cpu, dimm):
     mode = (kinds.APP_DIRECT if dimm.is_pmem else
             kinds.CXL_KMEM if dimm.is_cxl else kinds.DRAM)
     probe = make_config(platform, cpu, mode, {dimm: 1})
-    for finding in population.errors(population.check(probe)):
+    for finding in common.errors(population.check(probe)):
         if finding.code in DIMM_CODES:
             return finding
     return None

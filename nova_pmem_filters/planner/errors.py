@@ -17,18 +17,19 @@ option needs that is not installed is a :class:`MissingLibrary`: the
 planner could not run (exit 3).
 """
 
-from nova_pmem_filters.core.formats import scenario
+from nova_pmem_filters.core.formats import scenario_schema as sch
 
 
 class PlannerError(ValueError):
     """A request the planner cannot answer; the message is one line."""
 
 
-class ScenarioError(PlannerError, scenario.ScenarioError):
+class ScenarioError(PlannerError, sch.ScenarioError):
     """A scenario or catalog that cannot be used; the message is one line.
 
-    The file format's error (:class:`nova_pmem_filters.core.formats.scenario.
-    ScenarioError`: the file, the key path and the rule), as the planner's.
+    The file format's error (:class:`nova_pmem_filters.core.formats.
+    scenario_schema.ScenarioError`: the file, the key path and the rule), as
+    the planner's.
     """
 
 

@@ -91,11 +91,13 @@ Performance model (per-VM throughput relative to the same VM on DRAM):
 import dataclasses
 import math
 
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.planner import memperf
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner import vmsizing
 
 
@@ -158,22 +160,19 @@ class Node:
 
     @property
     def valid(self):
-        return not population.errors(self.findings)
+        return not common.errors(self.findings)
 
 
 def node(config, policies):
     """Build the :class:`Node` of a configuration."""
     prof = host_profile(config)
     mode = config.mode
-    if mode == kinds.MEMORY_MODE:
-        visible = config.pmem_gb
-    elif mode in (kinds.CXL_FLAT, kinds.CXL_KMEM):
-        visible = config.dram_gb + config.cxl_gb
-    else:
-        # dram, app_direct, cxl_devdax: guest RAM is the DRAM.
-        visible = config.dram_gb
+    kind = kinds.get(mode)
+    visible = kinds.guest_memory_gb(mode, {
+        kinds.DRAM_MEDIUM: config.dram_gb, kinds.PMEM_MEDIUM: config.pmem_gb,
+        kinds.CXL_MEDIUM: config.cxl_gb})
     cache_gb = prof.dram_cache_gb or 0.0
-    if mode == kinds.APP_DIRECT:
+    if kind.namespaces:
         keep = 1.0 - policies.namespace_overhead
         regions = tuple(sum(d.capacity_gb * n for d, n in sock.items()
                             if d.is_pmem) * keep
@@ -192,8 +191,9 @@ def node(config, policies):
                 vcpus=plat.sockets * cpu.threads, cost=cost, watts=watts,
                 findings=tuple(population.check(config)),
                 sockets=len(config.sockets),
-                far_latency_ns=(far_latency if mode in kinds.TIERED
-                                and mode != kinds.MEMORY_MODE else None),
+                far_latency_ns=(far_latency
+                                if kind.far_memory == kinds.CXL_MEDIUM
+                                else None),
                 near_bandwidth_gbps=near_bw, far_bandwidth_gbps=far_bw)
 
 
@@ -269,8 +269,7 @@ def cell_sizing(config, policies=None):
     """
     if policies is None:
         # Only the namespace overhead is read, and not for the cells.
-        from nova_pmem_filters.planner import scenario
-        policies = scenario.Policies()
+        policies = sec.resolved(sec.Policies())
     return vmsizing.cells(node(config, policies))
 
 
@@ -299,7 +298,7 @@ def fit(node_, workload, policies, performance, t_hit=None, admitted=None):
     """The :class:`Fit` of one workload on one node.
 
     :param admitted: (VMs, reason) Nova admits as nova-config configures
-        it (:func:`nova_pmem_filters.planner.realise.admitted`); below the
+        it (:func:`nova_pmem_filters.planner.admission.admitted`); below the
         model's count, it is the density, and its reason (``shared_ratio``,
         ``near_memory_rounding``) the binding.
     """
@@ -319,7 +318,7 @@ def fit(node_, workload, policies, performance, t_hit=None, admitted=None):
         vms_per_kw=vms / (node_.watts / 1000.0) if node_.watts else math.inf,
         per_vm_throughput=t, node_throughput=vms * t,
         hit_fraction=memperf.hit_fraction(node_, workload, vms, policies),
-        warnings=tuple(f.code for f in population.warnings(
+        warnings=tuple(f.code for f in common.warnings(
             node_.findings)))
 
 
@@ -384,7 +383,7 @@ def compare(scenario, admitted=None):
 
     :param admitted: {(config, workload): (VMs, reason)} that Nova admits
         as configured
-        (:func:`nova_pmem_filters.planner.realise.admitted_counts`); the
+        (:func:`nova_pmem_filters.planner.admission.admitted_counts`); the
         densities are then those.
 
     :returns: a list of (Fit, relative_throughput, cost_vs_baseline) in

@@ -17,6 +17,7 @@ import math
 
 import pandas as pd
 
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import scenario
 
@@ -47,8 +48,8 @@ class Result:
     frame: pd.DataFrame
     # Every valid population in the band, by configuration name.
     nodes: dict
-    platform: scenario.Platform
-    cpu: scenario.Cpu
+    platform: sec.Platform
+    cpu: sec.Cpu
     workload: scenario.Workload
     dimms: tuple
     modes: tuple
@@ -71,14 +72,17 @@ def module_class(dimm):
     watts, bandwidth, latency, lanes...) are interchangeable in a plan.
     """
     return tuple(getattr(dimm, f.name) for f in dataclasses.fields(dimm)
-                 if f.name not in _NOT_MEASURES)
+                 if not _names_or_cites(f.name))
 
 
-# The fields of a module that name it or cite where its figures come from:
-# every other field (one added later too) is a figure a rule or the model
-# may read.
-_NOT_MEASURES = frozenset(['name', 'source', 'price_source',
-                           'watts_source'])
+def _names_or_cites(field):
+    """Whether a module's field names it, says it or cites a source.
+
+    Every other field (one added later too) is a figure a rule or the model
+    may read.
+    """
+    return field in ('name', 'description', 'source') or field.endswith(
+        '_source')
 
 
 def equivalence_key(config):

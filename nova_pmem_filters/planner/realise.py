@@ -67,25 +67,6 @@ from nova_pmem_filters.planner import model
 
 COLUMNS = ('scope', 'target', 'key', 'value', 'command')
 
-# The memory arithmetic lives in nova_pmem_filters.planner.admission (it
-# imports no oslo.config, for compare); these names were this module's first.
-_RATIO_DIGITS = admission.RATIO_DIGITS
-placement_admits = admission.placement_admits
-cell_admits = admission.cell_admits
-_numa_memory_target = admission.numa_memory_target
-host_reserve_mb = admission.host_reserve_mb
-memory_settings = admission.memory_settings
-memory_admits = admission.memory_admits
-_fmt = admission.fmt
-ratio_text = admission.ratio_text
-near_memory_inventory = admission.near_memory_inventory
-compute_memory = admission.compute_memory
-shared_ratio = admission.shared_ratio
-admitted = admission.admitted
-admitted_counts = admission.admitted_counts
-SHARED_RATIO = admission.SHARED_RATIO
-NEAR_MEMORY_ROUNDING = admission.NEAR_MEMORY_ROUNDING
-
 
 def aggregate_name(config_name):
     return 'pmem-%s' % config_name
@@ -93,14 +74,6 @@ def aggregate_name(config_name):
 
 # Where nova-compute reads provider configs by default.
 PROVIDER_CONFIG_FILE = '/etc/nova/provider_config/nova-pmem-near-memory.yaml'
-
-
-def provider_config_yaml(inventory):
-    """The provider config of ``inventory``, as one line of YAML."""
-    return yaml.safe_dump(
-        providerconfig.near_memory_provider_config(inventory),
-        default_flow_style=True,
-        width=float('inf')).strip()
 
 
 # The root disk of the flavors the plan creates, GB. Not 0: Nova's policy
@@ -145,7 +118,7 @@ def rows(scen, workloads=None, placement_accounting=False):
 
     def add(scope, target, key, value, command, **extra):
         row = {'scope': scope, 'target': target, 'key': key,
-               'value': _fmt(value), 'command': command}
+               'value': admission.fmt(value), 'command': command}
         row.update(extra)
         result.append(row)
 
@@ -155,9 +128,9 @@ def rows(scen, workloads=None, placement_accounting=False):
         # option's includes Nova's defaults; ``items`` are what we add.
         add('scheduler' if role == SCHEDULER_ROLE else 'compute', target,
             '[%s] %s' % (section, option), value,
-            '[%s] %s = %s' % (section, option, _fmt(value)), object=role,
-            section=section, option=option, items=items,
-            line_value=_fmt(value), nova_default=nova_default)
+            '[%s] %s = %s' % (section, option, admission.fmt(value)),
+            object=role, section=section, option=option, items=items,
+            line_value=admission.fmt(value), nova_default=nova_default)
 
     for name, config in scen.configs.items():
         agg = aggregate_name(name)
@@ -166,23 +139,21 @@ def rows(scen, workloads=None, placement_accounting=False):
         for key, value in sorted(model.aggregate_metadata(config).items()):
             add('aggregate', agg, key, value,
                 'openstack aggregate set --property %s %s'
-                % (shlex.quote('%s=%s' % (key, _fmt(value))),
+                % (shlex.quote('%s=%s' % (key, admission.fmt(value))),
                    shlex.quote(agg)), object=agg)
-        reserved, ratio = compute_memory(scen, name, chosen)
+        reserved, ratio = admission.compute_memory(scen, name, chosen)
         role = compute_role(agg)
         target = 'nova.conf of the hosts in %s' % agg
         conf(role, target, 'DEFAULT', 'reserved_host_memory_mb', reserved)
         conf(role, target, 'DEFAULT', 'ram_allocation_ratio',
-             ratio_text(ratio))
+             admission.ratio_text(ratio))
         conf(role, target, 'DEFAULT', 'cpu_allocation_ratio',
-             _fmt(float(policies.cpu_overcommit)))
+             admission.fmt(float(policies.cpu_overcommit)))
         if placement_accounting:
-            inventory = near_memory_inventory(config, policies, ratio)
-            add('provider', '%s on the hosts in %s'
-                % (PROVIDER_CONFIG_FILE, agg), placement.NEAR_MEMORY_RC,
-                'total=%d allocation_ratio=%s'
-                % (inventory['total'], _fmt(inventory['allocation_ratio'])),
-                provider_config_yaml(inventory), object=role)
+            inventory = admission.near_memory_inventory(config, policies,
+                                                        ratio)
+            args, extra = _provider_row(agg, role, inventory)
+            add(*args, **extra)
 
     sched = 'nova.conf of the schedulers'
     fs = nova_scheduler.FILTER_SCHEDULER
@@ -206,7 +177,7 @@ def rows(scen, workloads=None, placement_accounting=False):
          _joined(_nova_default_list('weight_classes'),
                  [classes.ALL_WEIGHERS]), items=[classes.ALL_WEIGHERS])
     conf(SCHEDULER_ROLE, sched, 'pmem', 'cache_overcommit_ratio',
-         _fmt(float(policies.cache_overcommit)))
+         admission.fmt(float(policies.cache_overcommit)))
 
     for workload in chosen:
         flavor = workload.flavor_name
@@ -224,9 +195,21 @@ def rows(scen, workloads=None, placement_accounting=False):
         for key, value in sorted(specs.items()):
             add('flavor', workload.name, key, value,
                 'openstack flavor set --property %s %s'
-                % (shlex.quote('%s=%s' % (key, _fmt(value))),
+                % (shlex.quote('%s=%s' % (key, admission.fmt(value))),
                    shlex.quote(flavor)), object=flavor)
     return result
+
+
+def _provider_row(agg, role, inventory):
+    """The ``provider`` row of an aggregate's computes, as (args, extra)."""
+    config = providerconfig.near_memory_provider_config(inventory)
+    return (('provider', '%s on the hosts in %s' % (PROVIDER_CONFIG_FILE, agg),
+             placement.NEAR_MEMORY_RC, 'total=%d allocation_ratio=%s'
+             % (inventory['total'],
+                admission.fmt(inventory['allocation_ratio'])),
+             providerconfig.dumps(config, _provider_source(role),
+                                  one_line=True)),
+            {'object': role, 'provider_config': config})
 
 
 def settings(scen, workloads=None, placement_accounting=False):
@@ -234,7 +217,7 @@ def settings(scen, workloads=None, placement_accounting=False):
 
     :param workloads: names of the workloads to plan for (default all); the
         memory allocation ratio of a configuration is the smallest any of
-        them needs, so that none is over-admitted.
+        them needs, so that none is over-admission.admitted.
     :param placement_accounting: also emit the ``CUSTOM_NEAR_MEMORY_MB``
         provider-config inventory of each configuration and the flavor
         extra spec that requests it.
@@ -315,18 +298,19 @@ def provider_config(plan_rows, role, comments=()):
     """The provider config file of the computes of ``role``, as YAML.
 
     From the ``provider`` row of that role (``placement_accounting``), for
-    ``PROVIDER_CONFIG_FILE`` on each of its hosts: read back as Nova reads
-    it (:func:`providerconfig.parse`).
+    ``PROVIDER_CONFIG_FILE`` on each of its hosts: checked as Nova reads it
+    (:func:`providerconfig.dumps`).
     """
     found = [r for r in plan_rows
              if r['scope'] == 'provider' and r['object'] == role]
     if not found:
         raise KeyError(role)
-    config = providerconfig.parse(yaml.safe_load(found[0]['command']),
-                                  'the provider config of %s' % role)
-    body = yaml.safe_dump(config.as_dict(), default_flow_style=False,
-                          sort_keys=False)
-    return ''.join('# %s\n' % c if c else '#\n' for c in comments) + body
+    return providerconfig.dumps(found[0]['provider_config'],
+                                _provider_source(role), comments)
+
+
+def _provider_source(role):
+    return 'the provider config of %s' % role
 
 
 def _snippet(line, width=40):
@@ -434,7 +418,7 @@ def _yaml_scalar(text):
     """``text`` as YAML would type it, when that reads back the same."""
     value = yaml.safe_load(text)
     if isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and _fmt(value) == text:
+            and admission.fmt(value) == text:
         return value
     return text
 

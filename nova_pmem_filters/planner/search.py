@@ -45,12 +45,14 @@ one is tested and timed against.
 
 import math
 
-from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_schema as sch
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.planner import enumeration
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
+from nova_pmem_filters.planner.population import cpus
 from nova_pmem_filters.planner import ranking
 
 
@@ -118,10 +120,10 @@ def _number(value, option, integer=False, positive=False):
             option, 'a whole number' if integer else 'a number', value))
     # The scenario's bound on every number, in its words: 1e300 was an
     # 884-character message with two 300-digit numbers.
-    if number > document.NUMBER_LIMIT:
+    if number > sch.NUMBER_LIMIT:
         raise errors.PlannerError('%s: must be at most %s, got %s' % (
-            option, document.short_number(document.NUMBER_LIMIT),
-            document.short_number(number)))
+            option, sch.short_number(sch.NUMBER_LIMIT),
+            sch.short_number(number)))
     if number < 0 or (positive and number == 0):
         raise errors.PlannerError('%s: must be %s, got %r' % (
             option, 'greater than 0' if positive else 'at least 0', value))
@@ -153,7 +155,7 @@ def run(scen, platform, cpu, workload=None, dimms=None, modes=None,
     proc = _lookup(catalog.cpus, cpu, '--cpu', 'CPU')
     # The scenario loader refuses such a configuration by the same rule;
     # searching it would rank populations of a machine that cannot exist.
-    problem = population.cpu_problem(plat, proc, catalog)
+    problem = cpus.cpu_problem(plat, proc, catalog)
     if problem is not None:
         raise errors.PlannerError('--cpu: %s (%s) [%s]' % (
             problem.message, problem.code, problem.source))
@@ -222,7 +224,7 @@ def run(scen, platform, cpu, workload=None, dimms=None, modes=None,
 
 def _nothing_found(platform, cpu, dimms, modes, budget, band, low, high,
                    policies):
-    short = document.short_number
+    short = sch.short_number
     what = ('no valid population of platform %s with CPU %s (%s; %s) costs '
             '%s +-%g%% (%s to %s)'
             % (platform.name, cpu.name, ', '.join(modes),
@@ -231,7 +233,7 @@ def _nothing_found(platform, cpu, dimms, modes, budget, band, low, high,
     inside = enumeration.candidates(platform, cpu, dimms, modes, low, high)
     if inside:
         mode, per = inside[0]
-        findings = population.errors(population.check(
+        findings = common.errors(population.check(
             enumeration.make_config(platform, cpu, mode, per)))
         first = findings[0] if findings else None
         return ('%s: the %d populations in the band are all invalid, e.g. '

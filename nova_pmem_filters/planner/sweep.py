@@ -45,8 +45,8 @@ def grid(power_prices=(), hot_ratios=(), demand_scales=()):
 
 def variant(scen, point):
     """The scenario with the point's price, hot ratio and demand."""
+    from nova_pmem_filters.core.formats import scenario_sections as sec
     from nova_pmem_filters.core.rules import extra_specs
-    from nova_pmem_filters.planner import scenario as scenario_mod
     changes = {}
     if point.power_price_per_kwh is not None:
         changes['economics'] = dataclasses.replace(
@@ -62,7 +62,7 @@ def variant(scen, point):
                     w.request, hot_ratio=float(point.hot_ratio)))
         changes['workloads'] = workloads
     if point.demand_scale != 1.0:
-        changes['demand'] = tuple(scenario_mod.Period(
+        changes['demand'] = tuple(sec.Period(
             name=p.name, years=p.years,
             vms={w: int(round(n * point.demand_scale))
                  for w, n in p.vms.items()}) for p in scen.demand)

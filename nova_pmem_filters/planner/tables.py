@@ -27,6 +27,7 @@ from nova_pmem_filters.planner import memperf
 
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner.population import sources
 
 # Prices in the built-in catalog are US dollars; a scenario's own catalog
@@ -311,13 +312,13 @@ def configs_rows(scen):
             'dram_gb': config.dram_gb, 'pmem_gb': config.pmem_gb,
             'node_cost': round(node.cost, 2),
             'node_watts': round(node.watts, 1),
-            'errors': '; '.join(f.message for f in population.errors(
+            'errors': '; '.join(f.message for f in common.errors(
                 node.findings)),
-            'warnings': '; '.join(f.message for f in population.warnings(
+            'warnings': '; '.join(f.message for f in common.warnings(
                 node.findings)),
             'checks': ', '.join('%s %s' % (f.severity, f.code) for f in
-                                population.errors(node.findings)
-                                + population.warnings(node.findings)),
+                                common.errors(node.findings)
+                                + common.warnings(node.findings)),
         })
     return rows
 

@@ -19,6 +19,7 @@ specs do not parse counts all its RAM (the core's rule,
 :func:`nova_pmem_filters.core.rules.extra_specs.counted_hot_mb`).
 """
 
+import dataclasses
 import time
 import typing
 
@@ -54,7 +55,8 @@ class Entry(typing.NamedTuple):
     ram_cells: tuple
 
 
-class HostRecord(object):
+@dataclasses.dataclass(slots=True, eq=False)
+class HostRecord:
     """The total of a host whose instances have not changed since summed.
 
     ``uuids``: the frozenset of its instance UUIDs; ``total``: their
@@ -64,16 +66,12 @@ class HostRecord(object):
     objects when last seen (see _unchanged).
     """
 
-    __slots__ = ('uuids', 'total', 'oldest', 'idents', 'instances',
-                 'objects')
-
-    def __init__(self, uuids, total, oldest, idents, instances, objects):
-        self.uuids = uuids
-        self.total = total
-        self.oldest = oldest
-        self.idents = idents
-        self.instances = instances
-        self.objects = objects
+    uuids: frozenset
+    total: object
+    oldest: float
+    idents: frozenset
+    instances: dict
+    objects: list
 
 
 def _newly_pushed(instances, idents):

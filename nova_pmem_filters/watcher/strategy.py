@@ -24,8 +24,10 @@ Audit parameters (:meth:`TieredMemoryRebalance.get_schema`): ``act_above``,
 ``aim_below`` and ``max_migrations``, the plan's hysteresis and cap.
 Options (``[watcher_strategies.tiered_memory_rebalance]``,
 :meth:`TieredMemoryRebalance.get_config_opts`): Prometheus's URL, TLS and
-timeout, the query, and the scheduler's ``[pmem]`` settings the rules
-need.
+timeout, the query, and the nova.conf files whose ``[pmem]`` settings the
+rules need (:mod:`nova_pmem_filters.conf.schedulerconf`, read as
+nova-scheduler reads them: set once, in nova.conf). The four ``[pmem]``
+options this section used to repeat still win where set, deprecated.
 
 An instance Watcher must not move (not active, so no live migration; or
 excluded by the audit's scope) is given to the plan as not movable: it
@@ -33,6 +35,8 @@ stays, and still counts on its host.
 """
 
 import copy
+import dataclasses
+import os
 
 from oslo_config import cfg
 from oslo_log import log
@@ -41,8 +45,8 @@ from watcher.common import nova_helper
 from watcher.decision_engine.strategy.strategies import base
 
 from nova_pmem_filters.conf import pmem
+from nova_pmem_filters.conf import schedulerconf
 from nova_pmem_filters.core.plans import rebalance
-from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.watcher import goal
 from nova_pmem_filters.watcher import inputs
 from nova_pmem_filters.watcher import workingsets
@@ -53,6 +57,8 @@ DISPLAY_NAME = 'Tiered memory rebalance'
 # The scheduler's [pmem] options the rules read, under the same names.
 PMEM_OPTIONS = ('default_host_mode', 'default_flavor_modes',
                 'default_hot_ratio', 'cache_overcommit_ratio')
+# Where nova-scheduler's settings are, by default.
+NOVA_CONFIG_FILES = ['/etc/nova/nova.conf']
 
 
 class WorkingSetsUnavailable(exception.DataSourceNotAvailable):
@@ -67,10 +73,65 @@ class NeedsFlavorExtraSpecs(exception.WatcherException):
                'enable_extended_attributes = true in watcher.conf.')
 
 
-def _pmem_opts():
-    """Copies of the scheduler's [pmem] options, registered here too."""
+def _deprecated_pmem_opts():
+    """The scheduler's [pmem] options this section once repeated.
+
+    The same declarations (type, choices, bounds), without a default: None
+    says the operator did not set it here, and nova.conf's value applies.
+    """
     by_name = {opt.name: opt for opt in pmem.pmem_opts}
-    return [copy.deepcopy(by_name[name]) for name in PMEM_OPTIONS]
+    found = []
+    for name in PMEM_OPTIONS:
+        opt = copy.deepcopy(by_name[name])
+        opt.default = None
+        opt.deprecated_for_removal = True
+        opt.deprecated_reason = (
+            'Set [pmem] %s once, in the nova.conf that nova_config_files '
+            'names: the strategy reads it there.' % name)
+        opt.help = ('Deprecated: overrides [pmem] %s of nova_config_files. '
+                    % name + opt.help)
+        found.append(opt)
+    return found
+
+
+# Made once: Watcher registers a strategy's options again at each audit,
+# and oslo.config marks an option once it has logged its deprecation, so a
+# fresh copy would differ from the registered one (DuplicateOptError).
+DEPRECATED_PMEM_OPTS = _deprecated_pmem_opts()
+
+
+def scheduler_settings(strategy_conf):
+    """The scheduler's ``[pmem]`` settings, as the rules need them.
+
+    From ``nova_config_files`` (later files override earlier ones); a
+    deprecated option of the strategy's own section wins where set. Where
+    the option is left at its default and that file is missing (a
+    decision engine without nova.conf), the ``[pmem]`` defaults, as before
+    the option existed, with a warning.
+
+    :returns: a :class:`~nova_pmem_filters.conf.schedulerconf.NovaConfig`.
+    :raises exception.Invalid: a file that is missing (named by the
+        operator), cannot be read, or holds a value nova-scheduler would
+        refuse: one line, naming it.
+    """
+    files = list(strategy_conf.nova_config_files)
+    if files == NOVA_CONFIG_FILES and not os.path.exists(files[0]):
+        LOG.warning('%s does not exist: the scheduler\'s [pmem] settings '
+                    'are taken as their defaults. Set [watcher_strategies.'
+                    '%s] nova_config_files to the nova.conf of '
+                    'nova-scheduler.', files[0], NAME)
+        files = []
+    try:
+        nova = schedulerconf.load(files)
+    except schedulerconf.ConfigError as exc:
+        raise exception.Invalid(
+            message='[watcher_strategies.%s] nova_config_files: %s'
+            % (NAME, exc))
+    own = {name: strategy_conf[name] for name in PMEM_OPTIONS
+           if strategy_conf[name] is not None}
+    if 'default_flavor_modes' in own:
+        own['default_flavor_modes'] = tuple(own['default_flavor_modes'])
+    return dataclasses.replace(nova, **own)
 
 
 class TieredMemoryRebalance(base.BaseStrategy):
@@ -175,7 +236,13 @@ class TieredMemoryRebalance(base.BaseStrategy):
                        help='PromQL instant query of the working sets, in '
                        'bytes, one series per instance with its uuid '
                        'label.'),
-        ] + _pmem_opts()
+            cfg.ListOpt('nova_config_files', default=NOVA_CONFIG_FILES,
+                        help='The nova.conf files of nova-scheduler, in '
+                        'the order it reads them: their [pmem] settings '
+                        '(default_host_mode, default_flavor_modes, '
+                        'default_hot_ratio, cache_overcommit_ratio) are '
+                        'the rules the plan follows.'),
+        ] + DEPRECATED_PMEM_OPTS
 
     @property
     def nova(self):
@@ -211,20 +278,20 @@ class TieredMemoryRebalance(base.BaseStrategy):
 
     def do_execute(self, audit=None):
         params = self.input_parameters
+        nova = scheduler_settings(self.config)
         measured = self.working_sets()
         hosts, self.left_out = inputs.hosts(
             self.compute_model, self.nova.get_aggregate_list(), measured,
-            self.config.default_host_mode)
+            nova.default_host_mode)
         for name, why in self.left_out:
             LOG.info('%s: not planned on: %s', name, why)
-        defaults = extra_specs.Defaults.from_options(self.config)
         try:
             self.plan = rebalance.plan(
                 hosts, act_above=params.act_above,
                 aim_below=params.aim_below,
                 max_moves=params.max_migrations,
-                cache_overcommit_ratio=self.config.cache_overcommit_ratio,
-                defaults=defaults)
+                cache_overcommit_ratio=nova.cache_overcommit_ratio,
+                defaults=nova.defaults)
         except rebalance.RebalanceError as exc:
             raise exception.Invalid(message=str(exc))
         for unfixed in self.plan.unfixed:

@@ -9,15 +9,18 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Nova's functional test package is imported before any test module.
+"""Nova's monkey patching, before any module of these tests imports Nova.
 
-Importing it monkey-patches the process for eventlet, and that must come
-before urllib3, oslo.context and oslo.db's thread-locals are imported: a
-test module that imports them first (requests, for one) leaves real
-thread-locals that the services' greenthreads share. On Nova 31.x
-(OpenStack 2025.1) a live migration then fails in the compute ("Can't
-upgrade a READER transaction to a WRITER mid-transaction": the API's
-database transaction seen from the compute's greenthread).
+As Nova's own ``nova/tests/functional/__init__.py`` does. Nova patches when
+``nova.tests.functional`` is first imported, but the test modules import
+``nova.conf`` and ``nova.context`` before that, and ``nova.context``
+imports oslo.db's enginefacade: its per-thread store of a context's open
+transaction was then a real thread's, shared by every greenthread of the
+services. A greenthread reading with a context (a READER transaction) let
+another one that writes with the same context fail with "Can't upgrade a
+READER transaction to a WRITER mid-transaction": the compute's claim,
+saving the compute node record with the context it was created with.
 """
 
-import nova.tests.functional  # noqa: F401
+from nova import monkey_patch  # noqa: E402
+monkey_patch.patch()  # noqa: E305

@@ -155,6 +155,35 @@ def capture_pmem_logs(test):
     test.addCleanup(test._assert_pmem_code_never_failed)
 
 
+def scheduler_told_of_boot(test, server):
+    """``server``; if ACTIVE, once nova-compute has told the scheduler.
+
+    nova-compute saves the server ACTIVE before it pushes it to the
+    scheduler (track_instance_changes) and then notifies create.end: wait
+    for the push, or the next boot may be scheduled without this server in
+    the host's instances. ``test._builds`` counts the waits.
+    """
+    if server['status'] == 'ACTIVE':
+        test._builds += 1
+        test.notifier.wait_for_versioned_notifications(
+            'instance.create.end', n_events=test._builds)
+    return server
+
+
+def delete_told_to_scheduler(test, server):
+    """Delete ``server``; return once nova-compute has told the scheduler.
+
+    nova-compute tells the scheduler before it notifies delete.end; a
+    server that never left the API (NoValidHost) is deleted there, and
+    notifies delete.end too: counted (``test._deletes``), so that the next
+    wait is for the next delete.
+    """
+    test.api.delete_server(server['id'])
+    test._deletes += 1
+    test.notifier.wait_for_versioned_notifications(
+        'instance.delete.end', n_events=test._deletes)
+
+
 class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
     """Nova with the pmem filters and weighers, and one host per mode.
 
@@ -255,25 +284,10 @@ class PmemTestBase(integrated_helpers.ProviderUsageBaseTestCase):
             flavor_id=flavor_id, image_uuid=IMAGE, networks='none', az=az)})
         server = self._wait_for_state_change(
             server, expected_state or ('ACTIVE', 'ERROR'))
-        if server['status'] == 'ACTIVE':
-            # nova-compute saves the server ACTIVE before it pushes it to the
-            # scheduler (track_instance_changes) and then notifies
-            # create.end: wait for the push, or the next boot may be
-            # scheduled without this server in the host's instances.
-            self._builds += 1
-            self.notifier.wait_for_versioned_notifications(
-                'instance.create.end', n_events=self._builds)
-        return server
+        return scheduler_told_of_boot(self, server)
 
     def _delete(self, server):
-        self.api.delete_server(server['id'])
-        # nova-compute tells the scheduler before it notifies delete.end;
-        # a server that never left the API (NoValidHost) is deleted there,
-        # and notifies delete.end too: counted, so that the next wait is
-        # for the next delete.
-        self._deletes += 1
-        self.notifier.wait_for_versioned_notifications(
-            'instance.delete.end', n_events=self._deletes)
+        delete_told_to_scheduler(self, server)
         self._wait_until_deleted(server)
 
     # -- what the scheduler sees ----------------------------------------------

@@ -167,18 +167,11 @@ class NumaTestBase(libvirt_base.ServersTestBase):
         if host:
             body['host'] = host
         server = self.api.post_server({'server': body})
-        server = self.wait_for(server, ('ACTIVE', 'ERROR'))
-        if server['status'] == 'ACTIVE':
-            self._builds += 1
-            self.notifier.wait_for_versioned_notifications(
-                'instance.create.end', n_events=self._builds)
-        return server
+        return base.scheduler_told_of_boot(
+            self, self.wait_for(server, ('ACTIVE', 'ERROR')))
 
     def delete(self, server):
-        self.api.delete_server(server['id'])
-        self._deletes += 1
-        self.notifier.wait_for_versioned_notifications(
-            'instance.delete.end', n_events=self._deletes)
+        base.delete_told_to_scheduler(self, server)
 
     def wait_for(self, server, states, max_retries=1000):
         return base.wait_for_status(self, server, states, max_retries)

@@ -29,28 +29,18 @@ from nova.compute import provider_config
 from nova.conf import scheduler as nova_scheduler_conf
 from nova.scheduler import filters as nova_filters
 from nova.scheduler import weights as nova_weights
-from oslo_config import cfg
 import testtools
 import yaml
 
-from nova_pmem_filters.conf import pmem as pmem_conf
 from nova_pmem_filters.core.rules import placement
 from tests import devstack_plugin
 from tests.functional import base
+from tests import novaconf
 
 TOP = devstack_plugin.TOP
 DISCOVER_DATA = os.path.join(TOP, 'tests', 'unit', 'discover_data')
 DEVSTACK_NOVA_CONF = devstack_plugin.DEVSTACK_NOVA_CONF
 Devstack = devstack_plugin.Devstack
-
-
-def nova_view(path):
-    """nova.conf as nova-scheduler reads it: Nova's options and ours."""
-    conf = cfg.ConfigOpts()
-    nova_scheduler_conf.register_opts(conf)
-    pmem_conf.register_opts(conf)
-    conf(['--config-file', path], project='nova', default_config_files=[])
-    return conf
 
 
 class PostConfigTestCase(testtools.TestCase):
@@ -73,7 +63,7 @@ class PostConfigTestCase(testtools.TestCase):
         # Nothing devstack wrote is lost.
         self.assertIn('# written by devstack', once)
         self.assertIn('track_instance_changes = True', once)
-        conf = nova_view(devstack.nova_conf)
+        conf = novaconf.nova_view(devstack.nova_conf)
         fs = conf.filter_scheduler
         self.assertEqual(['nova.scheduler.filters.all_filters',
                           'nova_pmem_filters.filters.all_filters'],
@@ -102,7 +92,7 @@ class PostConfigTestCase(testtools.TestCase):
             NOVA_PMEM_ENABLE_WEIGHERS='False'))
         for _ in range(2):
             devstack.run('stack', 'post-config')
-        fs = nova_view(devstack.nova_conf).filter_scheduler
+        fs = novaconf.nova_view(devstack.nova_conf).filter_scheduler
         self.assertEqual(['nova.scheduler.filters.all_filters',
                           'acme.filters.all_filters',
                           'nova_pmem_filters.filters.all_filters'],
@@ -114,7 +104,7 @@ class PostConfigTestCase(testtools.TestCase):
     def test_nova_defaults_kept_where_nova_conf_is_silent(self):
         devstack = self.useFixture(Devstack(nova_conf='[DEFAULT]\n'))
         devstack.run('stack', 'post-config')
-        conf = nova_view(devstack.nova_conf)
+        conf = novaconf.nova_view(devstack.nova_conf)
         defaults = {o.dest: o.default for o in
                     nova_scheduler_conf.filter_scheduler_opts}
         fs = conf.filter_scheduler
@@ -131,7 +121,7 @@ class PostConfigTestCase(testtools.TestCase):
     def test_resolves_through_novas_loaders(self):
         devstack = self.useFixture(Devstack())
         devstack.run('stack', 'post-config')
-        fs = nova_view(devstack.nova_conf).filter_scheduler
+        fs = novaconf.nova_view(devstack.nova_conf).filter_scheduler
         filters = nova_filters.HostFilterHandler().get_matching_classes(
             fs.available_filters)
         names = {cls.__name__ for cls in filters}
@@ -223,7 +213,7 @@ class DevstackConfiguredNovaTest(base.PmemTestBase):
         devstack = self.useFixture(Devstack(
             NOVA_PMEM_CONF_DEFAULT_HOT_RATIO='0.25'))
         devstack.run('stack', 'post-config')
-        self.plugin_conf = nova_view(devstack.nova_conf)
+        self.plugin_conf = novaconf.nova_view(devstack.nova_conf)
         self.flags(default_hot_ratio=self.plugin_conf.pmem.default_hot_ratio,
                    group='pmem')
         super().setUp()

@@ -50,6 +50,7 @@ import re
 
 from nova import objects
 
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import decide
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
@@ -73,8 +74,9 @@ CPUS = len(CPU_CELLS) * numa_base.CPUS_PER_CELL
 FLAVOR_MB = 2048
 HOT_RATIO = '0.25'
 # nova.conf as nova-config would write it for these policies.
-POLICIES = scenario.Policies(memory_cap=1.5, host_reserve_gb=0.0,
-                             cpu_overcommit=16.0, cache_overcommit=1.0)
+POLICIES = sec.resolved(sec.Policies(
+    memory_cap=1.5, host_reserve_gb=0.0, cpu_overcommit=16.0,
+    cache_overcommit=1.0))
 FILTER_RESULTS = re.compile(
     r"Filtering removed all hosts for the request with instance ID "
     r"'(?P<uuid>[0-9a-f-]+)'\. Filter results: (?P<results>\[.*\])")

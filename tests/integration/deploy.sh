@@ -435,13 +435,22 @@ setup_keystone() {
         --bootstrap-public-url "$KEYSTONE_URL"
 }
 
-start_keystone() {
-    start keystone env OS_KEYSTONE_CONFIG_DIR="$WORK/etc" \
+start_wsgi() {
+    # start_wsgi NAME PORT KEEPALIVE MODULE VAR=VALUE...: the application
+    # of tests.integration.MODULE under gunicorn, two workers of 8 threads,
+    # in the environment VAR=VALUE...
+    local name=$1 port=$2 keepalive=$3 module=$4
+    shift 4
+    start "$name" env "$@" \
         "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
-        --bind "127.0.0.1:$KEYSTONE_PORT" --workers 2 --threads 8 \
-        --keep-alive "$KEYSTONE_KEEPALIVE_S" --timeout 120 \
-        --graceful-timeout 5 \
-        tests.integration.wsgi_keystone:application
+        --bind "127.0.0.1:$port" --workers 2 --threads 8 \
+        --keep-alive "$keepalive" --timeout 120 --graceful-timeout 5 \
+        "tests.integration.$module:application"
+}
+
+start_keystone() {
+    start_wsgi keystone "$KEYSTONE_PORT" "$KEYSTONE_KEEPALIVE_S" \
+        wsgi_keystone OS_KEYSTONE_CONFIG_DIR="$WORK/etc"
 }
 
 wait_keystone() {
@@ -458,22 +467,15 @@ setup_identity() {
 }
 
 start_placement() {
-    start placement env OS_PLACEMENT_CONFIG_DIR="$WORK/etc" \
-        "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
-        --bind "127.0.0.1:$PLACEMENT_PORT" --workers 2 --threads 8 \
-        --keep-alive "$PLACEMENT_KEEPALIVE_S" --timeout 120 \
-        --graceful-timeout 5 \
-        tests.integration.wsgi_placement:application
+    start_wsgi placement "$PLACEMENT_PORT" "$PLACEMENT_KEEPALIVE_S" \
+        wsgi_placement OS_PLACEMENT_CONFIG_DIR="$WORK/etc"
     wait_for 60 Placement http_ok "http://127.0.0.1:$PLACEMENT_PORT/"
 }
 
 start_api() {
-    start nova-api env OS_NOVA_CONFIG_DIR="$WORK/etc" \
-        OS_NOVA_CONFIG_FILES="api-paste.ini;nova.conf;nova-api.conf" \
-        "$VENV/bin/gunicorn" --chdir "$TOP" --no-control-socket \
-        --bind "127.0.0.1:$API_PORT" --workers 2 --threads 8 \
-        --keep-alive "$KEEPALIVE_S" --timeout 120 --graceful-timeout 5 \
-        tests.integration.wsgi_nova_api:application
+    start_wsgi nova-api "$API_PORT" "$KEEPALIVE_S" wsgi_nova_api \
+        OS_NOVA_CONFIG_DIR="$WORK/etc" \
+        OS_NOVA_CONFIG_FILES="api-paste.ini;nova.conf;nova-api.conf"
 }
 
 start_stubs() {
@@ -604,23 +606,31 @@ wait_groups_gone() {
     done
 }
 
-cmd_down() {
-    # Every group gets SIGTERM at once, then SIGKILL whatever is left after
-    # 15 s: a graceful stop is not what is under test.
-    local f pid pids=()
-    [[ -d $WORK/pids ]] || return 0
-    for f in "$WORK"/pids/*.pid; do
+stop_groups() {
+    # stop_groups TRIES PIDFILE...: SIGTERM to the process group of each
+    # pid file that exists, all at once; SIGKILL whatever is left after
+    # TRIES x 0.25 s (a graceful stop is not what is under test); then the
+    # pid files go.
+    local tries=$1 f pid pids=()
+    shift
+    for f in "$@"; do
         [[ -e $f ]] || continue
         pid=$(cat "$f")
         pids+=("$pid")
         kill -TERM -- "-$pid" 2>/dev/null || true
     done
-    wait_groups_gone 60 "${pids[@]+"${pids[@]}"}"
+    wait_groups_gone "$tries" "${pids[@]+"${pids[@]}"}"
     for pid in "${pids[@]+"${pids[@]}"}"; do
         kill -KILL -- "-$pid" 2>/dev/null || true
     done
     wait_groups_gone 20 "${pids[@]+"${pids[@]}"}"
-    rm -f "$WORK"/pids/*.pid
+    rm -f "$@"
+}
+
+cmd_down() {
+    # Every group at once, SIGKILL after 15 s.
+    [[ -d $WORK/pids ]] || return 0
+    stop_groups 60 "$WORK"/pids/*.pid
     log "deployment down"
 }
 
@@ -732,7 +742,8 @@ enable_extended_attributes = true
 period = $WATCHER_SYNC_S
 [watcher_strategies.tiered_memory_rebalance]
 prometheus_url = http://127.0.0.1:$PROMETHEUS_PORT
-default_hot_ratio = 0.5
+# The schedulers' [pmem] settings, read where they are set.
+nova_config_files = $WORK/etc/nova.conf
 EOF
     {
         printf 'global:\n  scrape_interval: %ss\n  scrape_timeout: %ss\n' \
@@ -818,24 +829,14 @@ EOF
             # All at once, SIGKILL after 5 s: Watcher's services take longer
             # than that to stop gracefully, which is not under test.
             local names=(watcher-applier watcher-decision-engine watcher-api
-                prometheus) pids=() pid
+                prometheus) files=()
             for spec in $COMPUTES; do
                 names+=("observer-${spec%%:*}")
             done
             for spec in "${names[@]}"; do
-                [[ -f $WORK/pids/$spec.pid ]] || continue
-                pid=$(cat "$WORK/pids/$spec.pid")
-                pids+=("$pid")
-                kill -TERM -- "-$pid" 2>/dev/null || true
+                files+=("$WORK/pids/$spec.pid")
             done
-            wait_groups_gone 20 "${pids[@]+"${pids[@]}"}"
-            for pid in "${pids[@]+"${pids[@]}"}"; do
-                kill -KILL -- "-$pid" 2>/dev/null || true
-            done
-            wait_groups_gone 20 "${pids[@]+"${pids[@]}"}"
-            for spec in "${names[@]}"; do
-                rm -f "$WORK/pids/$spec.pid"
-            done
+            stop_groups 20 "${files[@]}"
             ;;
         *) die "usage: $0 watcher start|stop" ;;
     esac

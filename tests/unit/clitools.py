@@ -13,6 +13,8 @@
 
 import io
 import logging
+import os
+import textwrap
 
 import fixtures
 
@@ -76,3 +78,41 @@ def messages(err):
         else:
             found.append(line)
     return found
+
+
+def dram_scenario(directory, name, workloads, top=''):
+    """The path of a scenario ``name`` of one DRAM configuration.
+
+    :param workloads: the YAML of its ``workloads:`` mapping, unindented.
+    :param top: more top-level YAML, after the workloads.
+    """
+    path = os.path.join(directory, name + '.yaml')
+    with open(path, 'w') as f:
+        f.write(textwrap.dedent('''\
+            name: %s
+            configs:
+              dram:
+                platform: ice-lake-2s
+                cpu: xeon-gold-6330
+                mode: dram
+                per_socket: {ddr4-32: 8}
+            workloads:
+            ''') % name + textwrap.indent(workloads, '  ') + top)
+    return path
+
+
+def without_progress(argv):
+    """``argv`` with --no-progress after it, then with -q before it.
+
+    (option, argv) each: the two ways to silence a command's progress.
+    """
+    return [('--no-progress', list(argv) + ['--no-progress']),
+            ('-q', ['-q'] + list(argv))]
+
+
+def assert_silent(test, argv):
+    """Without progress (``without_progress``), ``argv`` writes no stderr."""
+    for option, quiet in without_progress(argv):
+        status, _out, err = run_cli(test, quiet)
+        test.assertEqual(0, status, err)
+        test.assertEqual('', err, option)

@@ -138,7 +138,7 @@ def host_of(doc, source):
         vcpus = cpus.sockets * cpus.cores_per_socket * cpus.threads_per_core
     regions = namespaces = ()
     # Regions and namespaces matter where vPMEM goes: app_direct hosts.
-    if mode == kinds.APP_DIRECT:
+    if mode in kinds.NAMESPACE_KINDS:
         regions = tuple(sorted(
             _required(region, 'size_gb', '%s: regions.%d' % (source, i))
             for i, region in enumerate(document.given(doc.regions, ()))))

@@ -379,6 +379,13 @@ def objects(part, item_in_source=False):
 
 # --- files -----------------------------------------------------------------
 
+def yaml_text(data):
+    """A decoded document as the YAML of ``-f yaml``: keys in its order."""
+    import yaml
+
+    return yaml.safe_dump(data, default_flow_style=False, sort_keys=False)
+
+
 def read_json(path, error):
     """The decoded JSON of a file.
 

@@ -438,6 +438,14 @@ def dumps(prof):
     return json.dumps(prof, indent=2)
 
 
+def dumps_yaml(prof):
+    """The same document as YAML (``-f yaml``): the keys in that order.
+
+    :param prof: a :class:`Document`.
+    """
+    return document.yaml_text(to_dict(prof))
+
+
 def write(path, prof):
     """Write a host-profile file atomically: the old file or the new.
 

@@ -556,6 +556,11 @@ def dumps(doc):
     return json.dumps(doc.to_dict(), indent=2) + '\n'
 
 
+def dumps_yaml(doc):
+    """The same document as YAML (``-f yaml``): the keys in that order."""
+    return document.yaml_text(doc.to_dict())
+
+
 def read(path):
     """Read and check one observation file."""
     data = document.read_json(path, ObservationError)

@@ -23,8 +23,10 @@ start Nova with them: all build it with :func:`document`,
 we write (custom names, integer inventory fields) and an inventory whose
 ``min_unit <= max_unit <= total`` does not hold.
 
-This module works on the decoded document (a dict): YAML is the caller's.
-It imports nothing from Nova.
+:func:`dumps` writes it as YAML, the one writer of both tools: checked
+with :func:`parse` first, so that neither writes a file nova-compute would
+refuse. Everything else here works on the decoded document (a dict). It
+imports nothing from Nova, and PyYAML only when it writes.
 """
 
 import dataclasses
@@ -296,6 +298,34 @@ def parse(data, source):
             schema_version=SCHEMA_VERSION,
             providers=tuple(_provider(item, source, [PROVIDERS, i])
                             for i, item in enumerate(items)))
+
+
+def dumps(data, source, comments=(), one_line=False):
+    """``data`` as the YAML text of a provider config file.
+
+    :param data: the decoded document (from :func:`document`) or a
+        :class:`ProviderConfig`.
+    :param source: what ``data`` is, for the error.
+    :param comments: lines of a leading comment (an empty one is ``#``).
+    :param one_line: flow style on one line, keys sorted, no comments: the
+        planner's ``command`` column.
+    :raises ProviderConfigError: ``data`` is not a provider config Nova
+        would load (:func:`parse`), or does not read back the same.
+    """
+    import yaml
+
+    config = data if isinstance(data, ProviderConfig) else parse(data, source)
+    doc = config.as_dict()
+    if one_line:
+        return yaml.safe_dump(doc, default_flow_style=True,
+                              width=float('inf')).strip()
+    text = ''.join('# %s\n' % c if c else '#\n' for c in comments) + (
+        yaml.safe_dump(doc, default_flow_style=False, sort_keys=False))
+    # What Nova will read back must be what was checked.
+    if parse(yaml.safe_load(text), source) != config:
+        raise ProviderConfigError('%s does not survive a YAML round trip'
+                                  % source)
+    return text
 
 
 def near_memory_provider_config(inventory, name=None, traits=()):

@@ -15,26 +15,28 @@ A scenario (``doc/source/planner.rst``, "Scenario files") is a YAML
 document: a hardware catalog of its own, node configurations, workloads,
 policies, economics and demand. This module is its one home:
 
-- its keys are the fields of the classes below, one class per section
-  (:class:`Document`, :class:`Catalog`, :class:`Cpu`, :class:`Dimm`,
-  :class:`Platform`, :class:`Config`, :class:`Workload`, ...), and its JSON
-  Schemas (:data:`SCENARIO_SCHEMA`, :data:`CATALOG_SCHEMA`, ...) name the
-  same keys;
+- its keys are the fields of the classes of ``scenario_sections``, one
+  class per section (``Document``, ``Catalog``, ``Cpu``, ``Dimm``,
+  ``Platform``, ``Config``, ``Workload``, ...), and the JSON Schemas of
+  ``scenario_schema`` (``SCENARIO_SCHEMA``, ``CATALOG_SCHEMA``, ...) name
+  the same keys; ``scenario_yaml`` reads the YAML, bounded;
 - :func:`parse` reads a whole document into those values, checked: YAML,
   the schema (types, ranges, unknown keys), the rules between keys (a PMem
   DIMM's generation, one form of socket population, a bandwidth-bound
   workload's bandwidth, ``numa_nodes`` that divide the flavor, ...), the
   names it refers to (catalog entries, the baseline, the workloads of the
   demand) and its workloads' flavor extra specs, through the scheduler's
-  own parser. Every problem is a :class:`ScenarioError` whose one-line
-  message names the file, the key path and the rule;
-- :func:`to_mapping` and :func:`dumps` build a document from such values,
-  so that ``parse(dumps(document))`` gives ``document`` back.
+  own parser. Every problem is a ``scenario_schema.ScenarioError`` whose
+  one-line message names the file, the key path and the rule;
+- ``scenario_sections.to_mapping`` and :func:`dumps` build a document from
+  such values, so that ``parse(dumps(document))`` gives ``document`` back.
 
-A value is what the document says: a key it leaves out is ``None`` (the
-planner, ``nova_pmem_filters.planner.scenario``, applies its defaults when it
-builds its model on top of these values, with the built-in catalog, the DIMM
-population rules and the measured hot ratios).
+A value is what the document says: a key it leaves out is ``None``, so that
+the writer leaves it out too. What a reader assumes for such a key is
+declared once, with the key (``scenario_sections.resolved`` fills it in); the
+planner, ``nova_pmem_filters.planner.scenario``, builds its model on these
+resolved values, with the built-in catalog, the DIMM population rules and
+the measured hot ratios.
 
 This module imports nothing from Nova; PyYAML and jsonschema (which Nova
 requires) are imported when a document is read or written.
@@ -47,45 +49,6 @@ from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.core.rules import tiering
-
-
-# The format's names, whichever of its modules declares them: readers and
-# writers name them through this module, the front door of the format.
-CALIBRATION_SCHEMA = sch.CALIBRATION_SCHEMA
-CATALOG_SCHEMA = sch.CATALOG_SCHEMA
-CONFIG_LIMIT = sch.CONFIG_LIMIT
-CONFIG_SCHEMA = sch.CONFIG_SCHEMA
-CPU_SCHEMA = sch.CPU_SCHEMA
-DEMAND_SCHEMA = sch.DEMAND_SCHEMA
-DIMM_SCHEMA = sch.DIMM_SCHEMA
-ECONOMICS_SCHEMA = sch.ECONOMICS_SCHEMA
-LATENCY_BOUND = sch.LATENCY_BOUND
-NUMA_NODES_KEY = sch.NUMA_NODES_KEY
-NUMBER_LIMIT = sch.NUMBER_LIMIT
-OBSERVED = sch.OBSERVED
-PERFORMANCE_SCHEMA = sch.PERFORMANCE_SCHEMA
-PERIOD_SCHEMA = sch.PERIOD_SCHEMA
-PLATFORM_SCHEMA = sch.PLATFORM_SCHEMA
-POLICIES_SCHEMA = sch.POLICIES_SCHEMA
-SCENARIO_SCHEMA = sch.SCENARIO_SCHEMA
-ScenarioError = sch.ScenarioError
-VPMEM_SCHEMA = sch.VPMEM_SCHEMA
-WHOLE_LIFE = sch.WHOLE_LIFE
-WORKLOAD_SCHEMA = sch.WORKLOAD_SCHEMA
-_PATTERN_WORDS = sch._PATTERN_WORDS
-short_number = sch.short_number
-Calibration = sec.Calibration
-Config = sec.Config
-Document = sec.Document
-Period = sec.Period
-SCHEMAS = sec.SCHEMAS
-Vpmem = sec.Vpmem
-Workload = sec.Workload
-from_mapping = sec.from_mapping
-spec_text = sec.spec_text
-to_mapping = sec.to_mapping
-ALIAS_LIMIT = syaml.ALIAS_LIMIT
-EXPANDED_NODE_LIMIT = syaml.EXPANDED_NODE_LIMIT
 
 
 def dumps(document):

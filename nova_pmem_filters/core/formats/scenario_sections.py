@@ -25,20 +25,48 @@ _READ = 'read'
 _WRITE = 'write'
 
 
-def _key(read=None, write=None, **kwargs):
+# What a reader of the file assumes when a key is absent (the value itself
+# stays None, so that the writer leaves the key out): see resolved().
+_ASSUMED = 'assumed'
+
+
+# The type a reader takes a given (or assumed) value as: see resolved().
+_AS = 'as'
+
+
+# A field that is no key of the file: the name of a catalog entry is the key
+# of its mapping in the catalog, set by the reader, left out by the writer.
+_NAMED = 'named'
+
+
+def _name():
+    return dataclasses.field(default=None, metadata={_NAMED: True})
+
+
+def keys(cls):
+    """The fields of a section class that are keys of the file."""
+    return tuple(field for field in dataclasses.fields(cls)
+                 if not field.metadata.get(_NAMED))
+
+
+def _metadata(read, write, assumed, as_):
     metadata = {}
-    if read is not None:
-        metadata[_READ] = read
-    if write is not None:
-        metadata[_WRITE] = write
+    for name, item in ((_READ, read), (_WRITE, write), (_ASSUMED, assumed),
+                       (_AS, as_)):
+        if item is not None:
+            metadata[name] = item
+    return metadata
+
+
+def _key(read=None, write=None, assumed=None, as_=None, **kwargs):
     if 'default' not in kwargs and 'default_factory' not in kwargs:
         kwargs['default'] = None
-    return dataclasses.field(metadata=metadata, **kwargs)
+    return dataclasses.field(
+        metadata=_metadata(read, write, assumed, as_), **kwargs)
 
 
-def _required(read=None):
-    metadata = {_READ: read} if read is not None else {}
-    return dataclasses.field(metadata=metadata)
+def _required(read=None, as_=None):
+    return dataclasses.field(metadata=_metadata(read, None, None, as_))
 
 
 def _section(cls):
@@ -51,7 +79,8 @@ def _section(cls):
 def _sections(cls):
     """Reads {name: mapping} into {name: ``cls``}."""
     def read(raw):
-        return {name: value_of(cls, item) for name, item in raw.items()}
+        return {name: value_of(cls, item, name)
+                for name, item in raw.items()}
     return read
 
 
@@ -81,21 +110,23 @@ _VALUE = dataclasses.dataclass(frozen=True, kw_only=True)
 class Cpu:
     """A CPU of the catalog (``catalog.cpus.<name>``)."""
 
-    description: str = _key()
-    generation: str = _key()
+    name: str = _name()
+    description: str = _key(assumed='')
+    generation: str = _key(assumed='')
     cores: int = _required()
     threads: int = _required()
-    price: float = _required()
-    price_source: str = _key()
-    watts: float = _required()
-    watts_source: str = _key()
-    memory_limit_gb: float = _required()
-    pmem_generations: tuple = _key(_list)
-    pmem_max_module_gb: float = _key()
-    source: str = _key()
-    cxl_lanes: int = _key()
+    price: float = _required(as_=float)
+    price_source: str = _key(assumed='')
+    watts: float = _required(as_=float)
+    watts_source: str = _key(assumed='')
+    memory_limit_gb: float = _required(as_=float)
+    pmem_generations: tuple = _key(_list, assumed=(), as_=tuple)
+    pmem_max_module_gb: float = _key(assumed=0, as_=float)
+    # Where the entry's facts (PMem support, limits) come from.
+    source: str = _key(assumed='')
+    cxl_lanes: int = _key(assumed=0, as_=int)
     cxl_lanes_source: str = _key()
-    flat_memory_mode: bool = _key()
+    flat_memory_mode: bool = _key(assumed=False, as_=bool)
     flat_memory_mode_source: str = _key()
 
 
@@ -103,44 +134,64 @@ class Cpu:
 class Dimm:
     """A memory module of the catalog (``catalog.dimms.<name>``)."""
 
+    name: str = _name()
     type: str = _required()
     generation: str = _key()
     description: str = _key()
-    capacity_gb: float = _required()
-    price: float = _required()
-    price_source: str = _key()
-    watts: float = _required()
-    watts_source: str = _key()
-    source: str = _key()
+    capacity_gb: float = _required(as_=float)
+    price: float = _required(as_=float)
+    price_source: str = _key(assumed='')
+    watts: float = _required(as_=float)
+    watts_source: str = _key(assumed='')
+    source: str = _key(assumed='')
     bandwidth_gbps: float = _key()
     bandwidth_source: str = _key()
     latency_ns: float = _key()
     latency_source: str = _key()
-    lanes: int = _key()
+    lanes: int = _key(assumed=0, as_=int)
     lanes_source: str = _key()
+
+    @property
+    def is_pmem(self):
+        return self.type == 'pmem'
+
+    @property
+    def is_cxl(self):
+        return self.type == 'cxl'
+
+    @property
+    def is_dram(self):
+        """A DRAM DIMM in a memory channel (not PMem, not CXL)."""
+        return self.type in ('ddr4', 'ddr5')
 
 
 @_VALUE
 class Platform:
     """A board of the catalog (``catalog.platforms.<name>``)."""
 
-    description: str = _key()
+    name: str = _name()
+    description: str = _key(assumed='')
     sockets: int = _required()
     controllers_per_socket: int = _required()
     channels_per_socket: int = _required()
     slots_per_channel: int = _required()
-    pmem_generations: tuple = _key(_list)
-    cpu_generations: tuple = _key(_list)
-    base_cost: float = _required()
-    base_cost_source: str = _key()
-    base_watts: float = _required()
-    base_watts_source: str = _key()
-    rack_units: int = _key()
+    pmem_generations: tuple = _key(_list, assumed=(), as_=tuple)
+    # CPU generations the board takes; () : judged by the memory interface.
+    cpu_generations: tuple = _key(_list, assumed=(), as_=tuple)
+    base_cost: float = _required(as_=float)
+    base_cost_source: str = _key(assumed='')
+    base_watts: float = _required(as_=float)
+    base_watts_source: str = _key(assumed='')
+    rack_units: int = _key(assumed=2)
     rack_units_source: str = _key()
-    source: str = _key()
-    memory_type: str = _key()
-    cxl_lanes: int = _key()
+    source: str = _key(assumed='')
+    memory_type: str = _key(assumed='ddr4')
+    cxl_lanes: int = _key(assumed=0, as_=int)
     cxl_lanes_source: str = _key()
+
+    @property
+    def slots_per_socket(self):
+        return self.channels_per_socket * self.slots_per_channel
 
 
 @_VALUE
@@ -169,7 +220,7 @@ class Config:
     Its platform, CPU and DIMMs are the names of catalog entries.
     """
 
-    description: str = _key()
+    description: str = _key(assumed='')
     platform: str = _required()
     cpu: str = _required()
     mode: str = _required()
@@ -208,21 +259,22 @@ class Calibration:
 class Workload:
     """A flavor and how its VMs use memory (``workloads.<name>``)."""
 
-    description: str = _key()
+    description: str = _key(assumed='')
     vcpus: int = _required()
-    ram_gb: float = _required()
-    used_gb: float = _key()
+    ram_gb: float = _required(as_=float)
+    # Absent: the whole ram_gb (see the planner's loading).
+    used_gb: float = _key(as_=float)
     used_source: str = _key()
     flavor: str = _key()
     # A number, the text of a pmem:hot_ratio, or OBSERVED.
     hot_ratio: object = _key()
-    hot_ratio_source: str = _key()
+    hot_ratio_source: str = _key(assumed='')
     priority: str = _key()
     modes: tuple = _key(_list)
-    numa_nodes: int = _key()
+    numa_nodes: int = _key(as_=int)
     vpmem: Vpmem = _key(_section(Vpmem))
-    throughput: dict = _key(_mapping)
-    bound: str = _key()
+    throughput: dict = _key(_mapping, assumed={}, as_=dict)
+    bound: str = _key(assumed=sch.LATENCY_BOUND)
     bandwidth_gbps: float = _key()
     bandwidth_source: str = _key()
     calibration: Calibration = _key(_section(Calibration))
@@ -270,20 +322,26 @@ class Workload:
 class Policies:
     """How full a node may be (``policies``)."""
 
-    memory_cap: float = _key()
+    memory_cap: float = _key(assumed=0.9)
     memory_cap_source: str = _key()
-    host_reserve_gb: float = _key()
-    cpu_overcommit: float = _key()
-    cache_overcommit: float = _key()
-    namespace_overhead: float = _key()
+    host_reserve_gb: float = _key(assumed=0.0)
+    cpu_overcommit: float = _key(assumed=1.0)
+    cache_overcommit: float = _key(assumed=1.0)
+    # Share of an App-Direct region lost to namespace metadata and alignment
+    # (devdax/fsdax with struct-page metadata on the device: 64 bytes per
+    # 4 KiB page is 1/64).
+    namespace_overhead: float = _key(assumed=1.0 / 64)
 
 
 @_VALUE
 class Performance:
     """Memory latencies of the throughput model (``performance``)."""
 
-    dram_latency_ns: float = _key()
-    pmem_latency_ns: float = _key()
+    # Intel's platform guide (nova_pmem_filters.planner.population.sources,
+    # 'intel-pmem-platforms'): Optane about 350 ns idle read latency against
+    # under 100 ns for DRAM.
+    dram_latency_ns: float = _key(assumed=90.0)
+    pmem_latency_ns: float = _key(assumed=350.0)
     source: str = _key()
 
 
@@ -291,11 +349,12 @@ class Performance:
 class Economics:
     """Power prices, service life, the fleet's caps (``economics``)."""
 
-    power_price_per_kwh: float = _key()
+    # Assumptions to replace with the site's own figures.
+    power_price_per_kwh: float = _key(assumed=0.10)
     power_price_source: str = _key()
-    pue: float = _key()
+    pue: float = _key(assumed=1.5)
     pue_source: str = _key()
-    years: float = _key()
+    years: float = _key(assumed=5.0)
     years_source: str = _key()
     budget: float = _key()
     power_kw: float = _key()
@@ -332,7 +391,7 @@ class Document:
     """A whole scenario."""
 
     name: str = _required()
-    description: str = _key()
+    description: str = _key(assumed='')
     source: str = _key()
     baseline: str = _key()
     catalog: Catalog = _key(_section(Catalog))
@@ -375,14 +434,50 @@ def from_mapping(cls, raw):
     return value_of(cls, raw)
 
 
-def value_of(cls, raw):
+def value_of(cls, raw, name=None):
+    """The ``cls`` of a mapping; ``name``, its key, names a catalog entry."""
     values = {}
     for field in dataclasses.fields(cls):
+        if field.metadata.get(_NAMED):
+            values[field.name] = name
+            continue
         if field.name in raw:
             read = field.metadata.get(_READ)
             value = raw[field.name]
             values[field.name] = read(value) if read else value
     return cls(**values)
+
+
+def resolved(value):
+    """A section as a reader takes it.
+
+    Every key the file leaves out at the value a reader assumes for it
+    (the ``assumed`` of its field), and every value given or assumed
+    converted to the type the reader takes (the field's ``as``; ``2`` to
+    ``2.0`` for a price). A key with nothing assumed stays None. The
+    entries of a mapping of sections (a catalog's) are resolved too; a
+    section within the section is left as it is.
+    """
+    changes = {}
+    for field in dataclasses.fields(value):
+        item = getattr(value, field.name)
+        if isinstance(item, dict) and all(
+                dataclasses.is_dataclass(entry) for entry in item.values()):
+            changes[field.name] = {key: resolved(entry)
+                                   for key, entry in item.items()}
+        elif item is None:
+            changes[field.name] = assumed(type(value), field.name)
+        elif _AS in field.metadata:
+            changes[field.name] = field.metadata[_AS](item)
+    return dataclasses.replace(value, **changes)
+
+
+def assumed(cls, key):
+    """What a reader takes ``key`` of a ``cls`` section left out for."""
+    field = {field.name: field for field in dataclasses.fields(cls)}[key]
+    item = field.metadata.get(_ASSUMED)
+    convert = field.metadata.get(_AS)
+    return item if item is None or convert is None else convert(item)
 
 
 def _left_out(field, value):
@@ -400,7 +495,7 @@ def to_mapping(value):
     """
     if dataclasses.is_dataclass(value):
         mapping = {}
-        for field in dataclasses.fields(value):
+        for field in keys(type(value)):
             item = getattr(value, field.name)
             if _left_out(field, item):
                 continue

@@ -15,6 +15,7 @@ import json
 import re
 
 from nova_pmem_filters.core.grammars import errors
+from nova_pmem_filters.core.grammars import kernellist
 
 
 _HUMAN_RE = re.compile(
@@ -29,9 +30,6 @@ _DAX_RE = re.compile(r'^dax([0-9]+)\.([0-9]+)$')
 
 
 REGION_RE = re.compile(r'^region([0-9]+)$')
-
-
-_CPULIST_RE = re.compile(r'^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$')
 
 
 _MEMTOTAL_RE = r'^Node\s+%d\s+MemTotal:\s+([0-9]+)\s+kB\s*$'
@@ -300,18 +298,9 @@ def _dax_devices(source, data, path):
 
 def parse_cpulist(text, source):
     """'0-3,8' -> [0, 1, 2, 3, 8]; an empty file is a node without CPUs."""
-    text = text.strip()
-    if not text:
-        return []
-    if not _CPULIST_RE.match(text):
-        fail(source, 'not a CPU list: %s' % json.dumps(text[:40]))
-    cpus = []
-    for part in text.split(','):
-        low, _, high = part.partition('-')
-        low, high = int(low), int(high or low)
-        if high < low:
-            fail(source, 'not a CPU list: %s' % json.dumps(text[:40]))
-        cpus.extend(range(low, high + 1))
+    cpus = kernellist.parse(text)
+    if cpus is None:
+        fail(source, 'not a CPU list: %s' % json.dumps(text.strip()[:40]))
     return cpus
 
 

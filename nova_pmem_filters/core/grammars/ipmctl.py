@@ -147,12 +147,20 @@ def _list_records(output, lines):
     return found
 
 
-def capacity_gib(output, record, key, required=True):
-    """A capacity attribute ('126.422 GiB') in GiB; None if not available."""
+def _available(output, record, key, required):
+    """An attribute's text; None if not available (refused if required)."""
     raw = record.get(key)
     if raw is None or raw.strip() in _NOT_AVAILABLE:
         if required:
             _fail(output, 'missing %s' % key)
+        return None
+    return raw
+
+
+def capacity_gib(output, record, key, required=True):
+    """A capacity attribute ('126.422 GiB') in GiB; None if not available."""
+    raw = _available(output, record, key, required)
+    if raw is None:
         return None
     match = _CAPACITY_RE.match(raw.strip())
     if not match:
@@ -164,10 +172,8 @@ def capacity_gib(output, record, key, required=True):
 
 
 def hex_id(output, record, key, required=True):
-    raw = record.get(key)
-    if raw is None or raw.strip() in _NOT_AVAILABLE:
-        if required:
-            _fail(output, 'missing %s' % key)
+    raw = _available(output, record, key, required)
+    if raw is None:
         return None
     if not _HEX_RE.match(raw.strip()):
         _fail(output, '%s is not a hex id: %r' % (key, raw[:40]))

@@ -14,6 +14,7 @@
 import os
 import re
 
+from nova_pmem_filters.core.grammars import kernellist
 from nova_pmem_filters.core.rules import tiering
 
 
@@ -79,14 +80,9 @@ def parse_nodelist(text, source):
     value = _one_line(text, source)
     if value is None:
         return None
-    if not re.fullmatch(r'[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*', value):
+    nodes = kernellist.parse(value)
+    if nodes is None:
         raise TieringError(source, 'not a node list: %r' % value[:40])
-    nodes = []
-    for part in value.split(','):
-        low, _sep, high = part.partition('-')
-        if int(high or low) < int(low):
-            raise TieringError(source, 'not a node list: %r' % value[:40])
-        nodes.extend(range(int(low), int(high or low) + 1))
     return tuple(nodes)
 
 

@@ -272,13 +272,15 @@ def parse(extra_specs, defaults=DEFAULTS):
     labels = vpmem_labels(extra_specs)
     conflict = None
     if labels:
-        # vPMEM namespaces exist only on App Direct hosts.
-        if kinds.APP_DIRECT in modes:
-            modes = frozenset([kinds.APP_DIRECT])
+        # vPMEM namespaces exist only on the kinds that offer them (App
+        # Direct hosts).
+        offering = frozenset(modes) & kinds.NAMESPACE_KINDS
+        if offering:
+            modes = offering
         else:
             conflict = ("%s=%s needs an %s host but %s allows only %s"
                         % (VPMEM_KEY, extra_specs[VPMEM_KEY],
-                           kinds.APP_DIRECT,
+                           ' or '.join(sorted(kinds.NAMESPACE_KINDS)),
                            MODES_KEY if MODES_KEY in extra_specs
                            else '[pmem] default_flavor_modes',
                            ','.join(sorted(modes))))

@@ -44,6 +44,13 @@ KERNEL = 'kernel'
 # Placement trait of a kind (os-traits has none for PMem or CXL).
 TRAIT_PREFIX = 'CUSTOM_PMEM_MODE_'
 
+# The memory media a node of a kind holds (Kind.media): DIMMs of DRAM, of
+# Optane PMem, and CXL memory devices. A node configuration's capacity of
+# each is its ``<medium>_gb``.
+DRAM_MEDIUM = 'dram'
+PMEM_MEDIUM = 'pmem'
+CXL_MEDIUM = 'cxl'
+
 
 @dataclasses.dataclass(frozen=True)
 class Kind:
@@ -69,6 +76,18 @@ class Kind:
     # memory controller) or 'kernel' (NUMA balancing and demotion, see
     # nova_pmem_filters.core.rules.tiering); None on the others.
     tiered_by: str = None
+    # A few words for charts and tables ("Memory Mode nodes").
+    words: str = None
+    # The planner's prefix of a node configuration's name (``mm-192-512``).
+    prefix: str = None
+    # The media a node holds (DRAM_MEDIUM, ...), and those whose capacity
+    # is the guests' RAM (in Memory Mode the DRAM is a cache, not RAM).
+    media: frozenset = frozenset([DRAM_MEDIUM])
+    guest_memory: tuple = (DRAM_MEDIUM,)
+    # The medium behind near memory of a tiered kind (None on the others).
+    far_memory: str = None
+    # Offers persistent-memory namespaces to guests (vPMEM, ``hw:pmem``).
+    namespaces: bool = False
 
     @property
     def dram_backed(self):
@@ -79,24 +98,44 @@ class Kind:
     def trait(self):
         return trait(self.name)
 
+    @property
+    def far_in_cpu_nodes(self):
+        """Its far memory is in the NUMA nodes of the CPUs.
+
+        A kind tiered by the memory controller: one pool (CXL flat). The
+        kernel shows a kernel-tiered kind's far memory as CPU-less nodes.
+        """
+        return self.far_memory is not None and self.tiered_by == HARDWARE
+
+
+_PMEM_NODE = frozenset([DRAM_MEDIUM, PMEM_MEDIUM])
+_CXL_NODE = frozenset([DRAM_MEDIUM, CXL_MEDIUM])
 
 KINDS = {k.name: k for k in (
-    Kind(DRAM, DRAM, False, None, 'dram', 'All guest RAM is DRAM.'),
+    Kind(DRAM, DRAM, False, None, 'dram', 'All guest RAM is DRAM.',
+         words='DRAM', prefix='dram'),
     Kind(MEMORY_MODE, MEMORY_MODE, True, NEAR_DRAM_CACHE, 'optane',
          'PMem is the system memory and DRAM is a hardware cache in front '
-         'of it.', HARDWARE),
+         'of it.', HARDWARE, words='Memory Mode', prefix='mm',
+         media=_PMEM_NODE, guest_memory=(PMEM_MEDIUM,),
+         far_memory=PMEM_MEDIUM),
     Kind(APP_DIRECT, APP_DIRECT, False, None, 'optane',
          'DRAM is the system memory; PMem is offered as persistent '
-         'namespaces (vPMEM).'),
+         'namespaces (vPMEM).', words='App Direct', prefix='ad',
+         media=_PMEM_NODE, namespaces=True),
     Kind(CXL_FLAT, MEMORY_MODE, True, NEAR_DRAM, 'cxl',
          'DRAM and CXL memory are one pool; the memory controller keeps hot '
-         'lines in DRAM.', HARDWARE),
+         'lines in DRAM.', HARDWARE, words='CXL flat', prefix='flat',
+         media=_CXL_NODE, guest_memory=(DRAM_MEDIUM, CXL_MEDIUM),
+         far_memory=CXL_MEDIUM),
     Kind(CXL_KMEM, MEMORY_MODE, True, NEAR_DRAM, 'cxl',
          'CXL memory is onlined as CPU-less NUMA nodes; the kernel demotes '
-         'cold pages to them.', KERNEL),
+         'cold pages to them.', KERNEL, words='CXL kmem', prefix='kmem',
+         media=_CXL_NODE, guest_memory=(DRAM_MEDIUM, CXL_MEDIUM),
+         far_memory=CXL_MEDIUM),
     Kind(CXL_DEVDAX, DRAM, False, None, 'cxl',
          'DRAM is the system memory; CXL memory is kept out of it as devdax '
-         'devices.'),
+         'devices.', words='CXL devdax', prefix='devdax', media=_CXL_NODE),
 )}
 
 # Every kind an aggregate may name, in the table's order.
@@ -113,11 +152,23 @@ DRAM_BACKED = frozenset(k.name for k in KINDS.values() if k.dram_backed)
 # The kinds whose tiering the kernel does (pmem_kernel_tiering applies).
 KERNEL_TIERED = frozenset(k.name for k in KINDS.values()
                           if k.tiered_by == KERNEL)
+# The kinds that offer persistent-memory namespaces (vPMEM).
+NAMESPACE_KINDS = frozenset(k.name for k in KINDS.values() if k.namespaces)
+# The kinds whose nodes hold PMem, in the table's order.
+PMEM_MODES = tuple(k.name for k in KINDS.values()
+                   if PMEM_MEDIUM in k.media)
 
 # Hardware modes a discovered host profile may carry, and the kind each is
 # scheduled as.
 HARDWARE_MODES = MODES + (MIXED,) + CXL_MODES
 _HARDWARE_KIND = {MIXED: MEMORY_MODE}
+# The hardware modes whose PMem is partly or wholly App Direct: regions
+# and namespaces (vPMEM); ``mixed`` has both.
+NAMESPACE_MODES = NAMESPACE_KINDS | {MIXED}
+# The hardware modes whose far memory is PMem in Memory Mode: ipmctl's
+# media counters measure its traffic.
+PMEM_FAR_MODES = frozenset([k.name for k in KINDS.values()
+                            if k.far_memory == PMEM_MEDIUM] + [MIXED])
 
 
 def get(name):
@@ -139,6 +190,15 @@ def admitted_by(mode):
     behave as them).
     """
     return frozenset((mode, scheduled_as(mode)))
+
+
+def guest_memory_gb(mode, capacity_gb):
+    """The guests' RAM of a node of kind ``mode``: GB of its media.
+
+    :param capacity_gb: ``{medium: GB}`` the node holds.
+    """
+    return sum(capacity_gb.get(medium, 0.0)
+               for medium in KINDS[mode].guest_memory)
 
 
 def order(mode):

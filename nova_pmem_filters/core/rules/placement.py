@@ -24,6 +24,7 @@ This module imports nothing from Nova.
 import math
 import re
 
+from nova_pmem_filters.core.rules import defaults
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import nearmem
 from nova_pmem_filters.core.rules import profile
@@ -38,6 +39,11 @@ STEP_SIZE = 'step_size'
 ALLOCATION_RATIO = 'allocation_ratio'
 INVENTORY_KEYS = (TOTAL, RESERVED, MIN_UNIT, MAX_UNIT, STEP_SIZE,
                   ALLOCATION_RATIO)
+
+# Nova's [DEFAULT] initial_ram_allocation_ratio: the MEMORY_MB ratio of a
+# compute whose ram_allocation_ratio is unset (conf.nova_scheduler declares
+# the option with it; a test keeps it equal to Nova's own declaration).
+INITIAL_RAM_ALLOCATION_RATIO = 1.0
 
 # Placement resource class of near memory: the DRAM that serves as system
 # memory (dram and app_direct hosts) or in front of the far tier (the
@@ -118,8 +124,10 @@ def requested_near_memory(extra_specs):
     return total or None
 
 
-def near_memory_inventory(mode, near_gb=None, cache_overcommit_ratio=1.0,
-                          ram_allocation_ratio=1.0, *, total_mb=None):
+def near_memory_inventory(
+        mode, near_gb=None,
+        cache_overcommit_ratio=defaults.CACHE_OVERCOMMIT_RATIO,
+        ram_allocation_ratio=INITIAL_RAM_ALLOCATION_RATIO, *, total_mb=None):
     """The ``CUSTOM_NEAR_MEMORY_MB`` inventory of one host, for Placement.
 
     Every host reports its near memory (:func:`profile.near_memory_gb`), so

@@ -16,10 +16,10 @@ enabled, and a cache bound that several workers can keep.
 import math
 
 from nova_pmem_filters.conf import nova_scheduler
+from nova_pmem_filters.conf import schedulerconf
 from nova_pmem_filters.core.rules import classes
 from nova_pmem_filters.doctor import cloud
 from nova_pmem_filters.doctor import findings
-from nova_pmem_filters.doctor import schedulerconf
 
 
 NOVA_WEIGHERS_PREFIX = 'nova.scheduler.weights'

@@ -265,27 +265,33 @@ def _hot_ratio_text(flavor, request):
 
 def _bound_flavors(snap, view):
     """bound-flavor-whole-ram: flavors Nova binds, on kernel-tiered hosts."""
-    hosts = sorted(h for h, p in view.profiles.items()
-                   if p.mode in kinds.KERNEL_TIERED)
-    if not hosts:
-        return []
+    found = []
+    for kind in sorted(kinds.KERNEL_TIERED, key=kinds.order):
+        hosts = sorted(h for h, p in view.profiles.items()
+                       if p.mode == kind)
+        if hosts:
+            found.extend(_bound_on(snap, view, kind, hosts))
+    return found
+
+
+def _bound_on(snap, view, kind, hosts):
+    """bound-flavor-whole-ram on the ``hosts`` of one kernel-tiered kind."""
     found = []
     for flavor in snap.flavors:
         request, _error = view.requests[flavor.name]
         why = charging.binds_memory(flavor.extra_specs)
         if (request is None or why is None
-                or not request.allows(kinds.CXL_KMEM)):
+                or not request.allows(kind)):
             continue
         hot = request.hot_mb(flavor.ram_mb)
         if hot >= flavor.ram_mb:
             continue
-        change, lost = flavorfix.modes_without(flavor.name, request,
-                                               kinds.CXL_KMEM)
+        change, lost = flavorfix.modes_without(flavor.name, request, kind)
         fix = []
         if change is not None:
             fix.append('# keep it off kernel-tiered hosts%s:' % (
                 ' (and off %s hosts: no pmem:modes value admits them '
-                'without cxl_kmem)' % ', '.join(lost) if lost else ''))
+                'without %s)' % (', '.join(lost), kind) if lost else ''))
             fix.append(change.command())
         fix.append('# %saccept the cost: PmemCacheFilter and the planner '
                    'already charge its whole RAM there'
@@ -298,6 +304,6 @@ def _bound_flavors(snap, view):
             'neither promote nor demote it'
             % (flavor.name, why, flavor.ram_mb,
                _hot_ratio_text(flavor, request), flavor.ram_mb,
-               kinds.CXL_KMEM, findings.names(hosts), round(hot)),
+               kind, findings.names(hosts), round(hot)),
             '\n'.join(fix)))
     return found

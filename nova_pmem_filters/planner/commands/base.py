@@ -25,7 +25,7 @@ import textwrap
 
 from cliff import lister
 
-from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_schema as sch
 from nova_pmem_filters import fileutil
 from nova_pmem_filters.planner.commands import fit
 from nova_pmem_filters.planner import errors
@@ -76,7 +76,7 @@ def whole_count(text):
     :raises ValueError: for anything else (``1.5``, ``-1``, ``x``).
     """
     value = float(text)
-    if value > document.NUMBER_LIMIT:
+    if value > sch.NUMBER_LIMIT:
         raise CountTooLarge(text)
     if not value >= 0 or not value.is_integer():
         raise ValueError(text)
@@ -97,10 +97,10 @@ def number(option, text, positive=False):
         value = float(text)
     except (TypeError, ValueError):
         value = -1.0
-    if value > document.NUMBER_LIMIT:
+    if value > sch.NUMBER_LIMIT:
         raise errors.PlannerError('%s %s: expected a number, at most %s' % (
-            option, document.short_number(value),
-            document.short_number(document.NUMBER_LIMIT)))
+            option, sch.short_number(value),
+            sch.short_number(sch.NUMBER_LIMIT)))
     if not value >= 0 or (positive and not value > 0):
         raise errors.PlannerError('%s %s: expected a number%s'
                                   % (option, text, ' above 0' if positive

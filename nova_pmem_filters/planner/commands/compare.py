@@ -17,8 +17,22 @@ from nova_pmem_filters.planner.commands import base
 from nova_pmem_filters.planner import tables
 
 
-class Compare(base.ShortTableLister):
+class _ScenarioTable(base.ShortTableLister):
+    """A table of the scenario: --scenario, and short columns of its own."""
+
+    SHORT_COLUMNS = ()
+
+    def short_columns(self, column_names):
+        return self.SHORT_COLUMNS
+
+    def get_parser(self, prog_name):
+        return base.add_scenario_argument(super().get_parser(prog_name))
+
+
+class Compare(_ScenarioTable):
     """Compare the baseline configuration with its cost-matched candidates."""
+
+    SHORT_COLUMNS = tables.COMPARISON_SHORT_COLUMNS
 
     _epilog = (
         'node_cost, memory_cost and cost_per_vm are in %s (the currency '
@@ -28,11 +42,8 @@ class Compare(base.ShortTableLister):
         'An empty cell has no value (null in json and yaml): fleet:<kind> '
         'rows have no price or power.' % tables.CURRENCY)
 
-    def short_columns(self, column_names):
-        return tables.COMPARISON_SHORT_COLUMNS
-
     def get_parser(self, prog_name):
-        parser = base.add_scenario_argument(super().get_parser(prog_name))
+        parser = super().get_parser(prog_name)
         parser.add_argument(
             '--workload', action='append', default=None, metavar='NAME',
             help='plan for this workload only (repeatable; default: all), '
@@ -71,18 +82,14 @@ class Compare(base.ShortTableLister):
         return tables.listing(rows, tables.COMPARE_COMMAND_COLUMNS)
 
 
-class Calibration(base.ShortTableLister):
+class Calibration(_ScenarioTable):
     """Show how the performance model is calibrated on node gains.
 
     Each workload's calibration.node_gain: published, or an assumption;
     the reference column says which.
     """
 
-    def short_columns(self, column_names):
-        return tables.CALIBRATION_SHORT_COLUMNS
-
-    def get_parser(self, prog_name):
-        return base.add_scenario_argument(super().get_parser(prog_name))
+    SHORT_COLUMNS = tables.CALIBRATION_SHORT_COLUMNS
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)
@@ -99,14 +106,10 @@ class Calibration(base.ShortTableLister):
         return columns, rows
 
 
-class Configs(base.ShortTableLister):
+class Configs(_ScenarioTable):
     """List the scenario's node configurations and their population checks."""
 
-    def short_columns(self, column_names):
-        return tables.CONFIGS_SHORT_COLUMNS
-
-    def get_parser(self, prog_name):
-        return base.add_scenario_argument(super().get_parser(prog_name))
+    SHORT_COLUMNS = tables.CONFIGS_SHORT_COLUMNS
 
     def take_action(self, parsed_args):
         scen = base.load_scenario(parsed_args)

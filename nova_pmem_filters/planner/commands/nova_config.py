@@ -116,6 +116,21 @@ class _Generated(command.Command):
         parsed_args.argv_words = self._argv_words(parsed_args)
         return super().run(parsed_args)
 
+    def _print_or_write(self, parsed_args, text, mode):
+        """Print ``text``, or write it to --output (atomically)."""
+        if parsed_args.output:
+            base.write_file(self, parsed_args.output, text, mode=mode)
+        else:
+            self.app.stdout.write(text)
+        return 0
+
+    def _write_changed(self, path, text, existing, mode):
+        """Write ``text`` to ``path`` unless it holds it already."""
+        if text != existing:
+            base.write_file(self, path, text, mode=mode)
+        else:
+            base.tell(self, '%s unchanged: it has the settings' % path)
+
     def _argv_words(self, parsed_args):
         words = list(self._words)
         if parsed_args.scenario:
@@ -185,11 +200,7 @@ class NovaConfigScript(_Generated):
         text = realise.script(plan, _origin(
             parsed_args, scen, 'The aggregates and flavors') + [
             'Idempotent: creates what is missing, sets what differs.'])
-        if parsed_args.output:
-            base.write_file(self, parsed_args.output, text, mode=0o755)
-        else:
-            self.app.stdout.write(text)
-        return 0
+        return self._print_or_write(parsed_args, text, 0o755)
 
 
 class NovaConfigNovaConf(_ForRole):
@@ -228,11 +239,8 @@ class NovaConfigNovaConf(_ForRole):
                 raise errors.PlannerError('--merge-into %s' % exc) from None
             after = _merged('--merge-into ' + path, lambda: (
                 realise.merge_nova_conf(before, plan, role)))
-            if after != before:
-                # nova.conf may hold secrets: keep its permissions.
-                base.write_file(self, path, after, mode=mode)
-            else:
-                base.tell(self, '%s unchanged: it has the settings' % path)
+            # nova.conf may hold secrets: keep its permissions.
+            self._write_changed(path, after, before, mode)
             return 0
         self.app.stdout.write(realise.nova_conf(plan, role, _origin(
             parsed_args, scen, 'nova.conf settings (%s)' % role)))
@@ -276,11 +284,7 @@ class NovaConfigProviderConfig(_Generated):
         text = realise.provider_config(plan, parsed_args.role, _origin(
             parsed_args, scen, 'Provider config (%s)' % parsed_args.role) + [
             'For %s on each host.' % realise.PROVIDER_CONFIG_FILE])
-        if parsed_args.output:
-            base.write_file(self, parsed_args.output, text, mode=0o644)
-        else:
-            self.app.stdout.write(text)
-        return 0
+        return self._print_or_write(parsed_args, text, 0o644)
 
 
 class NovaConfigKolla(_ForRole):
@@ -348,10 +352,7 @@ class NovaConfigKolla(_ForRole):
         merged = [self._merged_into(parsed_args.output_dir, relative, plan,
                                     role, comments) for relative in paths]
         for path, text, mode, existing in merged:
-            if text != existing:
-                base.write_file(self, path, text, mode=mode)
-            else:
-                base.tell(self, '%s unchanged: it has the settings' % path)
+            self._write_changed(path, text, existing, mode)
         return 0
 
     @staticmethod
@@ -417,8 +418,4 @@ class NovaConfigOsa(_ForRole):
             plan, role, parsed_args.pip_package or realise.PACKAGE,
             _origin(parsed_args, scen, 'OpenStack-Ansible variables (%s)'
                     % role) + [where])
-        if parsed_args.output:
-            base.write_file(self, parsed_args.output, text, mode=0o644)
-        else:
-            self.app.stdout.write(text)
-        return 0
+        return self._print_or_write(parsed_args, text, 0o644)

@@ -13,7 +13,7 @@
 
 import math
 
-from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_schema as sch
 from nova_pmem_filters.planner.commands import base
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import progress
@@ -30,7 +30,7 @@ def _vm_count(text):
         value = base.whole_count(count) if sep and name else None
     except base.CountTooLarge:
         raise errors.PlannerError('--demand %s: expected at most %s VMs' % (
-            text, document.short_number(document.NUMBER_LIMIT))) from None
+            text, sch.short_number(sch.NUMBER_LIMIT))) from None
     except ValueError:
         value = None
     if value is None:

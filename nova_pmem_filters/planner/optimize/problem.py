@@ -14,6 +14,7 @@
 
 import dataclasses
 
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import memperf
 from nova_pmem_filters.planner import model
@@ -160,14 +161,12 @@ def _numa_bound(workloads, periods):
 
 
 def _period(name, years, vms, scen):
-    from nova_pmem_filters.planner import scenario as scenario_mod
     for w in vms:
         if w not in scen.workloads:
             raise errors.PlannerError('unknown workload %r (known: %s)'
                                       % (w, ', '.join(scen.workloads)))
-    return scenario_mod.Period(name=name, years=float(years),
-                               vms={w: int(vms.get(w, 0))
-                                    for w in scen.workloads})
+    return sec.Period(name=name, years=float(years),
+                      vms={w: int(vms.get(w, 0)) for w in scen.workloads})
 
 
 def check_carriable(problem, scen):

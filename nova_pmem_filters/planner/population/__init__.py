@@ -35,15 +35,6 @@ from nova_pmem_filters.planner.population import cxl
 from nova_pmem_filters.planner.population import pmem
 
 
-# The names callers use, from the module that holds each.
-ERROR = common.ERROR
-WARNING = common.WARNING
-Finding = common.Finding
-errors = common.errors
-warnings = common.warnings
-cpu_problem = cpus.cpu_problem
-
-
 def check(config):
     """All findings for one NodeConfig, errors first.
 
@@ -51,4 +42,4 @@ def check(config):
     platform, modules) and cites the source that applies to this case.
     """
     found = cpus.check(config) + pmem.check(config) + cxl.check(config)
-    return sorted(found, key=lambda f: (f.severity != ERROR, f.code))
+    return sorted(found, key=lambda f: (f.severity != common.ERROR, f.code))

@@ -111,7 +111,8 @@ def _modes(config, cxl):
             'per socket)' % (mode, config.name, common.modules(per)),
             'assumption (planner design: the cxl_* host kinds are modes of '
             'CXL memory)')
-    if mode in (kinds.CXL_FLAT, kinds.CXL_KMEM) and not dram_gb:
+    kind = kinds.get(mode)
+    if kind.far_memory == kinds.CXL_MEDIUM and not dram_gb:
         add(common.ERROR, 'mode-without-dram',
             'mode %s needs DRAM as the near tier in front of CXL memory; '
             'configuration %s has no DRAM (%s per socket)'
@@ -150,8 +151,7 @@ def _modes(config, cxl):
                 'DRAM and the CXL tier pays for itself'
                 % (ratio, dram_gb, cxl_gb, KMEM_RATIO_MIN, KMEM_RATIO_MAX),
                 KMEM_RATIO_SOURCE)
-    if cxl and mode in (kinds.DRAM, kinds.MEMORY_MODE,
-                        kinds.APP_DIRECT):
+    if cxl and kinds.CXL_MEDIUM not in kind.media:
         add(common.WARNING, 'cxl-unused',
             'CXL memory devices are installed (%s per socket) but '
             'configuration %s runs in %s mode, where they add cost and '

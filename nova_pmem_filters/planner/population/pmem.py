@@ -294,13 +294,14 @@ def _mode_needs(config):
     mode, per = config.mode, config.per_socket
     dram, pmem = common.socket_counts(per)
     found = []
-    if mode in (kinds.MEMORY_MODE, kinds.APP_DIRECT) and not pmem:
+    kind = kinds.get(mode)
+    if kinds.PMEM_MEDIUM in kind.media and not pmem:
         found.append(common.Finding(
             common.ERROR, 'mode-without-pmem',
             'mode %s needs PMem modules; configuration %s has none (%s per '
             'socket)' % (mode, config.name, common.modules(per)),
             MODES_SOURCE))
-    if mode == kinds.MEMORY_MODE and not dram:
+    if kind.far_memory == kinds.PMEM_MEDIUM and not dram:
         found.append(common.Finding(
             common.ERROR, 'mode-without-dram',
             'Memory Mode needs DRAM as the cache in front of PMem; '

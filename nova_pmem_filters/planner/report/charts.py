@@ -137,35 +137,31 @@ def _vs_baseline(fmt):
     return label
 
 
-def _vms_per_node(comparison, baseline):
-    return _grouped_bars(
-        comparison, baseline, 'vms_per_node',
-        'VMs per node, by configuration and workload', 'VMs per node',
-        _vs_baseline('%d'))
+def _bars(column, title, ylabel, label, reference=None):
+    """The chart of one comparison column's bars (``_grouped_bars``)."""
+    def draw(comparison, baseline):
+        return _grouped_bars(comparison, baseline, column, title, ylabel,
+                             label, reference=reference)
+    return draw
 
 
-def _cost_per_vm(comparison, baseline):
-    return _grouped_bars(
-        comparison, baseline, 'cost_per_vm',
-        'Node purchase cost per VM (lower is better)',
-        'cost per VM (%s)' % tables.CURRENCY, _vs_baseline('%.0f'))
+def _throughput_label(value, base):
+    return '%.2f\u00d7' % value if cells.finite(value) else 'n/a'
 
 
-def _vms_per_kw(comparison, baseline):
-    return _grouped_bars(
-        comparison, baseline, 'vms_per_kw',
-        'VMs per kW of node power (higher is better)', 'VMs per kW',
-        _vs_baseline('%.1f'))
-
-
-def _relative_throughput(comparison, baseline):
-    def label(value, base):
-        return '%.2f\u00d7' % value if cells.finite(value) else 'n/a'
-    return _grouped_bars(
-        comparison, baseline, 'relative_throughput',
-        'Node throughput relative to the baseline node',
-        'node throughput (\u00d7 baseline)', label,
-        reference=(1.0, 'baseline node = 1.0'))
+_vms_per_node = _bars(
+    'vms_per_node', 'VMs per node, by configuration and workload',
+    'VMs per node', _vs_baseline('%d'))
+_cost_per_vm = _bars(
+    'cost_per_vm', 'Node purchase cost per VM (lower is better)',
+    'cost per VM (%s)' % tables.CURRENCY, _vs_baseline('%.0f'))
+_vms_per_kw = _bars(
+    'vms_per_kw', 'VMs per kW of node power (higher is better)',
+    'VMs per kW', _vs_baseline('%.1f'))
+_relative_throughput = _bars(
+    'relative_throughput', 'Node throughput relative to the baseline node',
+    'node throughput (\u00d7 baseline)', _throughput_label,
+    reference=(1.0, 'baseline node = 1.0'))
 
 
 def _binding(comparison, baseline):

@@ -23,41 +23,33 @@ names the file, the key path and the rule.
 The built-in catalog (``data/catalog.yaml``) is always loaded first; a
 scenario's own ``catalog`` section adds entries or replaces them by name.
 
-One module per idea: ``types`` (what a scenario holds once read: catalog
-entries, configurations, workloads, policies, economics and demand) and
-``loading`` (building them from the file's values with the planner's
-defaults, the DIMM population rules and the measured hot ratios, the
-built-in files included).
+One module per idea: ``types`` (what a scenario holds once read:
+configurations, workloads and the whole; its catalog entries, policies,
+economics and demand are the file's own values, resolved) and ``loading``
+(building them from the file's values, the DIMM population rules and the
+measured hot ratios, the built-in files included).
 """
 
-from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_schema as sch
 from nova_pmem_filters.planner.scenario import loading
 from nova_pmem_filters.planner.scenario import types
 
 
 # The names callers use, from the module that holds each.
-CPU_SCHEMA = document.CPU_SCHEMA
-DIMM_SCHEMA = document.DIMM_SCHEMA
-PLATFORM_SCHEMA = document.PLATFORM_SCHEMA
-CATALOG_SCHEMA = document.CATALOG_SCHEMA
-CONFIG_SCHEMA = document.CONFIG_SCHEMA
-WORKLOAD_SCHEMA = document.WORKLOAD_SCHEMA
-POLICIES_SCHEMA = document.POLICIES_SCHEMA
-PERFORMANCE_SCHEMA = document.PERFORMANCE_SCHEMA
-ECONOMICS_SCHEMA = document.ECONOMICS_SCHEMA
-DEMAND_SCHEMA = document.DEMAND_SCHEMA
-SCENARIO_SCHEMA = document.SCENARIO_SCHEMA
-NUMA_NODES_KEY = types.NUMA_NODES_KEY
-Cpu = types.Cpu
-Dimm = types.Dimm
-Platform = types.Platform
-Catalog = types.Catalog
+CPU_SCHEMA = sch.CPU_SCHEMA
+DIMM_SCHEMA = sch.DIMM_SCHEMA
+PLATFORM_SCHEMA = sch.PLATFORM_SCHEMA
+CATALOG_SCHEMA = sch.CATALOG_SCHEMA
+CONFIG_SCHEMA = sch.CONFIG_SCHEMA
+WORKLOAD_SCHEMA = sch.WORKLOAD_SCHEMA
+POLICIES_SCHEMA = sch.POLICIES_SCHEMA
+PERFORMANCE_SCHEMA = sch.PERFORMANCE_SCHEMA
+ECONOMICS_SCHEMA = sch.ECONOMICS_SCHEMA
+DEMAND_SCHEMA = sch.DEMAND_SCHEMA
+SCENARIO_SCHEMA = sch.SCENARIO_SCHEMA
+NUMA_NODES_KEY = sch.NUMA_NODES_KEY
 NodeConfig = types.NodeConfig
 Workload = types.Workload
-Policies = types.Policies
-Performance = types.Performance
-Economics = types.Economics
-Period = types.Period
 Scenario = types.Scenario
 BUILTIN_SCENARIO = loading.BUILTIN_SCENARIO
 builtin_names = loading.builtin_names

@@ -25,6 +25,8 @@ import os
 from nova_pmem_filters.core.formats import observation
 
 from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_schema as sch
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.plans import hotratio
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
@@ -33,6 +35,7 @@ from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import observed
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner.scenario import types
 
 
@@ -44,7 +47,7 @@ def _planner_errors():
     """The file format's errors as the planner's (exit status 2)."""
     try:
         yield
-    except document.ScenarioError as exc:
+    except sch.ScenarioError as exc:
         if isinstance(exc, errors.ScenarioError):
             raise
         raise errors.ScenarioError(exc.source, exc.path, exc.rule) from None
@@ -65,78 +68,18 @@ def builtin_names():
     return sorted(names)
 
 
-def _or(value, default):
-    return default if value is None else value
-
-
-def _cpu(name, c):
-    return types.Cpu(
-        name=name, cores=c.cores, threads=c.threads,
-        price=float(c.price), watts=float(c.watts),
-        memory_limit_gb=float(c.memory_limit_gb),
-        pmem_generations=tuple(_or(c.pmem_generations, ())),
-        pmem_max_module_gb=float(_or(c.pmem_max_module_gb, 0)),
-        cxl_lanes=int(_or(c.cxl_lanes, 0)),
-        flat_memory_mode=bool(_or(c.flat_memory_mode, False)),
-        generation=_or(c.generation, ''),
-        description=_or(c.description, ''),
-        price_source=_or(c.price_source, ''),
-        watts_source=_or(c.watts_source, ''),
-        source=_or(c.source, ''))
-
-
-def _dimm(name, d):
-    return types.Dimm(
-        name=name, type=d.type, capacity_gb=float(d.capacity_gb),
-        price=float(d.price), watts=float(d.watts),
-        generation=d.generation,
-        price_source=_or(d.price_source, ''),
-        watts_source=_or(d.watts_source, ''),
-        bandwidth_gbps=d.bandwidth_gbps, latency_ns=d.latency_ns,
-        lanes=int(_or(d.lanes, 0)), source=_or(d.source, ''))
-
-
-def _platform(name, p):
-    return types.Platform(
-        name=name, sockets=p.sockets,
-        controllers_per_socket=p.controllers_per_socket,
-        channels_per_socket=p.channels_per_socket,
-        slots_per_channel=p.slots_per_channel,
-        base_cost=float(p.base_cost), base_watts=float(p.base_watts),
-        pmem_generations=tuple(_or(p.pmem_generations, ())),
-        description=_or(p.description, ''),
-        base_cost_source=_or(p.base_cost_source, ''),
-        base_watts_source=_or(p.base_watts_source, ''),
-        source=_or(p.source, ''), rack_units=_or(p.rack_units, 2),
-        memory_type=_or(p.memory_type, 'ddr4'),
-        cxl_lanes=int(_or(p.cxl_lanes, 0)),
-        cpu_generations=tuple(_or(p.cpu_generations, ())))
-
-
-def _build_catalog(section):
-    """The planner's entries of a file's catalog (core values)."""
-    return types.Catalog(
-        cpus={name: _cpu(name, c) for name, c in section.cpus.items()},
-        dimms={name: _dimm(name, d) for name, d in section.dimms.items()},
-        platforms={name: _platform(name, p)
-                   for name, p in section.platforms.items()})
-
-
 def builtin_catalog():
     """The catalog that ships with the planner."""
     with _planner_errors():
         section = document.parse_catalog(_package_text('catalog.yaml'),
                                          'built-in catalog.yaml')
-    return _build_catalog(section)
+    return sec.resolved(section)
 
 
 def _merge(base, section):
     if section is None:
         return base
-    own = _build_catalog(section)
-    return types.Catalog(cpus={**base.cpus, **own.cpus},
-                         dimms={**base.dimms, **own.dimms},
-                         platforms={**base.platforms, **own.platforms})
+    return base.merged(sec.resolved(section))
 
 
 def _socket_population(names, catalog):
@@ -150,13 +93,13 @@ def _build_config(name, config, catalog):
     return types.NodeConfig(name=name, platform=platform,
                             cpu=catalog.cpus[config.cpu],
                             mode=config.mode, sockets=sockets,
-                            description=_or(config.description, ''),
+                            description=sec.resolved(config).description,
                             kernel_tiering=config.kernel_tiering)
 
 
 def _check_populations(configs, source):
     for name, config in configs.items():
-        problems = population.errors(population.check(config))
+        problems = common.errors(population.check(config))
         if problems:
             raise errors.ScenarioError(
                 source, ['configs', name],
@@ -180,7 +123,7 @@ def _check_host_reserve(configs, policies, source):
 
 def workload_extra_specs(raw):
     """The flavor extra specs that express a workload's scenario entry."""
-    return document.from_mapping(document.Workload, raw).extra_specs()
+    return sec.from_mapping(sec.Workload, raw).extra_specs()
 
 
 def explicit_specs(specs, request):
@@ -209,9 +152,9 @@ def _observed(name, workload, source, ratios):
         raise errors.ScenarioError(
             source, path, "'%s' needs observations: give the scenario's "
             "observations key or --observations DIR, a directory of "
-            "nova-pmem-observe documents" % document.OBSERVED)
+            "nova-pmem-observe documents" % sch.OBSERVED)
     directory, by_flavor = ratios
-    flavor = _or(workload.flavor, name)
+    flavor = name if workload.flavor is None else workload.flavor
     found = by_flavor.get(flavor)
     if found is None:
         raise errors.ScenarioError(
@@ -242,38 +185,26 @@ def _observations(doc, source, directory):
 
 
 def _build_workload(name, workload, source, ratios=None):
-    ratio_source = _or(workload.hot_ratio_source, '')
+    ratio_source = sec.resolved(workload).hot_ratio_source
     if workload.observed:
         workload, ratio_source = _observed(name, workload, source, ratios)
     with _planner_errors():
         specs, request = document.flavor_request(name, workload, source)
     specs = explicit_specs(specs, request)
-    numa_nodes = workload.numa_nodes
-    if numa_nodes is not None:
-        numa_nodes = int(numa_nodes)
+    workload = sec.resolved(workload)
     return types.Workload(
-        name=name, vcpus=workload.vcpus,
-        ram_gb=float(workload.ram_gb),
-        used_gb=float(_or(workload.used_gb, workload.ram_gb)),
+        name=name, vcpus=workload.vcpus, ram_gb=workload.ram_gb,
+        # A workload that says nothing of its use uses all its RAM.
+        used_gb=(workload.ram_gb if workload.used_gb is None
+                 else workload.used_gb),
         extra_specs=specs, request=request,
         vpmem_gb=float(workload.vpmem.size_gb if workload.vpmem else 0),
-        throughput=dict(_or(workload.throughput, {})),
+        throughput=workload.throughput,
         calibration=(None if workload.calibration is None
-                     else document.to_mapping(workload.calibration)),
-        description=_or(workload.description, ''),
-        numa_nodes=numa_nodes,
-        bound=_or(workload.bound, document.LATENCY_BOUND),
-        bandwidth_gbps=workload.bandwidth_gbps,
+                     else sec.to_mapping(workload.calibration)),
+        description=workload.description, numa_nodes=workload.numa_nodes,
+        bound=workload.bound, bandwidth_gbps=workload.bandwidth_gbps,
         flavor=workload.flavor, hot_ratio_source=ratio_source)
-
-
-def _given(section, *left_out):
-    """The keys a section gives, less ``left_out`` and the ``*_source``."""
-    if section is None:
-        return {}
-    return {key: value for key, value in document.to_mapping(
-        section).items() if key not in left_out
-        and not key.endswith('_source')}
 
 
 def parse(text, source, catalog=None, observations=None):
@@ -296,15 +227,15 @@ def parse(text, source, catalog=None, observations=None):
     ratios = _observations(doc, source, observations)
     workloads = {name: _build_workload(name, w, source, ratios)
                  for name, w in doc.workloads.items()}
-    policies = types.Policies(**_given(doc.policies))
+    policies = sec.resolved(doc.policies or sec.Policies())
     _check_host_reserve(configs, policies, source)
-    performance = types.Performance(**_given(doc.performance, 'source'))
-    economics = types.Economics(**_given(doc.economics))
+    performance = sec.resolved(doc.performance or sec.Performance())
+    economics = sec.resolved(doc.economics or sec.Economics())
     return types.Scenario(
         name=doc.name, source=source, catalog=catalog,
         configs=configs, baseline=doc.baseline_config, workloads=workloads,
         policies=policies, performance=performance,
-        description=_or(doc.description, ''), economics=economics,
+        description=sec.resolved(doc).description, economics=economics,
         demand=_build_demand(doc.demand, workloads, economics))
 
 
@@ -312,9 +243,11 @@ def _build_demand(periods, workloads, economics):
     if periods is None:
         return ()
     return tuple(
-        types.Period(name=p.name,
-                     years=float(_or(p.years, economics.years)),
-                     vms={w: int(p.vms.get(w, 0)) for w in workloads})
+        sec.Period(name=p.name,
+                   # None: the service life.
+                   years=float(economics.years if p.years is None
+                               else p.years),
+                   vms={w: int(p.vms.get(w, 0)) for w in workloads})
         for p in periods)
 
 

@@ -9,103 +9,20 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""What a scenario holds once read: catalog entries, configurations, workloads.
+"""What a scenario holds once read: configurations, workloads, the whole.
 
-The planner's model, built from the values of the file
-(:mod:`nova_pmem_filters.core.formats.scenario`) with the planner's defaults.
+The planner's model on top of the values of the file. The catalog entries,
+policies, performance, economics and periods of demand are the file's own
+classes (:mod:`nova_pmem_filters.core.formats.scenario_sections`), resolved:
+every key the file leaves out at the value the format assumes for it.
 """
 
 import dataclasses
 
-from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import charging
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import profile
-
-
-# Nova's flavor extra spec for a guest NUMA topology of N cells.
-NUMA_NODES_KEY = document.NUMA_NODES_KEY
-
-
-@dataclasses.dataclass(frozen=True)
-class Cpu:
-    name: str
-    cores: int
-    threads: int
-    price: float
-    watts: float
-    memory_limit_gb: float
-    pmem_generations: tuple = ()
-    pmem_max_module_gb: float = 0
-    cxl_lanes: int = 0
-    flat_memory_mode: bool = False
-    generation: str = ''
-    description: str = ''
-    price_source: str = ''
-    watts_source: str = ''
-    # Where the entry's facts (PMem support, limits) come from.
-    source: str = ''
-
-
-@dataclasses.dataclass(frozen=True)
-class Dimm:
-    name: str
-    type: str
-    capacity_gb: float
-    price: float
-    watts: float
-    generation: str = None
-    price_source: str = ''
-    watts_source: str = ''
-    bandwidth_gbps: float = None
-    latency_ns: float = None
-    lanes: int = 0
-    source: str = ''
-
-    @property
-    def is_pmem(self):
-        return self.type == 'pmem'
-
-    @property
-    def is_cxl(self):
-        return self.type == 'cxl'
-
-    @property
-    def is_dram(self):
-        """A DRAM DIMM in a memory channel (not PMem, not CXL)."""
-        return self.type in ('ddr4', 'ddr5')
-
-
-@dataclasses.dataclass(frozen=True)
-class Platform:
-    name: str
-    sockets: int
-    controllers_per_socket: int
-    channels_per_socket: int
-    slots_per_channel: int
-    base_cost: float
-    base_watts: float
-    pmem_generations: tuple = ()
-    description: str = ''
-    base_cost_source: str = ''
-    base_watts_source: str = ''
-    source: str = ''
-    rack_units: int = 2
-    memory_type: str = 'ddr4'
-    cxl_lanes: int = 0
-    # CPU generations the board takes; () : judged by the memory interface.
-    cpu_generations: tuple = ()
-
-    @property
-    def slots_per_socket(self):
-        return self.channels_per_socket * self.slots_per_channel
-
-
-@dataclasses.dataclass(frozen=True)
-class Catalog:
-    cpus: dict
-    dimms: dict
-    platforms: dict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,8 +30,8 @@ class NodeConfig:
     """One hardware configuration: platform, CPU, DIMMs per socket, mode."""
 
     name: str
-    platform: Platform
-    cpu: Cpu
+    platform: sec.Platform
+    cpu: sec.Cpu
     mode: str
     # One {Dimm: count} per socket.
     sockets: tuple
@@ -208,59 +125,16 @@ class Workload:
 
 
 @dataclasses.dataclass(frozen=True)
-class Policies:
-    memory_cap: float = 0.9
-    host_reserve_gb: float = 0.0
-    cpu_overcommit: float = 1.0
-    cache_overcommit: float = 1.0
-    # Share of an App-Direct region lost to namespace metadata and alignment
-    # (devdax/fsdax with struct-page metadata on the device: 64 bytes per
-    # 4 KiB page is 1/64).
-    namespace_overhead: float = 1.0 / 64
-
-
-@dataclasses.dataclass(frozen=True)
-class Performance:
-    # Intel's platform guide (nova_pmem_filters.planner.population.sources,
-    # 'intel-pmem-platforms'): Optane about 350 ns idle read latency against
-    # under 100 ns for DRAM.
-    dram_latency_ns: float = 90.0
-    pmem_latency_ns: float = 350.0
-
-
-@dataclasses.dataclass(frozen=True)
-class Economics:
-    """What a node costs over its service life, and the fleet's caps."""
-
-    # Assumptions to replace with the site's own figures.
-    power_price_per_kwh: float = 0.10
-    pue: float = 1.5
-    years: float = 5.0
-    budget: float = None
-    power_kw: float = None
-    rack_units: float = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Period:
-    """VMs to carry for some years: one step of a demand forecast."""
-
-    name: str
-    years: float
-    vms: dict
-
-
-@dataclasses.dataclass(frozen=True)
 class Scenario:
     name: str
     source: str
-    catalog: Catalog
+    catalog: sec.Catalog
     configs: dict
     baseline: str
     workloads: dict
-    policies: Policies
-    performance: Performance
+    policies: sec.Policies
+    performance: sec.Performance
     description: str = ''
-    economics: Economics = Economics()
+    economics: sec.Economics = sec.resolved(sec.Economics())
     # Periods of demand, in order; empty when the scenario gives none.
     demand: tuple = ()

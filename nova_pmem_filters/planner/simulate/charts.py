@@ -66,11 +66,7 @@ def chart_png(timeline, title):
 
 
 # The words of each mode in a legend ("memory used, Memory Mode nodes").
-MODE_WORDS = {
-    kinds.DRAM: 'DRAM', kinds.MEMORY_MODE: 'Memory Mode',
-    kinds.APP_DIRECT: 'App Direct', kinds.CXL_FLAT: 'CXL flat',
-    kinds.CXL_KMEM: 'CXL kmem', kinds.CXL_DEVDAX: 'CXL devdax',
-}
+MODE_WORDS = {k.name: k.words for k in kinds.KINDS.values()}
 ALL_NODES = 'all nodes'
 REFUSED = 'boots refused so far'
 # The shares of the lower plot: legend words and line style, by timeline

@@ -34,6 +34,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from nova_pmem_filters.conf import nova_scheduler
 from nova_pmem_filters.core.rules import charging
 from nova_pmem_filters.core.rules import decide
 from nova_pmem_filters.core.rules import defaults as pmem_defaults
@@ -75,8 +76,10 @@ class Scheduler:
     cache_overcommit_ratio: float = pmem_defaults.CACHE_OVERCOMMIT_RATIO
     default_flavor_modes: tuple = tuple(extra_specs.DEFAULTS.modes)
     default_hot_ratio: float = extra_specs.DEFAULTS.hot_ratio
-    ram_weight_multiplier: float = 1.0
-    cpu_weight_multiplier: float = 1.0
+    ram_weight_multiplier: float = nova_scheduler.default(
+        nova_scheduler.FILTER_SCHEDULER, 'ram_weight_multiplier')
+    cpu_weight_multiplier: float = nova_scheduler.default(
+        nova_scheduler.FILTER_SCHEDULER, 'cpu_weight_multiplier')
     tier_weight_multiplier: float = pmem_defaults.TIER_WEIGHT_MULTIPLIER
     cache_headroom_weight_multiplier: float = (
         pmem_defaults.CACHE_HEADROOM_WEIGHT_MULTIPLIER)
@@ -105,9 +108,13 @@ class HostKind:
     memory_mb: int
     # Installed DRAM, for the CUSTOM_NEAR_MEMORY_MB inventory.
     dram_gb: float
-    reserved_host_memory_mb: int = 512
-    ram_allocation_ratio: float = 1.0
-    cpu_allocation_ratio: float = 4.0
+    # Nova's defaults; a new compute's ratios are the initial_* ones.
+    reserved_host_memory_mb: int = nova_scheduler.default(
+        nova_scheduler.DEFAULT, 'reserved_host_memory_mb')
+    ram_allocation_ratio: float = nova_scheduler.default(
+        nova_scheduler.DEFAULT, 'initial_ram_allocation_ratio')
+    cpu_allocation_ratio: float = nova_scheduler.default(
+        nova_scheduler.DEFAULT, 'initial_cpu_allocation_ratio')
     count: int = 1
 
 

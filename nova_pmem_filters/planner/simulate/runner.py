@@ -35,8 +35,8 @@ def kinds_of_configs(scen, nodes):
     and ``cpu_allocation_ratio``.
     """
     # Imported here: nova-config's module reads the whole model.
+    from nova_pmem_filters.planner import admission
     from nova_pmem_filters.planner import model
-    from nova_pmem_filters.planner import realise
     found = []
     for name, count in nodes.items():
         if name not in scen.configs:
@@ -46,7 +46,7 @@ def kinds_of_configs(scen, nodes):
             continue
         config = scen.configs[name]
         node = model.node(config, scen.policies)
-        reserved, ratio = realise.compute_memory(scen, name)
+        reserved, ratio = admission.compute_memory(scen, name)
         found.append(engine.HostKind(
             name=name, profile=node.profile, vcpus=int(node.vcpus),
             memory_mb=int(round(node.visible_memory_gb * profile.MB_PER_GB)),

@@ -200,7 +200,17 @@ class DiscoverTest(ExitCase):
             self.assertOneLine(USAGE, status, out, err, part)
 
     def test_a_missing_extra_could_not_run(self):
-        self.assertMissingExtra('discover', ['--json'], 'yaml')
+        # The YAML it writes needs the extra; reading a host does not.
+        example = os.path.join(EXAMPLES, 'memory-mode')
+        self.assertMissingExtra('discover', ['--from', example, '-f',
+                                             'yaml'], 'yaml')
+        self.assertMissingExtra('discover', ['--from', example,
+                                             '--provider-config', '-'],
+                                'yaml')
+        status, out, err, _mods = test_startup.run_tool(
+            'discover', ['--from', example, '--json'], blocked=['yaml'])
+        self.assertEqual(0, status, err)
+        self.assertIn('"mode": "memory_mode"', out)
 
     def test_a_missing_tool_could_not_run(self):
         empty = self.useFixture(fixtures.TempDir()).path

@@ -31,6 +31,7 @@ import testtools
 import yaml
 
 from nova_pmem_filters.conf import pmem
+from nova_pmem_filters.conf import schedulerconf
 from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.formats import hostfile
 from nova_pmem_filters.core.rules import extra_specs
@@ -41,7 +42,6 @@ from nova_pmem_filters.discover import cli as discover_cli
 from nova_pmem_filters.discover import outputs
 from nova_pmem_filters.doctor import checks
 from nova_pmem_filters.doctor import cloud
-from nova_pmem_filters.doctor import schedulerconf
 from nova_pmem_filters.doctor import snapshot
 from nova_pmem_filters.planner import fleet
 from nova_pmem_filters.planner import model

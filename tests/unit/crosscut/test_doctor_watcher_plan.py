@@ -30,13 +30,13 @@ import types
 
 import testtools
 
+from nova_pmem_filters.conf import schedulerconf
 from nova_pmem_filters.core.plans import rebalance
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.doctor import checks
 from nova_pmem_filters.doctor.checks import observations
 from nova_pmem_filters.doctor import cloud
-from nova_pmem_filters.doctor import schedulerconf
 from nova_pmem_filters.doctor import snapshot as snap_mod
 from nova_pmem_filters.watcher import inputs
 from tests.unit import obsdocs

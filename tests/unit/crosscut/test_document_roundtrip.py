@@ -37,6 +37,7 @@ from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.discover import cli
 from nova_pmem_filters.discover import runner
+from nova_pmem_filters.planner import admission
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
@@ -232,9 +233,9 @@ class PlannedProviderConfigTestCase(testtools.TestCase):
                 self.assertEqual(written, read.as_dict())
                 (provider, inventory), = providerconfig.near_memory_of(read)
                 self.assertTrue(provider.every_compute_node)
-                _reserved, ratio = realise.compute_memory(scen,
-                                                          config_name)
-                self.assertEqual(realise.near_memory_inventory(
+                _reserved, ratio = admission.compute_memory(scen,
+                                                            config_name)
+                self.assertEqual(admission.near_memory_inventory(
                     config, scen.policies, ratio), inventory)
                 # The near memory of the node the planner counted.
                 node = model.node(config, scen.policies)

@@ -26,22 +26,64 @@ defect and expects exactly the findings it causes.
 
 
 import dataclasses
+import os
+import subprocess
 
+import fixtures
 import testtools
 
+from nova_pmem_filters.conf import schedulerconf
 from nova_pmem_filters.core.formats import discoveredhost
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.discover import outputs
 from nova_pmem_filters.doctor import checks
-from nova_pmem_filters.doctor import schedulerconf
 from nova_pmem_filters.doctor import snapshot as snap_mod
 
 GB = 1024
 HOSTS = {'dram1': (kinds.DRAM, 384), 'mm1': (kinds.MEMORY_MODE, 192),
          'mm2': (kinds.MEMORY_MODE, 192), 'ad1': (kinds.APP_DIRECT, 192)}
 NEAR = 'resources:CUSTOM_NEAR_MEMORY_MB'
+
+
+# A stand-in tool: each call leaves N.args (its arguments, a line each) and
+# N.stdin (what it read) in $RECORD, N counting from 0.
+_RECORDER = '''#!/bin/sh
+n=$(($(ls "$RECORD" | wc -l) / 2))
+printf '%s\\n' "$@" > "$RECORD/$n.args"
+cat > "$RECORD/$n.stdin"
+'''
+
+
+def run_recorded(test, script, tools=('ssh', 'openstack')):
+    """Run ``script`` as a printed fix runs (``sh -e``), ``tools`` recorded.
+
+    :returns: a list, in call order, of (arguments, lines of standard
+        input) of each call of a recorded tool.
+    """
+    tmp = test.useFixture(fixtures.TempDir()).path
+    bin_dir, record = os.path.join(tmp, 'bin'), os.path.join(tmp, 'record')
+    os.mkdir(bin_dir)
+    os.mkdir(record)
+    for name in tools:
+        path = os.path.join(bin_dir, name)
+        with open(path, 'w') as f:
+            f.write(_RECORDER)
+        os.chmod(path, 0o755)
+    env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ['PATH'],
+               RECORD=record)
+    proc = subprocess.run(['sh', '-ec', script], env=env, timeout=30,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+    test.assertEqual(0, proc.returncode, proc.stdout)
+    calls = []
+    for n in range(len(os.listdir(record)) // 2):
+        with open(os.path.join(record, '%d.args' % n)) as f:
+            args = f.read().splitlines()
+        with open(os.path.join(record, '%d.stdin' % n)) as f:
+            calls.append((args, f.read().splitlines()))
+    return calls
 
 
 def config(**changes):

@@ -25,9 +25,6 @@ import dataclasses
 import json
 import os
 import shlex
-import subprocess
-
-import fixtures
 
 from nova_pmem_filters.core.plans import rebalance
 from nova_pmem_filters.core.rules import kinds
@@ -47,9 +44,6 @@ CAPACITY = {'pmem:modes': kinds.MEMORY_MODE, 'pmem:hot_ratio': '0.25'}
 MIGRATE = ('openstack --os-compute-api-version 2.30 server migrate '
            '--live-migration --host')
 # A stand-in that appends its arguments (one a line) and an end mark.
-RECORDER = '''#!/bin/sh
-printf '%s\\n' "$@" -- >> "$RECORD"
-'''
 
 
 def memory(total_gb, used_mb=0, reserved_mb=512, ratio=1.0):
@@ -205,32 +199,8 @@ class FixTestCase(cases.DoctorTestCase):
 
     def run_fix(self, fix):
         """Run ``fix`` with ``sh -e``; the argument lists of openstack."""
-        tmp = self.useFixture(fixtures.TempDir()).path
-        bin_dir = os.path.join(tmp, 'bin')
-        os.mkdir(bin_dir)
-        path = os.path.join(bin_dir, 'openstack')
-        with open(path, 'w') as f:
-            f.write(RECORDER)
-        os.chmod(path, 0o755)
-        record = os.path.join(tmp, 'record')
-        env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ['PATH'],
-                   RECORD=record)
-        proc = subprocess.run(['sh', '-ec', fix], env=env, timeout=30,
-                              stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT)
-        self.assertEqual(0, proc.returncode, proc.stdout)
-        if not os.path.exists(record):
-            return []
-        with open(record) as f:
-            words = f.read().splitlines()
-        calls, call = [], []
-        for word in words:
-            if word == '--':
-                calls.append(call)
-                call = []
-            else:
-                call.append(word)
-        return calls
+        return [args for args, _stdin
+                in cases.run_recorded(self, fix, ('openstack',))]
 
     def test_moves_as_live_migrations(self):
         # 7 x 31129.6 = 217907 MB over 196608; at most 0.9 x 196608 =

@@ -18,10 +18,6 @@ them: the lines the host's root shell gets must be the core's.
 """
 
 import dataclasses
-import os
-import subprocess
-
-import fixtures
 
 from nova_pmem_filters.core.rules import tiering
 from nova_pmem_filters.doctor import checks
@@ -30,11 +26,6 @@ from tests.unit import obsdocs
 
 GB = cases.GB
 NODES = [{'id': 0, 'cpus': True}, {'id': 2, 'cpus': False}]
-# A stand-in that records its arguments (one a line) and its input.
-RECORDER = '''#!/bin/sh
-printf '%s\\n' "$@" > "$RECORD.args"
-cat > "$RECORD.stdin"
-'''
 
 
 def observed(*docs):
@@ -61,25 +52,7 @@ class _Runs(object):
     """Run a fix as printed, with ``ssh`` and ``openstack`` recorded."""
 
     def run_fix(self, fix, command):
-        tmp = self.useFixture(fixtures.TempDir()).path
-        bin_dir = os.path.join(tmp, 'bin')
-        os.mkdir(bin_dir)
-        for name in ('ssh', 'openstack'):
-            path = os.path.join(bin_dir, name)
-            with open(path, 'w') as f:
-                f.write(RECORDER)
-            os.chmod(path, 0o755)
-        record = os.path.join(tmp, 'record')
-        env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ['PATH'],
-                   RECORD=record)
-        proc = subprocess.run(['sh', '-ec', fix], env=env, timeout=30,
-                              stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT)
-        self.assertEqual(0, proc.returncode, proc.stdout)
-        with open(record + '.args') as f:
-            args = f.read().splitlines()
-        with open(record + '.stdin') as f:
-            stdin = f.read().splitlines()
+        args, stdin = cases.run_recorded(self, fix)[-1]
         self.assertEqual(command, args[:len(command)])
         return args, stdin
 

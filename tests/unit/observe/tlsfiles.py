@@ -59,6 +59,15 @@ def _builder(subject, issuer, public_key, issuer_key):
                 issuer_key.public_key()), critical=False))
 
 
+def _key_usage(ca):
+    """A CA signs certificates and CRLs; a leaf only signs (TLS 1.3)."""
+    return x509.KeyUsage(
+        digital_signature=not ca, content_commitment=False,
+        key_encipherment=False, data_encipherment=False,
+        key_agreement=False, key_cert_sign=ca, crl_sign=ca,
+        encipher_only=False, decipher_only=False)
+
+
 class Authority(object):
     """A CA that signs server and client certificates."""
 
@@ -69,11 +78,7 @@ class Authority(object):
             _builder(self.name, self.name, self.key.public_key(), self.key)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0),
                            critical=True)
-            .add_extension(x509.KeyUsage(
-                digital_signature=False, content_commitment=False,
-                key_encipherment=False, data_encipherment=False,
-                key_agreement=False, key_cert_sign=True, crl_sign=True,
-                encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(_key_usage(ca=True), critical=True)
             .sign(self.key, hashes.SHA256()))
 
     def issue(self, common_name, usage, ip=None):
@@ -84,11 +89,7 @@ class Authority(object):
                      self.key)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None),
                            critical=True)
-            .add_extension(x509.KeyUsage(
-                digital_signature=True, content_commitment=False,
-                key_encipherment=False, data_encipherment=False,
-                key_agreement=False, key_cert_sign=False, crl_sign=False,
-                encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(_key_usage(ca=False), critical=True)
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False))
         if ip is not None:
             builder = builder.add_extension(x509.SubjectAlternativeName(

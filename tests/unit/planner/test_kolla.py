@@ -29,17 +29,15 @@ import sys
 import textwrap
 
 import fixtures
-from nova.conf import scheduler as nova_scheduler_conf
 from nova.scheduler import filters as nova_filters
 from nova.scheduler import host_manager
 from nova.scheduler import weights as nova_weights
-from oslo_config import cfg
 import testtools
 
-from nova_pmem_filters.conf import pmem as pmem_conf
 from nova_pmem_filters.core.rules import classes
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
+from tests import novaconf
 from tests.unit import clitools
 from tests.unit import paths
 from tests.unit.planner.commands import test_novaconfig
@@ -108,15 +106,6 @@ def compute_sources(template, config_dir, host):
             os.path.join(config_dir, 'nova', 'nova-compute.conf'),
             os.path.join(config_dir, 'nova', host, 'nova.conf'),
             os.path.join(config_dir, 'nova', host, 'nova-compute.conf')]
-
-
-def nova_view(path):
-    """nova.conf as nova-scheduler reads it: Nova's options and ours."""
-    conf = cfg.ConfigOpts()
-    nova_scheduler_conf.register_opts(conf)
-    pmem_conf.register_opts(conf)
-    conf(['--config-file', path], project='nova', default_config_files=[])
-    return conf
 
 
 class _Handlers(object):
@@ -264,7 +253,7 @@ class KollaAnsibleTestCase(testtools.TestCase):
                           classes.ALL_FILTERS],
                          got[('filter_scheduler', 'available_filters')])
         self.assertEqual(1.0, got[('pmem', 'cache_overcommit_ratio')])
-        enabled, weighers = scheduler_view(nova_view(path))
+        enabled, weighers = scheduler_view(novaconf.nova_view(path))
         self.assertEqual(test_novaconfig.NOVA_ENABLED
                          + list(classes.FILTERS), enabled)
         self.assertIn('PmemModeFilter', enabled)

@@ -26,7 +26,7 @@ from nova.virt import hardware
 import testtools
 import yaml
 
-from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import nearmem
@@ -35,6 +35,7 @@ from nova_pmem_filters.planner import admission
 from nova_pmem_filters.planner import memperf
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner.scenario import loading
@@ -68,7 +69,7 @@ def node_config(platform, cpu, mode, per_socket, name='test'):
 
 def workload(name='w', **raw):
     return loading._build_workload(
-        name, document.from_mapping(document.Workload, raw), 'test')
+        name, sec.from_mapping(sec.Workload, raw), 'test')
 
 
 class FieldNotesExampleTestCase(testtools.TestCase):
@@ -222,7 +223,7 @@ class ConstraintTestCase(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.policies = scenario.Policies()
+        self.policies = sec.resolved(sec.Policies())
         self.mm = model.node(node_config(
             'cascade-lake-2s', 'xeon-gold-6230n', kinds.MEMORY_MODE,
             {'ddr4-16': 6, 'pmem100-128': 2}), self.policies)
@@ -237,7 +238,8 @@ class ConstraintTestCase(testtools.TestCase):
         work = workload(vcpus=4, ram_gb=32, modes=['dram'])
         self.assertEqual((0, 'mode'),
                          vmsizing.density(self.mm, work, self.policies))
-        fit = model.fit(self.mm, work, self.policies, scenario.Performance())
+        fit = model.fit(self.mm, work, self.policies,
+                        sec.resolved(sec.Performance()))
         self.assertEqual(math.inf, fit.cost_per_vm)
         self.assertEqual(0, fit.vms_per_kw)
 
@@ -261,13 +263,13 @@ class ConstraintTestCase(testtools.TestCase):
     def test_hit_fraction_counts_the_dram_not_the_overcommit(self):
         # Overcommitting the cache 2:1 admits 12 fully hot 32 GB VMs;
         # 192 GB of DRAM holds half of their 384 GB of hot RAM.
-        policies = scenario.Policies(cache_overcommit=2.0)
+        policies = sec.resolved(sec.Policies(cache_overcommit=2.0))
         work = workload(vcpus=1, ram_gb=32, used_gb=8, hot_ratio=1)
         vms, binding = vmsizing.density(self.mm, work, policies)
         self.assertEqual((12, 'dram_cache'), (vms, binding))
         self.assertEqual(0.5, memperf.hit_fraction(self.mm, work, vms,
                                                    policies))
-        performance = scenario.Performance()
+        performance = sec.resolved(sec.Performance())
         miss = memperf.miss_factor(performance)
         self.assertAlmostEqual(
             0.5 + 0.5 * miss,
@@ -275,8 +277,8 @@ class ConstraintTestCase(testtools.TestCase):
                                       performance))
 
     def test_metadata_carries_the_cache_exactly(self):
-        odd = scenario.Dimm(name='ddr4-odd', type='ddr4',
-                            capacity_gb=102.8809, price=0, watts=0)
+        odd = sec.resolved(sec.Dimm(name='ddr4-odd', type='ddr4',
+                                    capacity_gb=102.8809, price=0, watts=0))
         config = dataclasses.replace(
             self.mm.config,
             sockets=tuple({odd: 6, CATALOG.dimms['pmem100-128']: 2}
@@ -301,7 +303,7 @@ DRAM_DIMMS = ('ddr4-16', 'ddr4-32', 'ddr4-64', 'ddr4-128')
 
 
 def _valid(config):
-    return not population.errors(population.check(config))
+    return not common.errors(population.check(config))
 
 
 @st.composite
@@ -374,12 +376,13 @@ def workloads(draw):
 
 
 policies_strategy = st.builds(
-    scenario.Policies,
+    sec.Policies,
     memory_cap=st.floats(min_value=0.05, max_value=1.0),
     host_reserve_gb=st.sampled_from([0, 0, 8, 16, 64]),
     cpu_overcommit=st.sampled_from([0.5, 1.0, 1.0, 2.0, 4.0, 16.0]),
     cache_overcommit=st.sampled_from([0.0, 0.5, 1.0, 1.0, 1.25, 2.0]),
-    namespace_overhead=st.sampled_from([0.0, 1.0 / 64, 0.1, 0.5]))
+    namespace_overhead=st.sampled_from([0.0, 1.0 / 64, 0.1, 0.5])).map(
+        sec.resolved)
 
 
 class PropertyTestCase(testtools.TestCase):
@@ -427,7 +430,7 @@ class PropertyTestCase(testtools.TestCase):
     @hypothesis.given(node_configs, workloads(), policies_strategy)
     def test_cost_per_vm(self, config, work, policies):
         fit = model.fit(model.node(config, policies), work, policies,
-                        scenario.Performance())
+                        sec.resolved(sec.Performance()))
         if fit.vms_per_node:
             self.assertTrue(math.isclose(fit.node_cost,
                                          fit.cost_per_vm * fit.vms_per_node,
@@ -443,8 +446,8 @@ class PropertyTestCase(testtools.TestCase):
     def test_memory_mode_density_within_the_cache(self, config, work,
                                                   policies, dram_gb):
         # Any DRAM module size, not only the catalog's.
-        odd = scenario.Dimm(name='ddr4-odd', type='ddr4',
-                            capacity_gb=dram_gb, price=1, watts=1)
+        odd = sec.resolved(sec.Dimm(name='ddr4-odd', type='ddr4',
+                                    capacity_gb=dram_gb, price=1, watts=1))
         config = dataclasses.replace(config, sockets=tuple(
             {(odd if not d.is_pmem else d): n for d, n in sock.items()}
             for sock in config.sockets))
@@ -478,11 +481,13 @@ def sized_config(sockets, threads, dram_gb, pmem_gb=0, mode=kinds.DRAM):
                                name='p%d' % sockets, sockets=sockets)
     cpu = dataclasses.replace(CATALOG.cpus['xeon-gold-6238l'],
                               name='c%d' % threads, threads=threads)
-    one = {scenario.Dimm(name='dram', type='ddr4', capacity_gb=dram_gb,
-                         price=1, watts=1): 1}
+    one = {sec.resolved(sec.Dimm(name='dram', type='ddr4',
+                                 capacity_gb=dram_gb, price=1,
+                                 watts=1)): 1}
     if pmem_gb:
-        one[scenario.Dimm(name='pmem', type='pmem', capacity_gb=pmem_gb,
-                          price=1, watts=1, generation='100')] = 1
+        one[sec.resolved(sec.Dimm(name='pmem', type='pmem',
+                                  capacity_gb=pmem_gb, price=1, watts=1,
+                                  generation='100'))] = 1
     return scenario.NodeConfig(name='n', platform=plat, cpu=cpu, mode=mode,
                                sockets=tuple(dict(one)
                                              for _ in range(sockets)))
@@ -611,11 +616,12 @@ def numa_workloads(draw, max_nodes=4):
 
 
 numa_policies = st.builds(
-    scenario.Policies,
+    sec.Policies,
     memory_cap=st.floats(min_value=0.5, max_value=1.0),
     host_reserve_gb=st.sampled_from([0, 0, 8]),
     cpu_overcommit=st.sampled_from([1.0, 1.0, 2.0, 4.0]),
-    cache_overcommit=st.sampled_from([0.5, 1.0, 1.0, 1.5]))
+    cache_overcommit=st.sampled_from([0.5, 1.0, 1.0, 1.5])).map(
+        sec.resolved)
 
 
 def _fits_one_socket(config, work, policies, slices):
@@ -710,7 +716,7 @@ def nova_admits(config, work, policies, limit=1000):
     """
     sizing = model.cell_sizing(config)
     node = model.node(config, policies)
-    reserved, ram_ratio = realise.memory_settings(node, work, policies)
+    reserved, ram_ratio = admission.memory_settings(node, work, policies)
     cpu_ratio = float(policies.cpu_overcommit)
     total_mb = int(round(node.visible_memory_gb * profile.MB_PER_GB))
     cpus = sizing.vcpus
@@ -775,7 +781,7 @@ class NovaAgreementTestCase(testtools.TestCase):
         # 3 cells of 2 slices, 2 per VM: spread reaches 3 VMs.
         config = sized_config(3, 8, 64)
         work = workload(vcpus=8, ram_gb=4, numa_nodes=2)
-        policies = scenario.Policies()
+        policies = sec.resolved(sec.Policies())
         self.assertEqual(3, nova_admits(config, work, policies))
         self.assertEqual(3, vmsizing.density(model.node(config, policies),
                                              work, policies)[0])
@@ -816,30 +822,31 @@ class NumaNovaConfigTestCase(testtools.TestCase):
 
     def test_cell_admits_is_novas_comparison(self):
         # 0.1 x 3 is 0.30000000000000004 in floats: Nova's limit.
-        self.assertEqual(3, realise.cell_admits(10, 0.3, 1))
-        self.assertEqual(2, realise.cell_admits(10, 0.29, 1))
-        self.assertEqual(0, realise.cell_admits(10, 4.0, 11))
+        self.assertEqual(3, admission.cell_admits(10, 0.3, 1))
+        self.assertEqual(2, admission.cell_admits(10, 0.29, 1))
+        self.assertEqual(0, admission.cell_admits(10, 4.0, 11))
 
     def test_ratio_holds_host_and_cell_bounds(self):
         # 2 x 48 GB cells, 8 GB reserved, cap 0.68, 32 GB flavors using
         # 16.32 GB in halves: the exact ratio rounded to 4 decimals,
         # 1.3333, gives Placement the planner's 3 VMs but a cell 3 halves
         # where the planner counts floor(48 x 0.68 / 8.16) = 4.
-        policies = scenario.Policies(memory_cap=0.68, host_reserve_gb=8)
+        policies = sec.resolved(sec.Policies(memory_cap=0.68,
+                                             host_reserve_gb=8))
         node = model.node(sized_config(2, 64, 48), policies)
         w = workload(vcpus=2, ram_gb=32, used_gb=16.32, numa_nodes=2)
         sizing = vmsizing.cells(node)
         self.assertEqual(4, vmsizing.cell_slices(node, w,
                                                  policies)['socket_memory'])
-        self.assertEqual(3, realise.cell_admits(sizing.memory_mb, 1.3333,
-                                                w.ram_mb // 2))
-        reserved, ratio = realise.memory_settings(node, w, policies)
-        self.assertEqual(4, realise.cell_admits(sizing.memory_mb, ratio,
-                                                w.ram_mb // 2))
+        self.assertEqual(3, admission.cell_admits(sizing.memory_mb, 1.3333,
+                                                  w.ram_mb // 2))
+        reserved, ratio = admission.memory_settings(node, w, policies)
+        self.assertEqual(4, admission.cell_admits(sizing.memory_mb, ratio,
+                                                  w.ram_mb // 2))
         self.assertEqual(
             vmsizing.limits(node, w, policies)['memory'],
-            realise.placement_admits(2 * sizing.memory_mb, reserved,
-                                     ratio, w.ram_mb))
+            admission.placement_admits(2 * sizing.memory_mb, reserved,
+                                       ratio, w.ram_mb))
         self.assertEqual((3, 'memory'), vmsizing.density(node, w, policies))
 
 

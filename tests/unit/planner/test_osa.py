@@ -20,7 +20,6 @@ from its documentation (ansible-config_template doc/source/index.rst).
 
 import os
 import stat
-import textwrap
 
 import fixtures
 import testtools
@@ -99,19 +98,9 @@ class OsaTestCase(testtools.TestCase):
             'cache_overcommit_ratio'])
 
     def test_numa_bound_plan_needs_no_second_numa_filter(self):
-        path = os.path.join(self.tmp, 'numa.yaml')
-        with open(path, 'w') as f:
-            f.write(textwrap.dedent('''\
-                name: numa
-                configs:
-                  dram:
-                    platform: ice-lake-2s
-                    cpu: xeon-gold-6330
-                    mode: dram
-                    per_socket: {ddr4-32: 8}
-                workloads:
-                  db: {vcpus: 8, ram_gb: 64, used_gb: 48, numa_nodes: 2}
-                '''))
+        path = clitools.dram_scenario(
+            self.tmp, 'numa',
+            'db: {vcpus: 8, ram_gb: 64, used_gb: 48, numa_nodes: 2}\n')
         got, added = self.assert_same_as_nova_conf('--scenario', path)
         # nova-conf adds NUMATopologyFilter to Nova's list; os_nova has
         # it already.

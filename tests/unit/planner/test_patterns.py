@@ -15,7 +15,7 @@ import hypothesis
 from hypothesis import strategies as st
 import testtools
 
-from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import patterns
 from nova_pmem_filters.planner.scenario import loading
@@ -34,7 +34,7 @@ class PatternTestCase(testtools.TestCase):
         hot=st.sampled_from(['0.05', '0.2', '0.5', '1']))
     def test_single_limit_is_the_model_density(self, config, vcpus, ram_gb,
                                                used, hot):
-        w = loading._build_workload('w', document.Workload(
+        w = loading._build_workload('w', sec.Workload(
             vcpus=vcpus, ram_gb=ram_gb,
             used_gb=round(ram_gb * used, 2) or 0.01,
             hot_ratio=float(hot)), 'test')

@@ -26,6 +26,7 @@ from nova_pmem_filters.core.rules import placement
 
 from nova_pmem_filters.planner import vmsizing
 
+from nova_pmem_filters.planner import admission
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
@@ -94,15 +95,15 @@ class PlacementAccountingTestCase(testtools.TestCase):
                 ram_allocation_ratio=ratio), inventory)
             self.assertEqual(int(config.dram_gb * 1024), inventory['total'])
             self.assertEqual('total=%d allocation_ratio=%s'
-                             % (inventory['total'], realise._fmt(ratio)),
+                             % (inventory['total'], admission.fmt(ratio)),
                              row['value'])
 
     def test_placement_admits_what_the_model_counts(self):
         policies = self.scen.policies
         for config in self.scen.configs.values():
             node = model.node(config, policies)
-            inventory = realise.near_memory_inventory(config, policies,
-                                                      1.0)
+            inventory = admission.near_memory_inventory(config, policies,
+                                                        1.0)
             usable = inventory['total'] * inventory['allocation_ratio']
             for workload in self.scen.workloads.values():
                 request = placement.instance_near_memory_mb(

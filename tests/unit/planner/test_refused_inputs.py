@@ -24,7 +24,8 @@ import sys
 import fixtures
 import testtools
 
-from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_schema as sch
+from nova_pmem_filters.core.formats import scenario_yaml as syaml
 from nova_pmem_filters import fileutil
 from nova_pmem_filters.planner import scenario
 from tests.unit import clitools
@@ -76,7 +77,7 @@ class RefusedInputTest(testtools.TestCase):
         self.assertLess(len(BOMB), 700)
         path = self.write('bomb.yaml', BOMB)
         self.assert_refused(['compare', '--scenario', path], path,
-                            'more than %d aliases' % document.ALIAS_LIMIT)
+                            'more than %d aliases' % syaml.ALIAS_LIMIT)
 
     def test_alias_bomb_by_expanded_size(self):
         # Few aliases, each expanding many: the expanded size is bounded.
@@ -86,7 +87,7 @@ class RefusedInputTest(testtools.TestCase):
         path = self.write('bomb.yaml', text)
         self.assert_refused(
             ['compare', '--scenario', path], path,
-            'more than %d values' % document.EXPANDED_NODE_LIMIT)
+            'more than %d values' % syaml.EXPANDED_NODE_LIMIT)
 
     def test_dev_zero_by_size(self):
         self.useFixture(fixtures.MonkeyPatch(
@@ -170,13 +171,13 @@ class RefusedOptionTest(RefusedInputTest):
         first = ''.join(lines[start:end])
         name = first.split(':')[0].strip()
         copies = ''.join(first.replace(name, '%s-%d' % (name, i), 1)
-                         for i in range(document.CONFIG_LIMIT))
+                         for i in range(sch.CONFIG_LIMIT))
         path = self.write('many.yaml', ''.join(lines[:start]) + copies
                           + ''.join(lines[start:]))
         self.assert_refused(['compare', '--scenario', path], path,
                             'configs: %d entries'
-                            % (document.CONFIG_LIMIT + 2),
-                            'at most %d' % document.CONFIG_LIMIT)
+                            % (sch.CONFIG_LIMIT + 2),
+                            'at most %d' % sch.CONFIG_LIMIT)
 
 
 class RefusedMergeTest(RefusedInputTest):

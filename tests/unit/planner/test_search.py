@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import testtools
 
 
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import kinds
 
 from nova_pmem_filters.planner import cli
@@ -31,6 +32,7 @@ from nova_pmem_filters.planner import enumeration
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner import ranking
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import search
@@ -72,7 +74,7 @@ class SearchTestCase(testtools.TestCase):
             for name, node_ in result.nodes.items():
                 config = node_.config
                 self.assertEqual(
-                    [], population.errors(population.check(config)), name)
+                    [], common.errors(population.check(config)), name)
                 self.assertEqual(name, config.name)
                 self.assertEqual(config.platform.sockets,
                                  len(config.sockets))
@@ -258,32 +260,32 @@ def small_searches(draw):
     bands hold populations.
     """
     channels = draw(st.integers(1, 3))
-    plat = scenario.Platform(
+    plat = sec.resolved(sec.Platform(
         name='small', sockets=draw(st.integers(1, 2)),
         controllers_per_socket=draw(st.integers(1, channels)),
         channels_per_socket=channels,
         slots_per_channel=draw(st.integers(1, 2)),
         base_cost=draw(st.integers(0, 2000)), base_watts=100.0,
-        pmem_generations=draw(_GENERATIONS))
-    cpu = scenario.Cpu(
+        pmem_generations=draw(_GENERATIONS)))
+    cpu = sec.resolved(sec.Cpu(
         name='cpu', cores=16, threads=32, price=draw(st.integers(0, 2000)),
         watts=150.0,
         memory_limit_gb=draw(st.sampled_from([256, 512, 1024, 6144])),
         pmem_generations=draw(_GENERATIONS),
-        pmem_max_module_gb=draw(st.sampled_from([128, 256, 512])))
+        pmem_max_module_gb=draw(st.sampled_from([128, 256, 512]))))
     dimms = []
     for index in range(draw(st.integers(1, 2))):
-        dimms.append(scenario.Dimm(
+        dimms.append(sec.resolved(sec.Dimm(
             name='ddr-%d' % index, type='ddr4',
             capacity_gb=draw(st.sampled_from([16, 32, 64, 128])),
-            price=float(draw(st.integers(0, 1500))), watts=3.0))
+            price=float(draw(st.integers(0, 1500))), watts=3.0)))
     for index in range(draw(st.integers(0, 2))):
-        dimms.append(scenario.Dimm(
+        dimms.append(sec.resolved(sec.Dimm(
             name='pmem-%d' % index, type='pmem',
             generation=draw(st.sampled_from(
                 plat.pmem_generations or ('100', '200'))),
             capacity_gb=draw(st.sampled_from([128, 256, 512])),
-            price=float(draw(st.integers(0, 3000))), watts=15.0))
+            price=float(draw(st.integers(0, 3000))), watts=15.0)))
     modes = tuple(m for m in kinds.MODES
                   if m in draw(st.sets(st.sampled_from(kinds.MODES),
                                        min_size=1)))
@@ -305,7 +307,7 @@ class FastEqualsNaiveTestCase(testtools.TestCase):
     def test_fast_enumeration_equals_naive(self, problem):
         plat, cpu, dimms, modes, budget, band = problem
         low, high = enumeration.band_limits(budget, band)
-        policies = scenario.Policies()
+        policies = sec.resolved(sec.Policies())
         fast = enumeration.find(plat, cpu, dimms, modes, low, high, policies)
         naive = enumeration.NaiveSearch(plat, cpu, dimms, modes, low, high,
                                         policies).run()
@@ -316,7 +318,7 @@ class FastEqualsNaiveTestCase(testtools.TestCase):
             sorted({population_key(n.config) for n in naive}),
             sorted(fast_keys))
         for node_ in fast:
-            self.assertEqual([], population.errors(node_.findings))
+            self.assertEqual([], common.errors(node_.findings))
             self.assertTrue(enumeration.in_band(node_.cost, low, high))
 
     def test_naive_and_fast_agree_on_a_real_platform(self):

@@ -22,10 +22,12 @@ translated here on its own.
 """
 
 import json
+import os
 import subprocess
 import sys
 import urllib.parse
 
+import fixtures
 import testtools
 
 from nova_pmem_filters.core.plans import rebalance
@@ -161,14 +163,26 @@ class StrategyTestCase(testtools.TestCase):
                     'rel': 'self', 'href': self.api.url + '/compute/v2.1/'}]}]}
         return 404, {'error': 'not recorded: %s' % path}
 
+    def nova_conf(self, text):
+        """A nova.conf of nova-scheduler holding ``text``: its path."""
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmp, 'nova.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        return path
+
     def run_strategy(self, nodes, instances, aggregates, measured=None,
                      parameters=None, audits=1, extended=True, conf=None,
-                     prometheus=None):
+                     prometheus=None, pmem=None):
+        """Run audits; ``pmem``: the [pmem] of the scheduler's nova.conf."""
         self.answers['aggregates'] = aggregates
         self.answers['prometheus'] = prometheus or (
             200, prometheus_answer(measured))
+        nova_conf = self.nova_conf('[pmem]\n' + ''.join(
+            '%s = %s\n' % item for item in sorted((pmem or {}).items())))
         options = {'prometheus_url': self.api.url + '/prometheus',
-                   'prometheus_timeout': 60}
+                   'prometheus_timeout': 60,
+                   'nova_config_files': nova_conf}
         options.update(conf or {})
         case = {'conf': {
             'nova': {'auth_type': 'none',
@@ -355,14 +369,14 @@ class StrategyTestCase(testtools.TestCase):
         self.assertIn('NeedsFlavorExtraSpecs', audit['error'])
         self.assertIn('enable_extended_attributes = true', audit['message'])
 
-    def test_scheduler_settings_are_options(self):
+    def test_scheduler_settings_are_nova_confs(self):
         nodes, instances, aggregates, measured = cloud()
         # As the scheduler's [pmem] default_host_mode = memory_mode would:
         # dram1, in no aggregate, becomes a Memory-Mode host without a
         # cache size, its profile unknown.
         audit, = self.run_strategy(
             nodes, instances, aggregates, measured,
-            conf={'default_host_mode': 'memory_mode'})
+            pmem={'default_host_mode': 'memory_mode'})
         plan = expected_plan(nodes, instances, aggregates, measured,
                              default_mode='memory_mode')
         self.assertEqual([action(m) for m in plan.moves], audit['actions'])
@@ -377,9 +391,41 @@ class StrategyTestCase(testtools.TestCase):
         # declared hot RAM, 2048 MB of vm4's) cannot take vm3's 1024 MB;
         # vm1 goes to the DRAM host instead.
         audit, = self.run_strategy(nodes, instances, aggregates, measured,
-                                   conf={'cache_overcommit_ratio': 0.3})
+                                   pmem={'cache_overcommit_ratio': 0.3})
         plan = expected_plan(nodes, instances, aggregates, measured,
                              cache_overcommit_ratio=0.3)
         self.assertEqual([action(m) for m in plan.moves], audit['actions'])
         self.assertEqual([('vm1', 'dram1')], [
             (m.name, m.destination) for m in plan.moves])
+        # From the defaults, vm1 goes elsewhere: the file was read.
+        default, = self.run_strategy(nodes, instances, aggregates, measured)
+        self.assertNotEqual(audit['actions'], default['actions'])
+
+    def test_deprecated_options_win_over_nova_conf(self):
+        nodes, instances, aggregates, measured = cloud()
+        # Two audits: Watcher registers the options again for the second,
+        # after the first logged the override's deprecation.
+        first, second = self.run_strategy(
+            nodes, instances, aggregates, measured, audits=2,
+            pmem={'cache_overcommit_ratio': 1.0},
+            conf={'cache_overcommit_ratio': 0.3})
+        plan = expected_plan(nodes, instances, aggregates, measured,
+                             cache_overcommit_ratio=0.3)
+        self.assertEqual([action(m) for m in plan.moves], first['actions'])
+        self.assertEqual([('vm1', 'dram1')], [
+            (m.name, m.destination) for m in plan.moves])
+        self.assertNotIn('error', second)
+
+    def test_nova_conf_refused(self):
+        nodes, instances, aggregates, measured = cloud()
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   pmem={'default_hot_ratio': 'half'})
+        self.assertIn('Invalid', audit['error'])
+        self.assertIn('nova_config_files: ', audit['message'])
+        self.assertIn('[pmem] default_hot_ratio', audit['message'])
+        missing = os.path.join(os.path.dirname(self.nova_conf('')),
+                               'missing.conf')
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   conf={'nova_config_files': missing})
+        self.assertIn('Invalid', audit['error'])
+        self.assertIn('cannot read %s' % missing, audit['message'])

@@ -26,6 +26,7 @@ import fixtures
 import hypothesis
 from hypothesis import strategies as st
 import testtools
+import yaml
 
 from nova_pmem_filters.core.formats import observation
 from nova_pmem_filters.core.rules import kinds
@@ -135,6 +136,10 @@ class RoundTripTestCase(testtools.TestCase):
         back = observation.parse(json.loads(written), 'obs.json')
         self.assertEqual(doc, back)
         self.assertEqual(written, observation.dumps(back))
+        # -f yaml: the same document, the same key order.
+        data = yaml.safe_load(observation.dumps_yaml(doc))
+        self.assertEqual(json.loads(written), data)
+        self.assertEqual(list(json.loads(written)), list(data))
 
     def test_typed_fields(self):
         doc = observation.parse(document(), 'obs.json')

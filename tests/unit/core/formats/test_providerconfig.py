@@ -124,6 +124,59 @@ def _inventory(config):
         placement.NEAR_MEMORY_RC]
 
 
+class WriteTestCase(testtools.TestCase):
+    """dumps: the one writer of discovery and the planner."""
+
+    def test_block_text(self):
+        # Comments first, then the document in the order it was built.
+        self.assertEqual(
+            '# Written by a test.\n'
+            '#\n'
+            'meta:\n'
+            "  schema_version: '1.0'\n"
+            'providers:\n'
+            '- identification:\n'
+            '    name: dram1\n'
+            '  inventories:\n'
+            '    additional:\n'
+            '    - CUSTOM_NEAR_MEMORY_MB:\n'
+            '        total: 393216\n'
+            '        reserved: 0\n'
+            '        min_unit: 1\n'
+            '        max_unit: 393216\n'
+            '        step_size: 1\n'
+            '        allocation_ratio: 1.0\n',
+            providerconfig.dumps(planned(), 'x', ['Written by a test.', '']))
+
+    def test_one_line(self):
+        self.assertEqual(
+            "{meta: {schema_version: '1.0'}, providers: [{identification: "
+            "{name: dram1}, inventories: {additional: [{"
+            "CUSTOM_NEAR_MEMORY_MB: {allocation_ratio: 1.0, max_unit: "
+            "393216, min_unit: 1, reserved: 0, step_size: 1, total: "
+            "393216}}]}}]}",
+            providerconfig.dumps(planned(), 'x', one_line=True))
+
+    def test_round_trip(self):
+        for config in (discovered(), planned()):
+            for one_line in (False, True):
+                text = providerconfig.dumps(config, 'x', ['c'], one_line)
+                self.assertEqual(providerconfig.parse(config, 'x'),
+                                 providerconfig.parse(yaml.safe_load(text),
+                                                      'y'))
+        # A ProviderConfig is written as the document it was read from.
+        read = providerconfig.parse(discovered(), 'x')
+        self.assertEqual(providerconfig.dumps(discovered(), 'x'),
+                         providerconfig.dumps(read, 'x'))
+
+    def test_refuses_what_nova_would(self):
+        config = copy.deepcopy(discovered())
+        _inventory(config).update(total='196608')
+        error = self.assertRaises(providerconfig.ProviderConfigError,
+                                  providerconfig.dumps, config, 'out.yaml')
+        self.assertIn('out.yaml', str(error))
+
+
 class NovaAgreesTestCase(testtools.TestCase):
     """What parse accepts Nova loads; what Nova refuses parse refuses."""
 
@@ -143,6 +196,16 @@ class NovaAgreesTestCase(testtools.TestCase):
             read = providerconfig.parse(config, 'x.yaml')
             self.assertEqual([p.as_dict() for p in read.providers],
                              self.nova(config))
+
+    def test_nova_loads_what_dumps_writes(self):
+        for config in (discovered(), planned()):
+            path = os.path.join(self.tmp, 'written.yaml')
+            with open(path, 'w') as f:
+                f.write(providerconfig.dumps(config, path, ['a comment']))
+            self.assertEqual(
+                config['providers'],
+                nova_provider_config._validate_provider_config(
+                    nova_provider_config._parse_provider_yaml(path), path))
 
     def test_refused_by_both(self):
         changes = [

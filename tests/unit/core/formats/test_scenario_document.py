@@ -26,6 +26,8 @@ import testtools
 import yaml
 
 from nova_pmem_filters.core.formats import scenario as document
+from nova_pmem_filters.core.formats import scenario_schema as sch
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import scenario
@@ -61,25 +63,25 @@ def _small(**changes):
     values = dict(
         name='small',
         configs={
-            'dram': document.Config(platform='purley-2s',
-                                    cpu='xeon-gold-6148', mode='dram',
-                                    per_socket={'ddr4-16': 12}),
-            'mm': document.Config(platform='cascade-lake-2s',
-                                  cpu='xeon-gold-6230n', mode='memory_mode',
-                                  per_socket={'ddr4-16': 6,
-                                              'pmem100-128': 2}),
+            'dram': sec.Config(platform='purley-2s',
+                               cpu='xeon-gold-6148', mode='dram',
+                               per_socket={'ddr4-16': 12}),
+            'mm': sec.Config(platform='cascade-lake-2s',
+                             cpu='xeon-gold-6230n', mode='memory_mode',
+                             per_socket={'ddr4-16': 6,
+                                         'pmem100-128': 2}),
         },
-        workloads={'w': document.Workload(vcpus=4, ram_gb=32, used_gb=24,
-                                          hot_ratio=0.25, priority='low')})
+        workloads={'w': sec.Workload(vcpus=4, ram_gb=32, used_gb=24,
+                                     hot_ratio=0.25, priority='low')})
     values.update(changes)
-    return document.Document(**values)
+    return sec.Document(**values)
 
 
 class KeysTestCase(testtools.TestCase):
 
     def test_fields_are_the_schema_keys(self):
-        for cls, schema in document.SCHEMAS.items():
-            fields = dataclasses.fields(cls)
+        for cls, schema in sec.SCHEMAS.items():
+            fields = sec.keys(cls)
             self.assertEqual(sorted(schema['properties']),
                              sorted(f.name for f in fields), cls.__name__)
             required = [f.name for f in fields
@@ -90,24 +92,24 @@ class KeysTestCase(testtools.TestCase):
 
     def test_every_section_schema_has_its_class(self):
         # The sections of the document's schema are the classes' schemas.
-        top = document.SCENARIO_SCHEMA['properties']
-        self.assertIs(document.CATALOG_SCHEMA, top['catalog'])
-        self.assertIs(document.CONFIG_SCHEMA,
+        top = sch.SCENARIO_SCHEMA['properties']
+        self.assertIs(sch.CATALOG_SCHEMA, top['catalog'])
+        self.assertIs(sch.CONFIG_SCHEMA,
                       top['configs']['additionalProperties'])
-        self.assertIs(document.WORKLOAD_SCHEMA,
+        self.assertIs(sch.WORKLOAD_SCHEMA,
                       top['workloads']['additionalProperties'])
-        self.assertIs(document.PERIOD_SCHEMA,
+        self.assertIs(sch.PERIOD_SCHEMA,
                       top['demand']['oneOf'][1]['items'])
-        workload = document.WORKLOAD_SCHEMA['properties']
-        self.assertIs(document.VPMEM_SCHEMA, workload['vpmem'])
-        self.assertIs(document.CALIBRATION_SCHEMA, workload['calibration'])
+        workload = sch.WORKLOAD_SCHEMA['properties']
+        self.assertIs(sch.VPMEM_SCHEMA, workload['vpmem'])
+        self.assertIs(sch.CALIBRATION_SCHEMA, workload['calibration'])
 
     def test_planner_names_are_the_cores(self):
-        self.assertIs(document.SCENARIO_SCHEMA, scenario.SCENARIO_SCHEMA)
-        self.assertIs(document.CATALOG_SCHEMA, scenario.CATALOG_SCHEMA)
-        self.assertEqual(document.NUMA_NODES_KEY, scenario.NUMA_NODES_KEY)
+        self.assertIs(sch.SCENARIO_SCHEMA, scenario.SCENARIO_SCHEMA)
+        self.assertIs(sch.CATALOG_SCHEMA, scenario.CATALOG_SCHEMA)
+        self.assertEqual(sch.NUMA_NODES_KEY, scenario.NUMA_NODES_KEY)
         self.assertTrue(issubclass(errors.ScenarioError,
-                                   document.ScenarioError))
+                                   sch.ScenarioError))
 
 
 class RoundTripTestCase(testtools.TestCase):
@@ -123,7 +125,7 @@ class RoundTripTestCase(testtools.TestCase):
             text = _read(path)
             doc = document.parse(text, path, base)
             # The values are what the file says, key for key.
-            self.assertEqual(yaml.safe_load(text), document.to_mapping(doc),
+            self.assertEqual(yaml.safe_load(text), sec.to_mapping(doc),
                              path)
             written = document.dumps(doc)
             self.assertEqual(doc, document.parse(written, 'written', base),
@@ -132,7 +134,7 @@ class RoundTripTestCase(testtools.TestCase):
     def test_shipped_catalog(self):
         catalog = base_catalog()
         self.assertEqual(yaml.safe_load(_read(CATALOG)),
-                         document.to_mapping(catalog))
+                         sec.to_mapping(catalog))
         self.assertEqual(catalog, document.parse_catalog(
             document.dumps(catalog), 'written'))
 
@@ -146,39 +148,39 @@ class RoundTripTestCase(testtools.TestCase):
 
     def test_forms_are_kept(self):
         # Each key that takes two forms is written in the form it was read.
-        sockets = document.Config(
+        sockets = sec.Config(
             platform='cascade-lake-2s', cpu='xeon-gold-6230n',
             mode='memory_mode', sockets=({'ddr4-16': 6, 'pmem100-128': 2},
                                          {'ddr4-16': 6, 'pmem100-128': 2}))
-        periods = (document.Period(name='now', years=2, vms={'w': 10}),
-                   document.Period(name='later', years=3, vms={'w': 20}))
+        periods = (sec.Period(name='now', years=2, vms={'w': 10}),
+                   sec.Period(name='later', years=3, vms={'w': 20}))
         for doc in (_small(),
                     _small(configs={'mm': sockets}),
-                    _small(demand=(document.Period(
-                        name=document.WHOLE_LIFE, years=None,
+                    _small(demand=(sec.Period(
+                        name=sch.WHOLE_LIFE, years=None,
                         vms={'w': 10}),)),
                     _small(demand=periods)):
             text = document.dumps(doc)
             self.assertEqual(doc, document.parse(text, 'x', base_catalog()))
         self.assertEqual({'w': 10}, yaml.safe_load(document.dumps(_small(
-            demand=(document.Period(name=document.WHOLE_LIFE, years=None,
-                                    vms={'w': 10}),))))['demand'])
+            demand=(sec.Period(name=sch.WHOLE_LIFE, years=None,
+                               vms={'w': 10}),))))['demand'])
         self.assertIn('sockets', yaml.safe_load(document.dumps(
             _small(configs={'mm': sockets})))['configs']['mm'])
 
     def test_every_workload_key(self):
-        workload = document.Workload(
+        workload = sec.Workload(
             description='db', vcpus=8, ram_gb=64, used_gb=48,
             used_source='measured', flavor='db.large', hot_ratio='0.3',
             hot_ratio_source='guess', priority='high',
             modes=('dram', 'app_direct'), numa_nodes=2,
-            vpmem=document.Vpmem(label='SMALL', size_gb=16),
+            vpmem=sec.Vpmem(label='SMALL', size_gb=16),
             throughput={'dram': 1.0, 'app_direct': 0.8}, bound='latency',
             bandwidth_gbps=4.5, bandwidth_source='spec',
-            calibration=document.Calibration(mode='memory_mode',
+            calibration=sec.Calibration(mode='memory_mode',
                                              node_gain=1.1, source='paper'))
         self.assertEqual(
-            [f.name for f in dataclasses.fields(document.Workload)],
+            [f.name for f in dataclasses.fields(sec.Workload)],
             [k for k, v in vars(workload).items() if v is not None
              and not k.startswith('request')])
         doc = _small(workloads={'db': workload})
@@ -186,8 +188,8 @@ class RoundTripTestCase(testtools.TestCase):
                                              base_catalog()))
 
     def test_observed_hot_ratio_is_kept(self):
-        doc = _small(workloads={'w': document.Workload(
-            vcpus=4, ram_gb=32, hot_ratio=document.OBSERVED)},
+        doc = _small(workloads={'w': sec.Workload(
+            vcpus=4, ram_gb=32, hot_ratio=sch.OBSERVED)},
             observations='obs')
         back = document.parse(document.dumps(doc), 'x', base_catalog())
         self.assertEqual(doc, back)
@@ -200,7 +202,7 @@ class BuilderTestCase(testtools.TestCase):
     def test_numbers_become_plain_specs(self):
         # A writer's float is written so that the flavor's spec has no
         # exponent.
-        doc = _small(workloads={'w': document.Workload(
+        doc = _small(workloads={'w': sec.Workload(
             vcpus=4, ram_gb=32, hot_ratio=0.00001)})
         scen = scenario.parse(document.dumps(doc), 'x')
         self.assertEqual('0.00001',
@@ -211,17 +213,17 @@ class BuilderTestCase(testtools.TestCase):
         for value, text in ((0.25, '0.25'), (1, '1'), ('.5', '.5'),
                             (1.0, '1.0'), (1.5e-7, '0.00000015'),
                             (True, 'True'), ('low', 'low')):
-            self.assertEqual(text, document.spec_text(value))
+            self.assertEqual(text, sec.spec_text(value))
 
     def test_from_mapping_is_to_mapping_reversed(self):
         raw = {'vcpus': 4, 'ram_gb': 32,
                'vpmem': {'label': 'A', 'size_gb': 8},
                'modes': ['app_direct']}
-        workload = document.from_mapping(document.Workload, raw)
-        self.assertEqual(document.Vpmem(label='A', size_gb=8),
+        workload = sec.from_mapping(sec.Workload, raw)
+        self.assertEqual(sec.Vpmem(label='A', size_gb=8),
                          workload.vpmem)
         self.assertEqual(('app_direct',), workload.modes)
-        self.assertEqual(raw, document.to_mapping(workload))
+        self.assertEqual(raw, sec.to_mapping(workload))
 
     def test_baseline_config(self):
         self.assertEqual('dram', _small().baseline_config)
@@ -231,7 +233,7 @@ class BuilderTestCase(testtools.TestCase):
 class ReaderTestCase(testtools.TestCase):
 
     def assertBad(self, text, where, rule, base=None):
-        exc = self.assertRaises(document.ScenarioError, document.parse,
+        exc = self.assertRaises(sch.ScenarioError, document.parse,
                                 text, 'f.yaml', base)
         self.assertEqual('f.yaml: %s: %s' % (where, rule), str(exc))
         # The core's error, not the planner's: the planner makes its own.
@@ -239,7 +241,7 @@ class ReaderTestCase(testtools.TestCase):
         return exc
 
     def test_yaml_and_schema(self):
-        exc = self.assertRaises(document.ScenarioError, document.parse,
+        exc = self.assertRaises(sch.ScenarioError, document.parse,
                                 'a: b: c', 'f.yaml')
         self.assertEqual((['line 1'], 'not valid YAML: mapping values are '
                           'not allowed here'), (exc.path, exc.rule))
@@ -267,11 +269,11 @@ class ReaderTestCase(testtools.TestCase):
                 for index, value in enumerate(schema):
                     yield from numbers(value, path + (index,))
 
-        found = list(numbers(document.SCENARIO_SCHEMA, ()))
+        found = list(numbers(sch.SCENARIO_SCHEMA, ()))
         self.assertGreater(len(found), 20)
         for path, schema in found:
             self.assertLessEqual(schema.get('maximum', math.inf),
-                                 document.NUMBER_LIMIT, path)
+                                 sch.NUMBER_LIMIT, path)
 
     def test_a_name_is_refused_in_words_not_a_regex(self):
         text = document.dumps(_small()).replace('  dram:', '  dram 384:', 1)
@@ -292,10 +294,10 @@ class ReaderTestCase(testtools.TestCase):
                 for value in schema:
                     yield from patterns(value)
 
-        found = set(patterns(document.SCENARIO_SCHEMA))
+        found = set(patterns(sch.SCENARIO_SCHEMA))
         self.assertEqual(2, len(found))
         for pattern in found:
-            self.assertIn(pattern, document._PATTERN_WORDS)
+            self.assertIn(pattern, sch._PATTERN_WORDS)
 
     def test_short_numbers(self):
         for value, text in ((10 ** 20, '1e+20'), (1e20, '1e+20'),
@@ -303,7 +305,7 @@ class ReaderTestCase(testtools.TestCase):
                             (7672.0, '7672'), (float('inf'), 'inf'),
                             (1.1 * 1e300, '1.1e+300'),
                             (900000000000000.1, '9e+14'), (-3, '-3')):
-            self.assertEqual(text, document.short_number(value), value)
+            self.assertEqual(text, sch.short_number(value), value)
 
     def test_text_that_reads_as_a_number_is_quoted(self):
         # 1e5 is a number to the reader (YAML 1.2): a description that is
@@ -323,14 +325,14 @@ class ReaderTestCase(testtools.TestCase):
                                                  base_catalog()).name)
 
     def test_rules_between_keys(self):
-        doc = _small(workloads={'w': document.Workload(
+        doc = _small(workloads={'w': sec.Workload(
             vcpus=3, ram_gb=32, numa_nodes=2)})
         self.assertBad(document.dumps(doc), 'workloads.w.numa_nodes',
                        'numa_nodes: 2 does not divide vcpus (3 vCPUs): Nova '
                        'refuses to boot a flavor with hw:numa_nodes=2 that '
                        'it cannot split evenly over the guest NUMA cells',
                        base_catalog())
-        doc = _small(workloads={'w': document.Workload(
+        doc = _small(workloads={'w': sec.Workload(
             vcpus=4, ram_gb=32, hot_ratio=2)})
         self.assertBad(document.dumps(doc), 'workloads.w.hot_ratio',
                        "flavor extra spec pmem:hot_ratio='2' is invalid: "
@@ -350,7 +352,7 @@ class ReaderTestCase(testtools.TestCase):
                          (planner.source, planner.path, planner.rule))
 
     def test_request_is_read_once(self):
-        workload = document.Workload(vcpus=4, ram_gb=32, hot_ratio='0.5')
+        workload = sec.Workload(vcpus=4, ram_gb=32, hot_ratio='0.5')
         _specs, request = document.flavor_request('w', workload, 'f.yaml')
         self.assertIs(request, workload.request)
         self.assertEqual(0.5, request.hot_ratio)

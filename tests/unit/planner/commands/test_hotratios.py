@@ -14,7 +14,6 @@
 import json
 import os
 import shlex
-import textwrap
 
 import fixtures
 import testtools
@@ -45,19 +44,7 @@ class HotRatiosTestCase(testtools.TestCase):
                 obsdocs.instance('b', 'm1.db', 8 * GB, 0.6), gap])])
 
     def scenario_file(self, workload, top=''):
-        path = os.path.join(self.dir, 's.yaml')
-        with open(path, 'w') as f:
-            f.write(textwrap.dedent('''\
-                name: s
-                configs:
-                  dram:
-                    platform: ice-lake-2s
-                    cpu: xeon-gold-6330
-                    mode: dram
-                    per_socket: {ddr4-32: 8}
-                workloads:
-                ''') + textwrap.indent(workload, '  ') + top)
-        return path
+        return clitools.dram_scenario(self.dir, 's', workload, top)
 
     def run_cli(self, *argv):
         if argv[0] == 'hot-ratios' and '--min-instances' not in argv:

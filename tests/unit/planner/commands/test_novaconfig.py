@@ -29,8 +29,10 @@ from oslo_config import cfg
 import testtools
 import yaml
 
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import classes
 from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.planner import admission
 from nova_pmem_filters.planner import model
 from nova_pmem_filters.planner import realise
 from nova_pmem_filters.planner import scenario
@@ -116,18 +118,20 @@ class NovaConfigTestCase(testtools.TestCase):
             self.assertEqual('1.3333', got['[DEFAULT] ram_allocation_ratio'])
 
     def test_reserve_keeps_host_reserve_and_cap(self):
-        policies = scenario.Policies(memory_cap=0.8, host_reserve_gb=16)
+        policies = sec.resolved(sec.Policies(memory_cap=0.8,
+                                             host_reserve_gb=16))
         scen = scenario.load(None)
         node = model.node(scen.configs['dram-384'], policies)
         # 16 GB reserved, and 20% of the other 368 GB.
         self.assertEqual(round(16 * 1024 + 0.2 * 368 * 1024),
-                         realise.host_reserve_mb(node, policies))
+                         admission.host_reserve_mb(node, policies))
         # Cells do not subtract the reserve: the cap goes into the ratio.
-        self.assertEqual(16 * 1024, realise.host_reserve_mb(
+        self.assertEqual(16 * 1024, admission.host_reserve_mb(
             node, policies, cells=True))
         # A cap of 1 or more leaves only the reserve.
-        self.assertEqual(16 * 1024, realise.host_reserve_mb(
-            node, scenario.Policies(memory_cap=1.2, host_reserve_gb=16)))
+        self.assertEqual(16 * 1024, admission.host_reserve_mb(
+            node, sec.resolved(sec.Policies(memory_cap=1.2,
+                                            host_reserve_gb=16))))
 
     def test_table_leaves_out_the_command_column(self):
         out = self.ok('nova-config')
@@ -216,20 +220,10 @@ class NovaConfigTestCase(testtools.TestCase):
             sorted(calls))
 
     def test_script_quotes_names(self):
-        path = os.path.join(self.tmp, 's.yaml')
-        with open(path, 'w') as f:
-            f.write(textwrap.dedent('''\
-                name: s
-                configs:
-                  dram:
-                    platform: ice-lake-2s
-                    cpu: xeon-gold-6330
-                    mode: dram
-                    per_socket: {ddr4-32: 8}
-                workloads:
-                  web: {vcpus: 2, ram_gb: 8, used_gb: 6,
-                        flavor: "web $(touch pwned) 'x'"}
-                '''))
+        path = clitools.dram_scenario(self.tmp, 's', textwrap.dedent('''\
+            web: {vcpus: 2, ram_gb: 8, used_gb: 6,
+                  flavor: "web $(touch pwned) 'x'"}
+            '''))
         out = self.ok('nova-config', 'script', '--scenario', path)
         line = [ln for ln in out.splitlines() if ln.startswith('flavor ')][0]
         self.assertEqual("web $(touch pwned) 'x'", shlex.split(line)[1])

@@ -16,6 +16,7 @@ import sys
 import hypothesis
 import yaml
 
+from nova_pmem_filters.planner import optimize
 from nova_pmem_filters.planner import scenario
 from tests.unit import paths
 
@@ -54,3 +55,15 @@ def scenario_of(workloads, configs=None, demand=None, economics=None):
 
 def small_benchmark():
     return fleet_optimize.make_scenario(workloads=4, configs=6, seed=3)
+
+
+def brute_force_case():
+    """(scenario, problem): 23 of a and 17 of b on mm-192-512 alone.
+
+    Small enough for test_solver to enumerate every fleet of it.
+    """
+    scen = scenario_of(
+        {'a': {'vcpus': 4, 'ram_gb': 48, 'used_gb': 40, 'hot_ratio': 0.25},
+         'b': {'vcpus': 8, 'ram_gb': 20, 'used_gb': 18, 'hot_ratio': 1.0}},
+        demand={'a': 23, 'b': 17})
+    return scen, optimize.build(scen, configs=['mm-192-512'])

@@ -691,13 +691,7 @@ class OracleSelfTestCase(testtools.TestCase):
 
     def test_brute_force_agrees(self):
         # test_solver's brute force: 23 a and 17 b take 4 nodes.
-        scen = base.scenario_of(
-            {'a': {'vcpus': 4, 'ram_gb': 48, 'used_gb': 40,
-                   'hot_ratio': 0.25},
-             'b': {'vcpus': 8, 'ram_gb': 20, 'used_gb': 18,
-                   'hot_ratio': 1.0}},
-            demand={'a': 23, 'b': 17})
-        problem = optimize.build(scen, configs=['mm-192-512'])
+        _scen, problem = base.brute_force_case()
         answer = Oracle(problem).best()
         cand, period = problem.candidates[0], problem.periods[0]
         self.assertEqual(((4,),), answer.fleet)

@@ -96,13 +96,7 @@ class OptimizeTestCase(testtools.TestCase):
     def test_brute_force_agrees(self):
         # Two workloads, one configuration: every fleet of up to 12 nodes
         # and every split of the VMs over them, by enumeration.
-        scen = base.scenario_of(
-            {'a': {'vcpus': 4, 'ram_gb': 48, 'used_gb': 40,
-                   'hot_ratio': 0.25},
-             'b': {'vcpus': 8, 'ram_gb': 20, 'used_gb': 18,
-                   'hot_ratio': 1.0}},
-            demand={'a': 23, 'b': 17})
-        problem = optimize.build(scen, configs=['mm-192-512'])
+        scen, problem = base.brute_force_case()
         cand = problem.candidates[0]
         limits = cand.limits
         fitting = [c for c in itertools.product(

@@ -22,6 +22,7 @@ from nova_pmem_filters.core.rules import kinds
 
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner.population import cpus
 from nova_pmem_filters.planner import scenario
 from nova_pmem_filters.planner import search
@@ -32,15 +33,15 @@ CATALOG = test_pmem.CATALOG
 
 
 def problem(platform, cpu, catalog=None):
-    return population.cpu_problem(CATALOG.platforms[platform],
-                                  CATALOG.cpus[cpu], catalog)
+    return cpus.cpu_problem(CATALOG.platforms[platform],
+                            CATALOG.cpus[cpu], catalog)
 
 
 class CpuRuleTestCase(testtools.TestCase):
 
     def test_ice_lake_cpu_on_cascade_lake_board(self):
         found = problem('cascade-lake-2s', 'xeon-gold-6330', CATALOG)
-        self.assertEqual(population.ERROR, found.severity)
+        self.assertEqual(common.ERROR, found.severity)
         self.assertEqual('cpu-unsupported-platform', found.code)
         for part in ('xeon-gold-6330', 'Ice Lake', 'LGA4189',
                      'cascade-lake-2s', 'board takes only CPUs of',
@@ -56,12 +57,12 @@ class CpuRuleTestCase(testtools.TestCase):
     def test_a_platform_without_a_list_is_judged_by_its_memory(self):
         board = dataclasses.replace(CATALOG.platforms['cascade-lake-2s'],
                                     cpu_generations=())
-        found = population.cpu_problem(board, CATALOG.cpus['xeon-gold-6330'])
+        found = cpus.cpu_problem(board, CATALOG.cpus['xeon-gold-6330'])
         for part in ('8 DDR4 channels per socket', 'cascade-lake-2s, whose '
                      '6 DDR4 channels per socket take only CPUs of',
                      'Cascade Lake (socket LGA3647)'):
             self.assertIn(part, found.message)
-        self.assertIsNone(population.cpu_problem(
+        self.assertIsNone(cpus.cpu_problem(
             board, CATALOG.cpus['xeon-gold-6230n']))
 
     def test_same_memory_other_socket(self):
@@ -69,15 +70,15 @@ class CpuRuleTestCase(testtools.TestCase):
         # the boards' lists tell them apart.
         scen = scenario.load('cxl-cost-matched')
         catalog = scen.catalog
-        found = population.cpu_problem(catalog.platforms['turin-2s'],
-                                       catalog.cpus['xeon-6980p'], catalog)
+        found = cpus.cpu_problem(catalog.platforms['turin-2s'],
+                                 catalog.cpus['xeon-6980p'], catalog)
         self.assertIn('CPU xeon-6980p, generation granite_rapids, does not '
                       'fit platform turin-2s, whose board takes only CPUs '
                       'of: generation genoa; generation turin', found.message)
-        self.assertIsNotNone(population.cpu_problem(
+        self.assertIsNotNone(cpus.cpu_problem(
             catalog.platforms['granite-rapids-ap-2s'],
             catalog.cpus['epyc-9755']))
-        self.assertIsNone(population.cpu_problem(
+        self.assertIsNone(cpus.cpu_problem(
             catalog.platforms['granite-rapids-ap-2s'],
             catalog.cpus['xeon-6980p']))
 
@@ -108,18 +109,18 @@ class CpuRuleTestCase(testtools.TestCase):
                                        cpu_generations=())
         cpu = dataclasses.replace(CATALOG.cpus['xeon-gold-6330'],
                                   generation='acme')
-        self.assertIsNone(population.cpu_problem(unlisted, cpu))
-        self.assertIn('generation acme', population.cpu_problem(
+        self.assertIsNone(cpus.cpu_problem(unlisted, cpu))
+        self.assertIn('generation acme', cpus.cpu_problem(
             CATALOG.platforms['cascade-lake-2s'], cpu).message)
         board = dataclasses.replace(unlisted, channels_per_socket=4)
-        self.assertIsNone(population.cpu_problem(
+        self.assertIsNone(cpus.cpu_problem(
             board, CATALOG.cpus['xeon-gold-6330']))
 
     def test_check_reports_it(self):
         config = test_pmem.node_config('purley-2s', 'xeon-gold-6330',
                                        kinds.DRAM, {'ddr4-16': 12})
         self.assertEqual(['cpu-unsupported-platform'],
-                         [f.code for f in population.errors(
+                         [f.code for f in common.errors(
                              population.check(config))])
 
     def test_every_generation_has_a_public_source(self):

@@ -17,6 +17,7 @@ import yaml
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner import scenario
 from tests.unit.planner import cxl_cases
 
@@ -48,7 +49,7 @@ class RuleTestCase(testtools.TestCase):
     def test_flat_ratio_error(self):
         config = self.config(kinds.CXL_FLAT, ddr5_64=12,
                              samsung_cmmd_256=4)
-        self.assertIn('flat-ratio', self.codes(config, population.ERROR))
+        self.assertIn('flat-ratio', self.codes(config, common.ERROR))
         finding = [f for f in population.check(config)
                    if f.code == 'flat-ratio'][0]
         self.assertIn('1:1.33', finding.message)
@@ -59,35 +60,35 @@ class RuleTestCase(testtools.TestCase):
                              cpu='epyc-9755', ddr5_64=12,
                              micron_cz120_256=3)
         self.assertIn('flat-unsupported-cpu',
-                      self.codes(config, population.ERROR))
+                      self.codes(config, common.ERROR))
 
     def test_lane_oversubscription_error(self):
         # 9 x8 devices = 72 lanes, the platform wires 64 per socket.
         config = self.config(kinds.CXL_KMEM, ddr5_64=12,
                              micron_cz120_128=9)
-        self.assertIn('cxl-lanes', self.codes(config, population.ERROR))
+        self.assertIn('cxl-lanes', self.codes(config, common.ERROR))
 
     def test_kmem_ratio_warning(self):
         config = self.config(kinds.CXL_KMEM, ddr5_32=12,
                              micron_cz120_256=8)
-        self.assertEqual(set(), self.codes(config, population.ERROR))
-        self.assertIn('kmem-ratio', self.codes(config, population.WARNING))
+        self.assertEqual(set(), self.codes(config, common.ERROR))
+        self.assertIn('kmem-ratio', self.codes(config, common.WARNING))
         inside = self.config(kinds.CXL_KMEM, ddr5_64=12,
                              micron_cz120_256=3)
         self.assertNotIn('kmem-ratio',
-                         self.codes(inside, population.WARNING))
+                         self.codes(inside, common.WARNING))
 
     def test_ddr5_on_a_ddr4_platform(self):
         config = self.config(kinds.DRAM, platform='ice-lake-2s',
                              cpu='xeon-gold-6330', ddr5_64=8)
         self.assertIn('dimm-type-unsupported',
-                      self.codes(config, population.ERROR))
+                      self.codes(config, common.ERROR))
 
     def test_cxl_on_a_cpu_without_lanes(self):
         config = self.config(kinds.CXL_KMEM, cpu='xeon-gold-6330',
                              ddr5_64=12, micron_cz120_256=3)
         self.assertIn('cxl-unsupported-cpu',
-                      self.codes(config, population.ERROR))
+                      self.codes(config, common.ERROR))
 
     def test_invalid_config_is_refused_naming_it(self):
         raw = cxl_cases.raw_scenario()

@@ -24,6 +24,7 @@ import testtools
 from nova_pmem_filters.core.rules import kinds
 
 from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner.population import pmem as pmem_rules
 from nova_pmem_filters.planner import scenario
 
@@ -60,9 +61,9 @@ class PopulationTestCase(testtools.TestCase):
 
     def assertFindings(self, config, errors=(), warnings=()):
         findings = population.check(config)
-        self.assertEqual(sorted(errors), codes(population.errors(findings)))
+        self.assertEqual(sorted(errors), codes(common.errors(findings)))
         self.assertEqual(sorted(warnings),
-                         codes(population.warnings(findings)))
+                         codes(common.warnings(findings)))
         for finding in findings:
             self.assertEqual([str(finding)], str(finding).splitlines())
             self.assertTrue(finding.source)
@@ -78,7 +79,7 @@ class FieldNotesNodeTestCase(PopulationTestCase):
         findings = self.assertFindings(config, warnings=['mm-ratio'])
         self.assertEqual(1, len(findings))
         warning = findings[0]
-        self.assertEqual(population.WARNING, warning.severity)
+        self.assertEqual(common.WARNING, warning.severity)
         self.assertIn('DRAM:PMem is 1:2.7 per socket', warning.message)
         self.assertIn('outside the 1:4 to 1:16', warning.message)
         self.assertEqual((192, 512), (config.dram_gb, config.pmem_gb))

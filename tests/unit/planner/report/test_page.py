@@ -17,7 +17,7 @@ import base64
 import testscenarios
 import testtools
 
-from nova_pmem_filters.planner import population
+from nova_pmem_filters.planner.population import common
 from nova_pmem_filters.planner import report
 from nova_pmem_filters.planner import tables
 from tests.unit.planner.report import base
@@ -115,7 +115,7 @@ class HtmlTestCase(testtools.TestCase):
     def test_population_warnings_are_prominent(self):
         findings = tables.findings_by_config(self.scen)
         warned = [(name, f) for name, found in findings.items()
-                  for f in population.warnings(found)]
+                  for f in common.warnings(found)]
         self.assertIn('mm-ratio', [f.code for _, f in warned])
         text = self.page.text('warnings')
         for name, finding in warned:

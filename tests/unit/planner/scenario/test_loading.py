@@ -22,6 +22,7 @@ import fixtures
 import testtools
 import yaml
 
+from nova_pmem_filters.core.formats import scenario_sections as sec
 from nova_pmem_filters.core.rules import extra_specs
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.planner import errors
@@ -145,8 +146,8 @@ class GoodScenarioTestCase(ScenarioFileTestCase):
     def test_small(self):
         scen = scenario.load(self.write(_base()))
         self.assertEqual('dram', scen.baseline)
-        self.assertEqual(scenario.Policies(), scen.policies)
-        self.assertEqual(scenario.Performance(), scen.performance)
+        self.assertEqual(sec.resolved(sec.Policies()), scen.policies)
+        self.assertEqual(sec.resolved(sec.Performance()), scen.performance)
 
     def test_used_defaults_to_flavor_ram(self):
         data = _base()

@@ -21,8 +21,8 @@ from nova.scheduler import filters as nova_filters
 import testtools
 
 from nova_pmem_filters.conf import nova_scheduler
+from nova_pmem_filters.conf import schedulerconf
 from nova_pmem_filters.doctor.checks import config as config_checks
-from nova_pmem_filters.doctor import schedulerconf
 
 
 class NovaOptionsTestCase(testtools.TestCase):

@@ -9,13 +9,16 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The part of nova.conf the doctor audits, read with oslo.config.
+"""The part of nova.conf the tools read, with oslo.config, without Nova.
 
-The doctor runs on an operator's machine as well as on a controller, so it
-does not import Nova: it registers the few Nova options it reads
-(:mod:`nova_pmem_filters.conf.nova_scheduler`, with Nova's names, types and
-defaults) and our own ``[pmem]`` options, and lets oslo.config parse the files
-as nova-scheduler would.
+The doctor audits it, and the Watcher strategy takes the scheduler's
+``[pmem]`` settings from it, so that an operator sets them once. Both run
+where Nova may not be installed (an operator's machine, Watcher's decision
+engine), so this does not import Nova: it registers the few Nova options
+it reads (:mod:`nova_pmem_filters.conf.nova_scheduler`, with Nova's names,
+types and defaults) and our own ``[pmem]`` options (the same declarations
+nova-scheduler registers), and lets oslo.config parse the files as
+nova-scheduler would.
 """
 
 import dataclasses
