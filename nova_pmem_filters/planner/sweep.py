@@ -69,6 +69,24 @@ def variant(scen, point):
     return dataclasses.replace(scen, **changes) if changes else scen
 
 
+def _vms(problem, plan, period):
+    """The VMs the plan places in ``period``.
+
+    A TCO plan is for the demand: the fleet holds it, and slots beyond it
+    are spare room that cost nothing, so that optimal fleets of one TCO may
+    show more or fewer of them (HiGHS releases break that tie differently).
+    It places its demand. The other objectives count what they maximise.
+    """
+    slots = {w: 0 for w in problem.workloads}
+    for (_config, name), counts in plan.vms.items():
+        if name == period.name:
+            for w, n in counts.items():
+                slots[w] += n
+    if problem.objective == 'tco':
+        return sum(min(n, period.vms.get(w, 0)) for w, n in slots.items())
+    return sum(slots.values())
+
+
 def evaluate(text, name, point, time_limit=60.0):
     """One point: the optimiser's fleet for the variant, as a row."""
     from nova_pmem_filters.planner import optimize
@@ -82,11 +100,10 @@ def evaluate(text, name, point, time_limit=60.0):
     except errors.Infeasible as exc:
         row.update({'status': 'infeasible: %s' % exc})
         return {c: row.get(c) for c in COLUMNS}
-    last = problem.periods[-1].name
+    last = problem.periods[-1]
     fleet = {c: n for (c, p), n in sorted(plan.nodes.items())
-             if p == last and n}
-    vms = sum(sum(v.values()) for (c, p), v in plan.vms.items()
-              if p == last)
+             if p == last.name and n}
+    vms = _vms(problem, plan, last)
     capex = sum(plan.capex.values())
     energy = sum(plan.energy.values())
     row.update({

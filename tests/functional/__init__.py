@@ -22,5 +22,8 @@ READER transaction to a WRITER mid-transaction": the compute's claim,
 saving the compute node record with the context it was created with.
 """
 
+# Nova 31 (2025.1) patches when the module is imported; from Nova 32
+# (2025.2), which began the move to native threads, patching is a call.
 from nova import monkey_patch  # noqa: E402
-monkey_patch.patch()  # noqa: E305
+if hasattr(monkey_patch, 'patch'):  # noqa: E305
+    monkey_patch.patch()

@@ -40,6 +40,7 @@ it needed them.
 """
 
 import collections
+import inspect
 import os
 import re
 import sys
@@ -111,8 +112,18 @@ class _Stats(object):
 STATS = _Stats()
 
 
+# urllib3 2 takes the cap of the back-off as the argument backoff_max;
+# urllib3 1.26 (in the upper-constraints of OpenStack 2025.1 and 2025.2)
+# only as the class attribute DEFAULT_BACKOFF_MAX, which _CountingRetry
+# sets (urllib3 2 ignores it there).
+_BACKOFF_MAX_ARGUMENT = 'backoff_max' in inspect.signature(
+    urllib3_retry.Retry.__init__).parameters
+
+
 class _CountingRetry(urllib3_retry.Retry):
     """urllib3's Retry, counting each retry it grants in STATS."""
+
+    DEFAULT_BACKOFF_MAX = BACKOFF_MAX
 
     def increment(self, *args, **kwargs):
         new_retry = super(_CountingRetry, self).increment(*args, **kwargs)
@@ -121,11 +132,12 @@ class _CountingRetry(urllib3_retry.Retry):
 
 
 def _retry(read):
+    cap = {'backoff_max': BACKOFF_MAX} if _BACKOFF_MAX_ARGUMENT else {}
     return _CountingRetry(
         total=None, connect=CONNECT_RETRIES, read=read, redirect=0,
         status=0, other=0, allowed_methods=IDEMPOTENT,
-        backoff_factor=BACKOFF_FACTOR, backoff_max=BACKOFF_MAX,
-        raise_on_status=False, respect_retry_after_header=False)
+        backoff_factor=BACKOFF_FACTOR, raise_on_status=False,
+        respect_retry_after_header=False, **cap)
 
 
 def pooled_session(headers=None):

@@ -34,6 +34,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -329,9 +330,32 @@ class ListCommandsTest(testtools.TestCase):
                               app.options, None, None)
         return pager.out.getvalue()
 
+    # A command name in colour, then the two spaces before its description.
+    _COLOURED_NAME = re.compile(r'^  \x1b\[36m(.*?)\x1b\[39m *  ', re.M)
+
+    @classmethod
+    def _aligned(cls, cliffs):
+        """cliff's help, its coloured command names padded as cliff 4.17 does.
+
+        cliff 4.9 (OpenStack 2025.1's) padded a coloured name with its
+        colour codes included, so not at all: its names are out of line on
+        a terminal. list_commands pads the name, then colours it, as later
+        cliff releases do. Output already in that form is left as it is.
+        """
+        return cls._COLOURED_NAME.sub(
+            lambda m: '  \x1b[36m%-13s\x1b[39m  ' % m.group(1), cliffs)
+
+    def test_aligned(self):
+        later = '  \x1b[36mfleet        \x1b[39m  List\n'
+        self.assertEqual(later, self._aligned(later))
+        self.assertEqual(later, self._aligned(
+            '  \x1b[36mfleet\x1b[39m  List\n'))
+        long_name = '  \x1b[36mnova-config kolla\x1b[39m  Print\n'
+        self.assertEqual(long_name, self._aligned(long_name))
+
     def _check(self, make_app):
         for terminal in (False, True):
-            cliffs = self._help(make_app, terminal, ours=False)
+            cliffs = self._aligned(self._help(make_app, terminal, ours=False))
             self.assertIn('Commands', cliffs)
             self.assertIn('(cliff)', cliffs)
             self.assertEqual(cliffs, self._help(make_app, terminal,

@@ -39,6 +39,7 @@ import uuid
 import fixtures
 import requests
 import testtools
+from urllib3 import exceptions as urllib3_exceptions
 
 from tests.integration import client
 from tests.unit import httpstub
@@ -335,6 +336,27 @@ class StaleConnectionResetTestCase(StaleConnectionFinTestCase):
     """The server resets the stale connection (ECONNRESET, as in CI)."""
 
     close = 'rst'
+
+
+class BackoffTestCase(testtools.TestCase):
+    """The back-off between retries stops growing at BACKOFF_MAX.
+
+    On urllib3 2 (OpenStack 2026.1 on) and on urllib3 1.26 (2025.1 and
+    2025.2), which cap it in different ways.
+    """
+
+    def test_the_backoff_is_capped(self):
+        retry = client._retry(read=client.READ_RETRIES)
+        backoffs = []
+        for _ in range(client.CONNECT_RETRIES):
+            retry = retry.increment(
+                method='GET', url='/servers',
+                error=urllib3_exceptions.ConnectTimeoutError())
+            backoffs.append(retry.get_backoff_time())
+        client.STATS.reset()
+        # 0, then BACKOFF_FACTOR doubling, up to the cap and no further.
+        self.assertEqual([0, 0.5, 1.0, 2.0, 2.0], backoffs)
+        self.assertEqual(2.0, client.BACKOFF_MAX)
 
 
 class TokenTestCase(testtools.TestCase):

@@ -21,6 +21,7 @@ deployment (run.sh --only watcher).
 import os
 
 import fixtures
+from prometheus_client import parser
 import testtools
 
 from nova_pmem_filters.observe import prometheus
@@ -57,11 +58,17 @@ class TestObserverDocument(testtools.TestCase):
                                  [server('a')], {'a': 40960.0})
         text = prometheus.render(prometheus.registry(
             prometheus.DocumentCollector(doc)))
-        self.assertIn('nova_pmem_instance_working_set_bytes{flavor="it.ws",'
-                      'method="damon",name="instance-a",uuid="a"} '
-                      '4.294967296e+10\n', text)
-        self.assertIn('nova_pmem_host_working_set_bytes 4.294967296e+10\n',
-                      text)
+        # Parsed: how a float is printed differs between prometheus_client
+        # releases (4.294967296e+10 or 42949672960.0).
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for family in parser.text_string_to_metric_families(text)
+                   for s in family.samples}
+        self.assertEqual(40960 * 2 ** 20, samples[(
+            'nova_pmem_instance_working_set_bytes',
+            (('flavor', 'it.ws'), ('method', 'damon'),
+             ('name', 'instance-a'), ('uuid', 'a')))])
+        self.assertEqual(40960 * 2 ** 20, samples[(
+            'nova_pmem_host_working_set_bytes', ())])
 
     def test_table_round_trip(self):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,

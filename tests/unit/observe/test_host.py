@@ -107,7 +107,7 @@ class HostTestCase(testtools.TestCase):
         self.assertEqual(
             {'uuid': fakehost.UUID_A, 'name': 'instance-0000000a',
              'flavor': 'm1.small', 'flavor_ram_mb': 4096, 'flavor_vcpus': 2,
-             'pid': 101, 'declared_hot_ratio': 0.2,
+             'pid': 101, 'declared_hot_ratio': fakehost.declared(0.2),
              'method': 'reference_bits', 'working_set_mb': 1024.0,
              'hot_ratio': 0.25, 'numa_mb': {'0': 3072.0, '2': 1024.0},
              'cell': 0, 'gap': None, 'near_resident_mb': 3072.0,

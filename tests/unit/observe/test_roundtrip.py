@@ -212,6 +212,7 @@ class RoundTripTestCase(testtools.TestCase):
         self.assertTrue(docs['no-libvirt'].gaps)
         self.assertEqual(0, docs['no-libvirt'].host.working_set_mb)
 
+    @fakehost.needs_nova_extra_specs
     def test_same_bytes_as_the_observer_wrote_before(self):
         # The format may grow, never change: without the keys it grew, a
         # window is the bytes the observer wrote before.
@@ -222,6 +223,7 @@ class RoundTripTestCase(testtools.TestCase):
                 self.assertEqual(f.read(), text(
                     as_before(self.windows[name]), self.root), name)
 
+    @fakehost.needs_nova_extra_specs
     def test_the_grown_keys_are_the_optional_ones(self):
         # Only keys a reader of an older file reads as null may grow.
         self.assertEqual(GROWN, observation.Observation.optional)

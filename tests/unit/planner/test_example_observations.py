@@ -21,11 +21,13 @@ from nova_pmem_filters.core.formats import observation
 from tests.unit import clitools
 from tests.unit.doctor import cases
 from tests.unit.doctor import test_cli as doctor_cli
+from tests.unit.observe import fakehost
 from tests.unit.planner import example_observations as examples
 
 
 class ExampleObservationsTestCase(testtools.TestCase):
 
+    @fakehost.needs_nova_extra_specs
     def test_the_files_are_what_the_observer_writes(self):
         made = self.useFixture(fixtures.TempDir()).path
         examples.build(made)

@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import types
 
 import testtools
 
@@ -118,3 +119,42 @@ class InfeasiblePointTestCase(testtools.TestCase):
         row = sweep.evaluate(text, 'tiny.yaml', sweep.Point())
         self.assertTrue(row['status'].startswith('infeasible: '), row)
         self.assertIsNone(row['tco_per_vm'])
+
+
+class TcoPerVmTestCase(testtools.TestCase):
+    """A TCO point's VMs are its demand, not the fleet's spare slots."""
+
+    def test_spare_slots_do_not_count(self):
+        # Two optimal fleets of one TCO: nodes running patterns of 108
+        # slots or of exactly 100 for a demand of 100 (SciPy 1.15 and 1.17
+        # broke that tie differently). Both place 100.
+        period = types.SimpleNamespace(name='now', vms={'web': 60, 'db': 40})
+        for slots in ({'web': 66, 'db': 42}, {'web': 60, 'db': 40}):
+            plan = types.SimpleNamespace(vms={
+                ('mm', 'now'): {'web': slots['web'] - 6, 'db': slots['db']},
+                ('dram', 'now'): {'web': 6, 'db': 0},
+                ('dram', 'before'): {'web': 99, 'db': 99}})
+            tco = types.SimpleNamespace(objective='tco',
+                                        workloads=('web', 'db'))
+            self.assertEqual(100, sweep._vms(tco, plan, period))
+        vms = types.SimpleNamespace(objective='vms', workloads=('web', 'db'))
+        self.assertEqual(108, sweep._vms(vms, plan_of(66, 42), period))
+
+    def test_a_point_places_its_demand(self):
+        text = textwrap.dedent('''
+            name: tiny
+            configs:
+              dram: {platform: purley-2s, cpu: xeon-gold-6148, mode: dram,
+                     per_socket: {ddr4-16: 6}}
+            workloads:
+              web: {vcpus: 1, ram_gb: 8}
+            demand: {web: 3}
+        ''')
+        row = sweep.evaluate(text, 'tiny.yaml', sweep.Point())
+        self.assertEqual('optimal', row['status'], row)
+        self.assertEqual(3, row['vms'])
+        self.assertEqual(round(row['tco'] / 3, 2), row['tco_per_vm'])
+
+
+def plan_of(web, db):
+    return types.SimpleNamespace(vms={('mm', 'now'): {'web': web, 'db': db}})

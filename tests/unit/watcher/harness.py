@@ -39,6 +39,7 @@ import json
 import logging
 import sys
 import tempfile
+import traceback
 import warnings
 
 
@@ -71,7 +72,11 @@ def _configure(case):
     with tempfile.NamedTemporaryFile('w', suffix='.conf',
                                      delete=False) as f:
         parser.write(f)
-    conf.CONF(['--config-file', f.name], project='watcher')
+    # As the default file, not --config-file: Watcher 14 (2025.1) loads a
+    # strategy's options by parsing the command line again with its default
+    # files only (watcher.common.loader.default), which loses a
+    # --config-file; later Watchers reload the files already parsed.
+    conf.CONF([], project='watcher', default_config_files=[f.name])
     return conf.CONF
 
 
@@ -136,7 +141,8 @@ def run(case):
             result = _audit(model, case.get('parameters', {}))
         except Exception as exc:
             result = {'error': [c.__name__ for c in type(exc).__mro__],
-                      'message': str(exc)}
+                      'message': str(exc),
+                      'traceback': traceback.format_exc()}
         result['warnings'] = list(handler.lines)
         audits.append(result)
     return {'audits': audits}
