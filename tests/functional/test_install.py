@@ -46,9 +46,17 @@ TOOLS = (('nova-pmem-planner', ['compare'], 'planner', 3),
 DISCOVER = 'nova-pmem-discover'
 
 
-def _run(argv, **kwargs):
+# The constraints a tox environment of the release matrix sets (tox.ini):
+# the bare install gives its own, and pip must not apply a release's to
+# the isolated environment that builds the wheel.
+_TOX_CONSTRAINTS = ('PIP_CONSTRAINT', 'UV_CONSTRAINT')
+
+
+def _run(argv, env=None, **kwargs):
+    env = {k: v for k, v in (os.environ if env is None else env).items()
+           if k not in _TOX_CONSTRAINTS}
     return subprocess.run(argv, capture_output=True, text=True, timeout=600,
-                          **kwargs)
+                          env=env, **kwargs)
 
 
 class BareInstallTest(testtools.TestCase):

@@ -102,21 +102,26 @@ class ChartTestCase(testtools.TestCase):
         self.assertIn(tables.CURRENCY, axis.get_xlabel())
 
 
+def evaluate_tiny(dimms, workload, vms):
+    """The sweep's row of a one-configuration, one-workload scenario."""
+    text = textwrap.dedent('''
+        name: tiny
+        configs:
+          dram: {platform: purley-2s, cpu: xeon-gold-6148, mode: dram,
+                 per_socket: {ddr4-16: %d}}
+        workloads:
+          w: %s
+        demand: {w: %d}
+    ''') % (dimms, workload, vms)
+    return sweep.evaluate(text, 'tiny.yaml', sweep.Point())
+
+
 class InfeasiblePointTestCase(testtools.TestCase):
 
     def test_an_infeasible_point_is_a_row(self):
         # It stopped the sweep: "module 'nova_pmem_filters.planner.optimize'
         # has no attribute 'Infeasible'".
-        text = textwrap.dedent('''
-            name: tiny
-            configs:
-              dram: {platform: purley-2s, cpu: xeon-gold-6148, mode: dram,
-                     per_socket: {ddr4-16: 12}}
-            workloads:
-              big: {vcpus: 4, ram_gb: 1000}
-            demand: {big: 10}
-        ''')
-        row = sweep.evaluate(text, 'tiny.yaml', sweep.Point())
+        row = evaluate_tiny(12, '{vcpus: 4, ram_gb: 1000}', 10)
         self.assertTrue(row['status'].startswith('infeasible: '), row)
         self.assertIsNone(row['tco_per_vm'])
 
@@ -141,16 +146,7 @@ class TcoPerVmTestCase(testtools.TestCase):
         self.assertEqual(108, sweep._vms(vms, plan_of(66, 42), period))
 
     def test_a_point_places_its_demand(self):
-        text = textwrap.dedent('''
-            name: tiny
-            configs:
-              dram: {platform: purley-2s, cpu: xeon-gold-6148, mode: dram,
-                     per_socket: {ddr4-16: 6}}
-            workloads:
-              web: {vcpus: 1, ram_gb: 8}
-            demand: {web: 3}
-        ''')
-        row = sweep.evaluate(text, 'tiny.yaml', sweep.Point())
+        row = evaluate_tiny(6, '{vcpus: 1, ram_gb: 8}', 3)
         self.assertEqual('optimal', row['status'], row)
         self.assertEqual(3, row['vms'])
         self.assertEqual(round(row['tco'] / 3, 2), row['tco_per_vm'])
