@@ -63,7 +63,8 @@ class HostRecord:
     HotRam; ``oldest``: time of the oldest entry summed; ``idents``:
     identities of the instance objects if nova-compute pushed them, else
     None; ``instances`` and ``objects``: the dict of instances and its
-    objects when last seen (see _unchanged).
+    objects when last seen (see _renewed). Never changed once made: a
+    renewed record is a new one.
     """
 
     uuids: frozenset
@@ -87,27 +88,27 @@ def _newly_pushed(instances, idents):
     return False
 
 
-def _unchanged(instances, record):
-    """Whether a host holds what it held when its record was summed.
+def _renewed(instances, record):
+    """A host's record if it holds what it held when summed, else None.
 
     With ``track_instance_changes`` the scheduler keeps one dict of a
     host's instances and changes it in place: it is unchanged while it
     holds the very objects it held (nova-compute replaces the objects it
     pushes). Otherwise each request brings a new dict of bare objects: it
     is unchanged when it has the same UUIDs and no object nova-compute
-    pushed since.
+    pushed since; the record returned is then a new one, for that dict.
+    Records are never changed in place: another request may be reading
+    this one (native threads).
     """
     if instances is record.instances:
         # List equality compares identical elements without calling their
         # __eq__, and Instance objects compare by identity otherwise.
-        return list(instances.values()) == record.objects
+        return record if list(instances.values()) == record.objects else None
     if (instances.keys() != record.uuids
             or _newly_pushed(instances, record.idents)):
-        return False
-    # The record is the ledger's own: renew it in place.
-    record.instances = instances
-    record.objects = list(instances.values())
-    return True
+        return None
+    return HostRecord(record.uuids, record.total, record.oldest,
+                      record.idents, instances, list(instances.values()))
 
 
 _FLOATS = (None, None)
@@ -151,6 +152,13 @@ def _pushed_cells(inst, hot_mb, memory_mb, entry, host):
     return _FLOATS
 
 
+class _Parsed(typing.NamedTuple):
+    """One pass's flavor defaults and ``{(MB, specs): (request, error)}``."""
+
+    defaults: object
+    requests: dict
+
+
 class HotRamLedger(object):
     """Hot RAM, in MB, of the instances already on each host.
 
@@ -169,26 +177,34 @@ class HotRamLedger(object):
 
     def __init__(self, clock=time.monotonic):
         self._clock = clock
+        # uuid -> Entry, host -> HostRecord. Shared by the requests that
+        # run at once in one scheduler (native threads since Nova 33, or
+        # greenthreads): each is only read, given a new item, or replaced
+        # whole by _prune, never iterated while others write to it.
         self._entries = {}
-        # host -> HostRecord.
         self._hosts = {}
-        self._parsed = {}
         self._last_prune = clock()
         # Counts, for the benchmark and for operators reading debug logs.
         self.queries = 0
 
-    def _hot_mb_of_flavor(self, uuid, flavor):
+    @staticmethod
+    def _hot_mb_of_flavor(uuid, flavor, parsed):
+        """The hot MB an instance of ``flavor`` counts.
+
+        :param parsed: the pass's :class:`_Parsed`: most instances share a
+            few flavors, each parsed once per pass (so that option changes
+            take effect at the next).
+        """
         memory_mb = ovo.loaded(flavor, 'memory_mb') or 0
         try:
-            # Most instances share a few flavors: parse each once per pass.
             key = (memory_mb, frozenset(
                 (ovo.loaded(flavor, 'extra_specs') or {}).items()))
-            request, error = self._parsed[key]
+            request, error = parsed.requests[key]
         except KeyError:
-            request, error = self._parsed[key] = flavors.flavor_request(
-                flavor, self._defaults)
+            request, error = parsed.requests[key] = flavors.flavor_request(
+                flavor, parsed.defaults)
         except TypeError:
-            request, error = flavors.flavor_request(flavor, self._defaults)
+            request, error = flavors.flavor_request(flavor, parsed.defaults)
         if request is None:
             logonce.warn_once(
                 LOG, ('instance', uuid, error),
@@ -203,9 +219,14 @@ class HotRamLedger(object):
             return
         self._last_prune = now
         horizon = now - 2 * max(ttl, 60)
-        self._entries = {uuid: entry for uuid, entry in self._entries.items()
+        # dict() copies in one step that no other thread interleaves with;
+        # iterating the shared dict itself would fail ("dictionary changed
+        # size during iteration") when another request adds an entry. An
+        # entry added to the old dict meanwhile is lost: read again later.
+        entries, hosts = dict(self._entries), dict(self._hosts)
+        self._entries = {uuid: entry for uuid, entry in entries.items()
                          if entry.time >= horizon}
-        self._hosts = {host: record for host, record in self._hosts.items()
+        self._hosts = {host: record for host, record in hosts.items()
                        if record.oldest >= horizon}
 
     def usage_by_host(self, host_states, exclude_uuid=None):
@@ -225,9 +246,7 @@ class HotRamLedger(object):
         now = self._clock()
         ttl = CONF.pmem.instance_cache_ttl
         self._prune(now, ttl)
-        # Parsed flavors live for one pass, so option changes take effect.
-        self._parsed = {}
-        self._defaults = flavors.defaults()
+        parsed = _Parsed(flavors.defaults(), {})
         entries = self._entries
         records = self._hosts
         used = [None] * len(host_states)
@@ -243,21 +262,26 @@ class HotRamLedger(object):
             # the total stands, without a look at each instance.
             if (record is not None and now - record.oldest < ttl
                     and (exclude_uuid is None
-                         or exclude_uuid not in instances)
-                    # _unchanged's test of a tracked dict, inlined: this
-                    # runs for every tiered host on every request.
-                    and (list(instances.values()) == record.objects
-                         if instances is record.instances
-                         else _unchanged(instances, record))):
-                used[index] = record.total
-                continue
+                         or exclude_uuid not in instances)):
+                # _renewed's test of a tracked dict, inlined: this runs
+                # for every tiered host on every request.
+                if instances is record.instances:
+                    if list(instances.values()) == record.objects:
+                        used[index] = record.total
+                        continue
+                else:
+                    renewed = _renewed(instances, record)
+                    if renewed is not None:
+                        records[host] = renewed
+                        used[index] = renewed.total
+                        continue
             walked.append((index, host_state))
             for uuid, inst in instances.items():
                 if uuid == exclude_uuid:
                     continue
                 flavor = ovo.loaded_flavor(inst)
                 if flavor is not None:
-                    hot = self._hot_mb_of_flavor(uuid, flavor)
+                    hot = self._hot_mb_of_flavor(uuid, flavor, parsed)
                     ram = ovo.loaded(flavor, 'memory_mb') or 0
                     cells, ram_cells = _pushed_cells(
                         inst, hot, ram, entries.get(uuid), host)
@@ -280,7 +304,7 @@ class HotRamLedger(object):
                 _ctxt, cell_hosts = missing.setdefault(cell, (ctxt, {}))
                 cell_hosts[uuid] = host
         for ctxt, hosts_by_uuid in missing.values():
-            self._load(ctxt, hosts_by_uuid, now)
+            self._load(ctxt, hosts_by_uuid, now, parsed, entries)
 
         for index, host_state in walked:
             instances = host_state.instances or {}
@@ -316,7 +340,9 @@ class HotRamLedger(object):
                 records.pop(host_state.host, None)
         return used
 
-    def _load(self, ctxt, hosts_by_uuid, now):
+    def _load(self, ctxt, hosts_by_uuid, now, parsed, entries):
+        # Into the pass's ``entries``: the dict it reads them back from,
+        # even if a prune has replaced the ledger's meanwhile.
         if ctxt is None:
             ctxt = nova_context.get_admin_context()
         uuids = sorted(hosts_by_uuid)
@@ -336,18 +362,18 @@ class HotRamLedger(object):
             if inst.deleted:
                 continue
             seen.add(inst.uuid)
-            hot = self._hot_mb_of_flavor(inst.uuid, inst.flavor)
+            hot = self._hot_mb_of_flavor(inst.uuid, inst.flavor, parsed)
             ram = ovo.loaded(inst.flavor, 'memory_mb') or 0
             cells, ram_cells = _cells_of(ovo.loaded(inst, 'numa_topology'),
                                          hot, ram)
-            self._entries[inst.uuid] = Entry(
+            entries[inst.uuid] = Entry(
                 hosts_by_uuid.get(inst.uuid), hot, now, cells, ram,
                 ram_cells)
         for uuid in uuids:
             if uuid not in seen:
                 # Deleted since the host state was built: it holds no RAM.
-                self._entries[uuid] = Entry(hosts_by_uuid[uuid], 0.0, now,
-                                            None, 0.0, None)
+                entries[uuid] = Entry(hosts_by_uuid[uuid], 0.0, now, None,
+                                      0.0, None)
 
 
 # One ledger per scheduler process, shared by PmemCacheFilter and the

@@ -27,3 +27,15 @@ saving the compute node record with the context it was created with.
 from nova import monkey_patch  # noqa: E402
 if hasattr(monkey_patch, 'patch'):  # noqa: E305
     monkey_patch.patch()
+
+
+def native_threads():
+    """Whether Nova runs its services in native threads, not eventlet.
+
+    OS_NOVA_DISABLE_EVENTLET_PATCHING=true (Nova 32 and later; the default
+    of the services from Nova 33) makes Nova's monkey patching start the
+    threading backend; Nova 31 always patches.
+    """
+    from nova import utils
+    mode = getattr(utils, 'concurrency_mode_threading', None)
+    return bool(mode and mode())

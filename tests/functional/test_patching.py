@@ -11,18 +11,22 @@
 #    under the License.
 """The services of a functional test keep their transactions apart.
 
-Nova's services run in greenthreads of one thread. oslo.db keeps the open
-transaction of a context per thread: unless Nova's monkey patching came
-before oslo.db was imported (``tests/functional/__init__.py``), that is per
-real thread, and a greenthread writing with a context that another one
-reads with fails ("Can't upgrade a READER transaction to a WRITER
-mid-transaction").
+Under eventlet, Nova's services run in greenthreads of one thread. oslo.db
+keeps the open transaction of a context per thread: unless Nova's monkey
+patching came before oslo.db was imported (``tests/functional/__init__.py``),
+that is per real thread, and a greenthread writing with a context that
+another one reads with fails ("Can't upgrade a READER transaction to a
+WRITER mid-transaction"). In native threads (``tox -e functional-threads``)
+each thread has its own.
 """
 
-import eventlet
+import threading
+
 from nova import context as nova_context
 from oslo_db.sqlalchemy import enginefacade
 import testtools
+
+from tests import functional
 
 
 class TransactionPerGreenthreadTest(testtools.TestCase):
@@ -37,4 +41,13 @@ class TransactionPerGreenthreadTest(testtools.TestCase):
             theirs = enginefacade._transaction_contexts_by_thread(ctxt)
             return getattr(theirs, 'current', None)
 
-        self.assertIsNone(eventlet.spawn(current).wait())
+        if functional.native_threads():
+            seen = []
+            thread = threading.Thread(target=lambda: seen.append(current()))
+            thread.start()
+            thread.join()
+            self.assertEqual([None], seen)
+        else:
+            # Nova imports no eventlet in native threads; here it patched.
+            import eventlet
+            self.assertIsNone(eventlet.spawn(current).wait())

@@ -34,7 +34,7 @@ CI_RUN = os.path.join(TOP, '.ci', 'run')
 NEWEST = '2026.2'
 OLDEST = '2025.1'
 SUITES = {'py3': 'unit', 'functional': 'functional',
-          'integration': 'integration'}
+          'integration': 'integration', 'threads': 'threads'}
 
 
 def release_table():
@@ -52,10 +52,16 @@ def release_table():
         return [line[a:b].strip() for a, b in zip(starts, ends)]
 
     names = cells(header)
-    table = {}
+    table, last = {}, None
     for line in body:
         row = dict(zip(names, cells(line)))
-        table[row['release'].split()[0]] = row
+        if not row['release']:
+            # A continuation line: its cells go on the row above's.
+            for name, text in row.items():
+                if text:
+                    last[name] = ' '.join((last[name], text))
+            continue
+        table[row['release'].split()[0]] = last = row
     return table
 
 
@@ -105,6 +111,9 @@ def ci_runs():
             suite, _sep, release = env.partition('-')
             if suite not in SUITES:
                 continue
+            if release == 'threads':
+                # Nova's services in native threads, the newest release.
+                suite, release = 'threads', NEWEST
             runs.setdefault(release or NEWEST, {})[SUITES[suite]] = (
                 'scheduling' if subset else 'all')
     return runs
