@@ -14,13 +14,24 @@
 Since Nova 33 (2026.1) nova-scheduler runs its requests in native threads:
 two passes of the one ledger interleave anywhere. These tests put another
 request's write at the worst place of a pass, deterministically, and show
-that a variant written as the ledger was before fails there.
+that a variant written as the ledger was before fails there. The stress
+test then runs eight threads of passes at once in a process without
+eventlet: no pass may fail or count other than a serial pass (the ledger
+as it was fails it with "dictionary changed size during iteration").
 """
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
 from oslo_utils.fixture import uuidsentinel as uuids
+import testtools
 
 from nova_pmem_filters.scheduler import ledger
 from tests.unit import fakes
+from tests.unit import paths
 
 
 class _Interleaving(dict):
@@ -111,3 +122,71 @@ class InterleavedPassesTestCase(fakes.PmemTestCase):
         self.assertIs(before[0], held.instances)
         self.assertIs(again.instances,
                       self.ledger._hosts['host1'].instances)
+
+
+# Many passes of one ledger in native threads, in a process of its own (the
+# unit tests' processes carry eventlet's patching, whose threads are
+# greenthreads). Each pass must count what a serial pass counts.
+_STRESS = textwrap.dedent('''
+    import itertools, json, sys, threading
+    from nova import context
+    from nova import objects
+    objects.register_all()
+    from nova_pmem_filters.scheduler import ledger
+
+    class Host:
+        def __init__(self, name, instances):
+            self.host, self.nodename = name, name + '-node'
+            self.instances = instances
+
+    ctxt = context.get_admin_context()
+    hosts = []
+    for h in range(40):
+        instances = {}
+        for i in range(10):
+            uuid = '%08d-0000-0000-0000-%012d' % (h, i)
+            flavor = objects.Flavor(
+                name='f', flavorid='f', memory_mb=1024 * (1 + i % 4),
+                vcpus=1, root_gb=1, ephemeral_gb=0, swap=0,
+                extra_specs={'pmem:hot_ratio': '0.25'})
+            instances[uuid] = objects.Instance(ctxt, uuid=uuid,
+                                               flavor=flavor)
+        hosts.append(Host('host%d' % h, instances))
+    expected = [u.total for u in ledger.HotRamLedger().usage_of(hosts)]
+    # Every pass prunes: the clock moves past the interval each call.
+    clock = itertools.count(step=10000).__next__
+    book = ledger.HotRamLedger(clock=clock)
+    sys.setswitchinterval(1e-6)
+    errors, wrong = [], []
+
+    def passes(offset):
+        try:
+            for n in range(60):
+                start = (offset + n) % 20
+                some = hosts[start:start + 20]
+                got = [u.total for u in book.usage_of(some)]
+                if got != expected[start:start + 20]:
+                    wrong.append((offset, n))
+        except Exception as exc:
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=passes, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(json.dumps({'errors': errors, 'wrong': len(wrong),
+                      'hosts': len(expected)}))
+''')
+
+
+class NativeThreadsStressTestCase(testtools.TestCase):
+
+    def test_passes_at_once_count_what_a_serial_pass_counts(self):
+        proc = subprocess.run(
+            [sys.executable, '-c', _STRESS], capture_output=True, text=True,
+            timeout=600, cwd=paths.of(),
+            env=dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='true'))
+        self.assertEqual(0, proc.returncode, proc.stderr[-3000:])
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        self.assertEqual({'errors': [], 'wrong': 0, 'hosts': 40}, result)
