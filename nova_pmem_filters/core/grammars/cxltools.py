@@ -300,7 +300,8 @@ def parse_cpulist(text, source):
     """'0-3,8' -> [0, 1, 2, 3, 8]; an empty file is a node without CPUs."""
     cpus = kernellist.parse(text)
     if cpus is None:
-        fail(source, 'not a CPU list: %s' % json.dumps(text.strip()[:40]))
+        fail(source, 'not a CPU list: %s (%s)' % (
+            json.dumps(text.strip()[:40]), kernellist.ALLOWED))
     return cpus
 
 

@@ -27,6 +27,10 @@ _LIST_RE = re.compile(r'[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*')
 MAX_IDS = 8192
 
 
+# What a list may be, for the one line that refuses another.
+ALLOWED = 'ids and ranges such as 0-3,8, at most %d ids' % MAX_IDS
+
+
 def parse(text):
     """'0-3,8' -> [0, 1, 2, 3, 8]; '' -> []; None if ``text`` is not a list.
 

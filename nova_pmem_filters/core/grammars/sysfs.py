@@ -82,7 +82,8 @@ def parse_nodelist(text, source):
         return None
     nodes = kernellist.parse(value)
     if nodes is None:
-        raise TieringError(source, 'not a node list: %r' % value[:40])
+        raise TieringError(source, 'not a node list: %r (%s)'
+                           % (value[:40], kernellist.ALLOWED))
     return tuple(nodes)
 
 
