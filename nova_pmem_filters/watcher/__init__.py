@@ -22,8 +22,11 @@ decision engine, which loads them through the ``watcher_goals`` and
 - ``inputs``: Watcher's model, the aggregates' metadata and the working
   sets as the plan's input (no Watcher import: it reads the model's
   elements by their fields).
-- ``workingsets``: the observer's working sets, read from Prometheus's
-  HTTP API with the strategy's own options.
+- ``datasource``: the observer's working sets through Watcher's own
+  datasource layer (``prometheus`` or ``aetos``).
+- ``workingsets``: the answer's series as MB per instance (no Watcher
+  import), and the deprecated client of Prometheus's HTTP API with the
+  strategy's own options.
 
 This is the only package of the project that imports Watcher; nothing else
 imports it, so the rest runs without Watcher installed. Watcher and Nova

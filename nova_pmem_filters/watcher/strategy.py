@@ -13,8 +13,9 @@
 
 Each audit: Watcher's compute model and the aggregates' metadata (through
 Watcher's Nova helper) give the hosts and their profiles, Prometheus the
-working sets the observers measured (:mod:`~nova_pmem_filters.watcher.
-workingsets`, with this strategy's options), and
+working sets the observers measured (through Watcher's own datasource,
+Prometheus or Aetos, as :mod:`~nova_pmem_filters.watcher.datasource`
+picks it), and
 :func:`~nova_pmem_filters.core.plans.rebalance.plan` the moves: one ``migrate``
 action each (live, with its destination), and the goal's efficacy
 indicators. Every host over that the plan leaves, or could not judge, is
@@ -23,11 +24,15 @@ logged with the plan's reason.
 Audit parameters (:meth:`TieredMemoryRebalance.get_schema`): ``act_above``,
 ``aim_below`` and ``max_migrations``, the plan's hysteresis and cap.
 Options (``[watcher_strategies.tiered_memory_rebalance]``,
-:meth:`TieredMemoryRebalance.get_config_opts`): Prometheus's URL, TLS and
-timeout, the query, and the nova.conf files whose ``[pmem]`` settings the
-rules need (:mod:`nova_pmem_filters.conf.schedulerconf`, read as
-nova-scheduler reads them: set once, in nova.conf). The four ``[pmem]``
-options this section used to repeat still win where set, deprecated.
+:meth:`TieredMemoryRebalance.get_config_opts`): the datasources (Watcher's
+``[watcher_datasources] datasources`` by default), the query, and the
+nova.conf files whose ``[pmem]`` settings the rules need
+(:mod:`nova_pmem_filters.conf.schedulerconf`, read as nova-scheduler
+reads them: set once, in nova.conf). The four ``[pmem]``
+options this section used to repeat still win where set, deprecated, and
+so does its own Prometheus client (``prometheus_url`` and the options
+beside it, :mod:`~nova_pmem_filters.watcher.workingsets`), deprecated
+for Watcher's datasource.
 
 An instance Watcher must not move (not active, so no live migration; or
 excluded by the audit's scope) is given to the plan as not movable: it
@@ -47,6 +52,7 @@ from watcher.decision_engine.strategy.strategies import base
 from nova_pmem_filters.conf import pmem
 from nova_pmem_filters.conf import schedulerconf
 from nova_pmem_filters.core.plans import rebalance
+from nova_pmem_filters.watcher import datasource
 from nova_pmem_filters.watcher import goal
 from nova_pmem_filters.watcher import inputs
 from nova_pmem_filters.watcher import workingsets
@@ -63,8 +69,8 @@ NOVA_CONFIG_FILES = ['/etc/nova/nova.conf']
 
 class WorkingSetsUnavailable(exception.DataSourceNotAvailable):
     msg_fmt = ('The working sets could not be read: %(reason)s. Check '
-               '[watcher_strategies.' + NAME + '] prometheus_url and that '
-               'Prometheus scrapes nova-pmem-observe.')
+               'that the Prometheus of Watcher\'s datasource scrapes '
+               'nova-pmem-observe.')
 
 
 class NeedsFlavorExtraSpecs(exception.WatcherException):
@@ -94,10 +100,44 @@ def _deprecated_pmem_opts():
     return found
 
 
+# The strategy's own Prometheus client, before it read Watcher's datasource.
+_PROMETHEUS_REASON = (
+    'Configure Prometheus once, for every strategy, in Watcher\'s own '
+    'sections: [watcher_datasources] datasources = aetos (Watcher 16, '
+    '2026.1, and later) or prometheus, and [aetos_client] or '
+    '[prometheus_client]. Where this option is set, the strategy still '
+    'reads Prometheus with its own client.')
+
+
+def _deprecated(opt):
+    opt.deprecated_for_removal = True
+    opt.deprecated_reason = _PROMETHEUS_REASON
+    opt.help = 'Deprecated: ' + opt.help
+    return opt
+
+
 # Made once: Watcher registers a strategy's options again at each audit,
 # and oslo.config marks an option once it has logged its deprecation, so a
 # fresh copy would differ from the registered one (DuplicateOptError).
 DEPRECATED_PMEM_OPTS = _deprecated_pmem_opts()
+DEPRECATED_PROMETHEUS_OPTS = [_deprecated(opt) for opt in (
+    cfg.StrOpt('prometheus_url',
+               help='URL of the Prometheus that scrapes nova-pmem-observe, '
+               'e.g. https://prometheus:9090. Where set, the working sets '
+               'are read there, not through Watcher\'s datasource.'),
+    cfg.StrOpt('prometheus_ca_file',
+               help='PEM CA certificates that sign Prometheus\'s '
+               'certificate (default: the system\'s).'),
+    cfg.StrOpt('prometheus_cert_file',
+               help='Client certificate, for a Prometheus that requires '
+               'one.'),
+    cfg.StrOpt('prometheus_key_file',
+               help='Private key of prometheus_cert_file.'),
+    cfg.BoolOpt('prometheus_insecure', default=False,
+                help='Do not verify Prometheus\'s certificate.'),
+    cfg.FloatOpt('prometheus_timeout', default=workingsets.TIMEOUT,
+                 min=0.1, help='Seconds to wait for Prometheus.'),
+)]
 
 
 def scheduler_settings(strategy_conf):
@@ -167,6 +207,7 @@ class TieredMemoryRebalance(base.BaseStrategy):
         self.left_out = []
         self.moves = []
         self._nova = None
+        self._datasource_name = None
 
     @classmethod
     def get_name(cls):
@@ -217,21 +258,14 @@ class TieredMemoryRebalance(base.BaseStrategy):
     @classmethod
     def get_config_opts(cls):
         return [
-            cfg.StrOpt('prometheus_url',
-                       help='URL of the Prometheus that scrapes '
-                       'nova-pmem-observe, e.g. https://prometheus:9090.'),
-            cfg.StrOpt('prometheus_ca_file',
-                       help='PEM CA certificates that sign Prometheus\'s '
-                       'certificate (default: the system\'s).'),
-            cfg.StrOpt('prometheus_cert_file',
-                       help='Client certificate, for a Prometheus that '
-                       'requires one.'),
-            cfg.StrOpt('prometheus_key_file',
-                       help='Private key of prometheus_cert_file.'),
-            cfg.BoolOpt('prometheus_insecure', default=False,
-                        help='Do not verify Prometheus\'s certificate.'),
-            cfg.FloatOpt('prometheus_timeout', default=workingsets.TIMEOUT,
-                         min=0.1, help='Seconds to wait for Prometheus.'),
+            cfg.ListOpt('datasources', default=None,
+                        item_type=cfg.types.String(
+                            choices=datasource.offered()),
+                        help='The datasources to read the working sets '
+                        'from, in the order to try: the first that '
+                        'answers PromQL is used (default: '
+                        '[watcher_datasources] datasources). Configure '
+                        'it in [prometheus_client] or [aetos_client].'),
             cfg.StrOpt('working_set_query', default=workingsets.QUERY,
                        help='PromQL instant query of the working sets, in '
                        'bytes, one series per instance with its uuid '
@@ -242,7 +276,7 @@ class TieredMemoryRebalance(base.BaseStrategy):
                         '(default_host_mode, default_flavor_modes, '
                         'default_hot_ratio, cache_overcommit_ratio) are '
                         'the rules the plan follows.'),
-        ] + DEPRECATED_PMEM_OPTS
+        ] + DEPRECATED_PROMETHEUS_OPTS + DEPRECATED_PMEM_OPTS
 
     @property
     def nova(self):
@@ -261,8 +295,43 @@ class TieredMemoryRebalance(base.BaseStrategy):
                 'aim below the threshold it acts above'
                 % (params.aim_below, params.act_above))
 
+    def _datasources_conf(self):
+        """The strategy's own datasources where set, else Watcher's."""
+        if self.config.datasources:
+            return self.config
+        return cfg.CONF.watcher_datasources
+
+    @property
+    def datasource_backend(self):
+        """The Watcher datasource the working sets come from.
+
+        Watcher's ``strategy state`` reports its availability.
+        """
+        if self._datasource_backend is None:
+            try:
+                self._datasource_name, self._datasource_backend = (
+                    datasource.backend(self._datasources_conf(), self.osc))
+            except datasource.Unavailable as exc:
+                raise WorkingSetsUnavailable(reason=str(exc))
+        return self._datasource_backend
+
     def working_sets(self):
-        """{uuid: MB} from Prometheus; raises WorkingSetsUnavailable."""
+        """{uuid: MB}; raises WorkingSetsUnavailable.
+
+        Through Watcher's datasource; through the strategy's own
+        Prometheus client where the deprecated ``prometheus_url`` is set.
+        """
+        conf = self.config
+        if conf.prometheus_url:
+            return self._deprecated_working_sets()
+        helper = self.datasource_backend
+        try:
+            return datasource.working_sets(
+                self._datasource_name, helper, conf.working_set_query)
+        except datasource.Unavailable as exc:
+            raise WorkingSetsUnavailable(reason=str(exc))
+
+    def _deprecated_working_sets(self):
         conf = self.config
         try:
             context = workingsets.tls_context(

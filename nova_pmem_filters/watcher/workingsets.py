@@ -9,21 +9,27 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The observer's working sets, read from Prometheus's HTTP API.
+"""The observer's working sets, as ``{instance uuid: MB}``.
 
 ``nova-pmem-observe`` exports each instance's measured working set as
 ``nova_pmem_instance_working_set_bytes{uuid=...}`` (no sample where the
-window had a gap). :func:`working_sets` asks Prometheus for them in one
-instant query (``/api/v1/query``) and returns ``{uuid: MB}``: an instance
-without a sample is absent, so the caller knows it was not measured; it
-is never guessed. Where two series carry one uuid (an instance seen by
-two observers while it migrates), the default query takes the larger.
+window had a gap). The strategy asks Prometheus for them in one instant
+query, :data:`QUERY`, through Watcher's datasource
+(:mod:`~nova_pmem_filters.watcher.datasource`), and :func:`megabytes`
+turns the answer's series into ``{uuid: MB}``: an instance without a
+sample is absent, so the caller knows it was not measured; it is never
+guessed. Where two series carry one uuid (an instance seen by two
+observers while it migrates), the larger counts.
 
-Failures raise :class:`PrometheusError` with the URL and the reason:
-Prometheus unreachable or slow, an answer that is not Prometheus's JSON, a
-query it refuses, a series without a ``uuid`` label.
+:func:`working_sets` is the deprecated way, Prometheus's HTTP API read
+here with the strategy's own ``prometheus_*`` options. Its failures
+raise :class:`PrometheusError` with the URL and the reason: Prometheus
+unreachable or slow, an answer that is not Prometheus's JSON, a query it
+refuses.
 
-This module imports nothing from Watcher or Nova.
+Either way, a series without a ``uuid`` label raises
+:class:`PrometheusError`. This module imports nothing from Watcher or
+Nova.
 """
 
 import json
@@ -131,17 +137,28 @@ def _vector(body):
     return data.get('result') or []
 
 
-def _samples(result):
-    """{uuid: MB} of the samples; NaN and infinities are no measurement."""
+def megabytes(series):
+    """{uuid: MB} of an instant query's series.
+
+    NaN and infinities are no measurement; of two series of one uuid, the
+    larger counts.
+
+    :param series: ``(labels, value)`` pairs: the labels of a series as a
+        dict and its sample's value in bytes (a number or Prometheus's
+        text of one).
+    :raises PrometheusError: a series without a ``uuid`` label or without
+        a value (its URL None: the caller knows where it asked).
+    """
     found = {}
-    for sample in result:
-        uuid = (sample.get('metric') or {}).get('uuid')
+    for labels, value in series:
+        uuid = (labels or {}).get(metrics.UUID_LABEL)
         if not uuid:
-            _raise('a series has no uuid label: %s (the query must keep '
-                   'the observer\'s uuid label)' % (sample.get('metric'),))
+            _raise('a series has no %s label: %s (the query must keep '
+                   'the observer\'s %s label)'
+                   % (metrics.UUID_LABEL, labels, metrics.UUID_LABEL))
         try:
-            value = float(sample['value'][1])
-        except (KeyError, IndexError, TypeError, ValueError):
+            value = float(value)
+        except (TypeError, ValueError):
             _raise('a sample of %s has no value' % uuid)
         if not math.isfinite(value) or value < 0:
             continue
@@ -150,8 +167,21 @@ def _samples(result):
     return found
 
 
+def _samples(result):
+    """The (labels, value) pairs of an instant vector's JSON samples."""
+    for sample in result:
+        try:
+            value = sample['value'][1]
+        except (KeyError, IndexError, TypeError):
+            value = None
+        yield sample.get('metric'), value
+
+
 def working_sets(base_url, query=QUERY, timeout=TIMEOUT, context=None):
     """``{instance uuid: measured working set MB}`` from Prometheus.
+
+    Deprecated with the options that give its arguments: the strategy reads
+    Prometheus through Watcher's datasource.
 
     :param base_url: Prometheus's URL, e.g. ``https://prometheus:9090``.
     :param query: the PromQL instant query; its series carry ``uuid`` and
@@ -164,6 +194,7 @@ def working_sets(base_url, query=QUERY, timeout=TIMEOUT, context=None):
         raise PrometheusError(base_url, 'no URL is configured')
     url = query_url(base_url, query)
     try:
-        return _samples(_vector(_fetch(url, timeout, context)))
+        answer = _fetch(url, timeout, context)
+        return megabytes(_samples(_vector(answer)))
     except PrometheusError as exc:
         raise PrometheusError(base_url, exc.reason) from None

@@ -17,15 +17,18 @@ tests' workers import Nova. So the tests start this module by its path
 (``python tests/unit/watcher/harness.py``: the source tree is then not on
 ``sys.path``, and the project is found where it is installed, with its
 entry points) with a case as JSON on stdin, and read the result as JSON
-on stdout.
+on stdout. With ``--serve``, it imports Watcher once and answers one case
+per line, each in a process forked for it (a test worker keeps one such
+harness: Watcher's imports take seconds, a case milliseconds).
 
 The case: ``conf`` (watcher.conf sections, written to a file and read as
 the decision engine reads its own), ``nodes`` and ``instances`` (fields of
 Watcher's ``element.ComputeNode`` and ``element.Instance``; an instance's
 ``node`` is the hostname it is mapped to), ``extended`` (the model's
-``extended_attributes_enabled``), ``parameters`` (the audit's) and
-``audits`` (how many audits run, one after another, on the same model:
-Watcher's ``ModelRoot`` as the strategy left it).
+``extended_attributes_enabled``), ``parameters`` (the audit's, or a list:
+one audit for each) and ``audits`` (how many audits run, one after
+another, on the same model: Watcher's ``ModelRoot`` as the strategy left
+it).
 
 The strategy is loaded by its entry point with Watcher's own loader, its
 audit parameters validated and defaulted as Watcher's API and decision
@@ -37,6 +40,7 @@ logged, or the exception raised (its class names and message).
 import configparser
 import json
 import logging
+import os
 import sys
 import tempfile
 import traceback
@@ -135,10 +139,13 @@ def run(case):
     logging.getLogger().addHandler(handler)
     model = _model(case)
     audits = []
-    for _ in range(case.get('audits', 1)):
+    parameters = case.get('parameters', {})
+    if not isinstance(parameters, list):
+        parameters = [parameters] * case.get('audits', 1)
+    for audit_parameters in parameters:
         del handler.lines[:]
         try:
-            result = _audit(model, case.get('parameters', {}))
+            result = _audit(model, audit_parameters)
         except Exception as exc:
             result = {'error': [c.__name__ for c in type(exc).__mro__],
                       'message': str(exc),
@@ -148,7 +155,57 @@ def run(case):
     return {'audits': audits}
 
 
+def _preload():
+    """Import what every case needs, before the first fork."""
+    import jsonschema  # noqa: F401
+    from watcher.applier.actions import migration  # noqa: F401
+    from watcher.common import utils  # noqa: F401
+    from watcher import conf  # noqa: F401
+    from watcher.decision_engine.loading import default  # noqa: F401
+    from watcher.decision_engine.model import element  # noqa: F401
+    from watcher.decision_engine.model import model_root  # noqa: F401
+
+
+def _forked(case):
+    """run(case) in a child process.
+
+    Its configuration and its state die with it; the imports are paid
+    once, in this process.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            answer = json.dumps(run(case)).encode()
+        except BaseException:
+            answer = json.dumps({'harness_error':
+                                 traceback.format_exc()}).encode()
+        with os.fdopen(write_end, 'wb') as out:
+            out.write(answer)
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, 'rb') as answer:
+        body = answer.read()
+    os.waitpid(pid, 0)
+    return json.loads(body) if body else {
+        'harness_error': 'the case\'s process ended without an answer'}
+
+
+def serve():
+    """One case per line on stdin, one answer per line on stdout."""
+    _preload()
+    for line in sys.stdin:
+        sys.stdout.write(json.dumps(_forked(json.loads(line))) + '\n')
+        sys.stdout.flush()
+
+
 def main():
+    if sys.argv[1:] == ['--serve']:
+        # Watcher 14 parses the command line again when it loads a
+        # strategy: it must not find --serve there.
+        del sys.argv[1:]
+        return serve()
     case = json.load(sys.stdin)
     json.dump(run(case), sys.stdout)
 

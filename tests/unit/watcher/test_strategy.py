@@ -14,20 +14,25 @@
 Each test builds a cloud as Watcher's ``ModelRoot`` holds it (compute
 nodes and instances, :mod:`tests.unit.watcher.harness`), serves the
 aggregates as Nova's API answers them and the working sets as Prometheus
-answers ``/api/v1/query`` from a local server, runs the strategy as the
-decision engine does (in a process of its own: Watcher and Nova cannot
-share one) and compares its actions with what
-:func:`nova_pmem_filters.core.plans.rebalance.plan` gives for the same cloud,
-translated here on its own.
+answers ``/api/v1/query`` from a local server (read through Watcher's own
+``prometheus`` or ``aetos`` datasource, or the deprecated
+``prometheus_url``), runs the strategy as the decision engine does (in a
+process of its own: Watcher and Nova cannot share one) and compares its
+actions with what :func:`nova_pmem_filters.core.plans.rebalance.plan`
+gives for the same cloud, translated here on its own.
 """
 
+import atexit
+import importlib.metadata
 import json
 import os
+import select
 import subprocess
 import sys
 import urllib.parse
 
 import fixtures
+import packaging.version
 import testtools
 
 from nova_pmem_filters.core.plans import rebalance
@@ -43,6 +48,54 @@ SECTION = 'watcher_strategies.' + NAME
 # Generous: a loaded machine may take long to import Watcher.
 TIMEOUT = 300
 HARNESS = paths.of('tests', 'unit', 'watcher', 'harness.py')
+# The observer's metric, as the strategy asks for it by default; spelled
+# here on its own.
+QUERY = 'max by (uuid) (nova_pmem_instance_working_set_bytes)'
+# Aetos, Watcher's datasource since 16 (2026.1). Read from the installed
+# distribution: this process does not import Watcher (see harness.py).
+WATCHER_HAS_AETOS = (packaging.version.Version(
+    importlib.metadata.version('python-watcher'))
+    >= packaging.version.Version('16'))
+
+
+class Harness(object):
+    """harness.py --serve, started once per test process.
+
+    By its path, so that the source tree is not on sys.path: the project
+    is found where it is installed, with its entry points. A case that
+    gets no answer within TIMEOUT ends the harness (the next case starts
+    another) and fails its test.
+    """
+
+    def __init__(self):
+        self.proc = None
+
+    def _start(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, HARNESS, '--serve'], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True, cwd='/')
+        atexit.register(self.stop)
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def run(self, case):
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        self.proc.stdin.write(json.dumps(case) + '\n')
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], TIMEOUT)
+        line = self.proc.stdout.readline() if ready else ''
+        if not line:
+            self.stop()
+            return {'harness_error': 'no answer within %d s' % TIMEOUT}
+        return json.loads(line)
+
+
+_HARNESS = Harness()
 
 
 def node(hostname, memory_gb=64, vcpus=32, **fields):
@@ -150,10 +203,21 @@ class StrategyTestCase(testtools.TestCase):
 
     def _app(self, method, path, headers, body):
         url = urllib.parse.urlsplit(path)
-        if url.path == '/prometheus/api/v1/query':
+        # Prometheus's API: at the root for [prometheus_client], under
+        # /aetos where Aetos is, under /prometheus for the deprecated
+        # prometheus_url.
+        prefix, api, call = url.path.rpartition('/api/v1/')
+        if api and call == 'query':
             query = urllib.parse.parse_qs(url.query).get('query')
             self.answers.setdefault('queries', []).append(query)
+            self.answers.setdefault('prefixes', []).append(prefix)
             return self.answers['prometheus']
+        if api and call == 'targets':
+            # What Watcher's Prometheus helpers ask first: the scrape
+            # targets' fqdn labels.
+            return 200, {'status': 'success', 'data': {'activeTargets': [
+                {'labels': {'fqdn': n['hostname'], 'job': 'observe'}}
+                for n in self.answers['nodes']]}}
         if url.path.rstrip('/') == '/compute/v2.1/os-aggregates':
             return 200, {'aggregates': self.answers['aggregates']}
         if url.path.rstrip('/') in ('/compute', '/compute/v2.1'):
@@ -173,35 +237,56 @@ class StrategyTestCase(testtools.TestCase):
 
     def run_strategy(self, nodes, instances, aggregates, measured=None,
                      parameters=None, audits=1, extended=True, conf=None,
-                     prometheus=None, pmem=None):
-        """Run audits; ``pmem``: the [pmem] of the scheduler's nova.conf."""
+                     prometheus=None, pmem=None, source='prometheus',
+                     watcher_conf=None):
+        """Run audits; ``pmem``: the [pmem] of the scheduler's nova.conf.
+
+        ``source``: where the working sets come from. ``prometheus`` or
+        ``aetos``: Watcher's datasource of that name ([prometheus_client],
+        or Keystone's endpoint); ``deprecated``: the strategy's own
+        ``prometheus_url``. ``watcher_conf``: more watcher.conf sections.
+        """
         self.answers['aggregates'] = aggregates
+        self.answers['nodes'] = nodes
         self.answers['prometheus'] = prometheus or (
             200, prometheus_answer(measured))
         nova_conf = self.nova_conf('[pmem]\n' + ''.join(
             '%s = %s\n' % item for item in sorted((pmem or {}).items())))
-        options = {'prometheus_url': self.api.url + '/prometheus',
-                   'prometheus_timeout': 60,
-                   'nova_config_files': nova_conf}
-        options.update(conf or {})
+        options = {'nova_config_files': nova_conf}
         compute = self.api.url + '/compute'
-        case = {'conf': {
+        sections = {
             # Watcher 15 on: the [nova] adapter, which discovers the
             # version; Watcher 14 (2025.1): novaclient on the session of
             # [watcher_clients_auth], at the catalog's v2.1 endpoint.
             'nova': {'auth_type': 'none', 'endpoint_override': compute},
             'watcher_clients_auth': {'auth_type': 'none',
                                      'endpoint': compute + '/v2.1'},
-            SECTION: options},
-            'nodes': nodes, 'instances': instances, 'extended': extended,
-            'parameters': parameters or {}, 'audits': audits}
-        # By its path, so that the source tree is not on sys.path: the
-        # project is found where it is installed, with its entry points.
-        proc = subprocess.run(
-            [sys.executable, HARNESS], input=json.dumps(case),
-            capture_output=True, text=True, cwd='/', timeout=TIMEOUT)
-        self.assertEqual(0, proc.returncode, proc.stderr)
-        return json.loads(proc.stdout)['audits']
+            # One try: a test of a failure does not wait for retries.
+            'watcher_datasources': {'datasources': source,
+                                    'query_max_retries': 1,
+                                    'query_interval': 0},
+            'prometheus_client': {'host': '127.0.0.1',
+                                  'port': self.api.url.rpartition(':')[2]}}
+        if source == 'aetos':
+            # Aetos is found in Keystone's catalog; without Keystone, the
+            # session's one endpoint. (Aetos is Watcher 16 and later, where
+            # Nova is reached through [nova].)
+            sections['watcher_clients_auth']['endpoint'] = (
+                self.api.url + '/aetos')
+        elif source == 'deprecated':
+            del sections['watcher_datasources']['datasources']
+            options.update({'prometheus_url': self.api.url + '/prometheus',
+                            'prometheus_timeout': 60})
+        options.update(conf or {})
+        sections[SECTION] = options
+        for section, values in (watcher_conf or {}).items():
+            sections.setdefault(section, {}).update(values)
+        case = {'conf': sections, 'nodes': nodes, 'instances': instances,
+                'extended': extended, 'parameters': parameters or {},
+                'audits': audits}
+        answer = _HARNESS.run(case)
+        self.assertNotIn('harness_error', answer)
+        return answer['audits']
 
     def test_actions_are_the_plan(self):
         nodes, instances, aggregates, measured = cloud()
@@ -221,10 +306,10 @@ class StrategyTestCase(testtools.TestCase):
             audit['indicators'])
         self.assertEqual({'hosts_brought_under_ratio': 100.0},
                          audit['global'])
-        # One instant query, the observer's metric.
-        self.assertEqual(
-            [['max by (uuid) (nova_pmem_instance_working_set_bytes)']],
-            self.answers['queries'])
+        # One instant query, the observer's metric, through Watcher's
+        # Prometheus datasource ([prometheus_client]: at the root).
+        self.assertEqual([[QUERY]], self.answers['queries'])
+        self.assertEqual([''], self.answers['prefixes'])
 
     def test_the_move_is_the_cheapest(self):
         # mm1 holds 9000 MB of working set on 8 GB: vm3 (2048 MB, 2500 MB
@@ -256,22 +341,22 @@ class StrategyTestCase(testtools.TestCase):
 
     def test_audit_parameters_are_validated(self):
         nodes, instances, aggregates, measured = cloud()
-        for parameters, error in (
-                ({'act_above': 'high'}, 'ValidationError'),
-                ({'act_above': 0}, 'ValidationError'),
-                ({'max_migrations': 1.5}, 'ValidationError'),
-                ({'max_migrations': -1}, 'ValidationError'),
-                ({'threshold': 1.0}, 'AuditParameterNotAllowed')):
-            audit, = self.run_strategy(nodes, instances, aggregates,
-                                       measured, parameters=parameters)
+        refused = (({'act_above': 'high'}, 'ValidationError'),
+                   ({'act_above': 0}, 'ValidationError'),
+                   ({'max_migrations': 1.5}, 'ValidationError'),
+                   ({'max_migrations': -1}, 'ValidationError'),
+                   ({'threshold': 1.0}, 'AuditParameterNotAllowed'))
+        # One audit each, in one decision engine.
+        audits = self.run_strategy(
+            nodes, instances, aggregates, measured,
+            parameters=[p for p, _ in refused] + [
+                {'act_above': 1.0, 'aim_below': 1.1}])
+        for audit, (parameters, error) in zip(audits, refused):
             self.assertIn(error, audit.get('error', []), parameters)
-        audit, = self.run_strategy(nodes, instances, aggregates, measured,
-                                   parameters={'act_above': 1.0,
-                                               'aim_below': 1.1})
-        self.assertIn('Invalid', audit['error'])
+        self.assertIn('Invalid', audits[-1]['error'])
         self.assertEqual('aim_below 1.1 is above act_above 1: the plan must '
                          'aim below the threshold it acts above',
-                         audit['message'])
+                         audits[-1]['message'])
 
     def test_unmeasured_host_is_not_planned_on(self):
         nodes, instances, aggregates, measured = cloud()
@@ -342,13 +427,15 @@ class StrategyTestCase(testtools.TestCase):
 
     def test_prometheus_down(self):
         nodes, instances, aggregates, measured = cloud()
-        url = 'http://127.0.0.1:%d' % httpstub.closed_port()
-        audit, = self.run_strategy(nodes, instances, aggregates, measured,
-                                   conf={'prometheus_url': url})
+        port = httpstub.closed_port()
+        audit, = self.run_strategy(
+            nodes, instances, aggregates, measured,
+            watcher_conf={'prometheus_client': {'port': port}})
         self.assertIn('DataSourceNotAvailable', audit['error'])
-        self.assertIn('The working sets could not be read: Prometheus at '
-                      '%s: cannot be reached (' % url, audit['message'])
-        self.assertIn('prometheus_url', audit['message'])
+        self.assertIn('The working sets could not be read: Watcher\'s '
+                      'prometheus datasource: ', audit['message'])
+        self.assertIn('port=%d' % port, audit['message'])
+        self.assertEqual(1, len(audit['message'].splitlines()))
 
     def test_prometheus_refuses_the_query(self):
         nodes, instances, aggregates, measured = cloud()
@@ -358,14 +445,82 @@ class StrategyTestCase(testtools.TestCase):
             prometheus=(400, {'status': 'error', 'errorType': 'bad_data',
                               'error': 'parse error'}))
         self.assertIn('DataSourceNotAvailable', audit['error'])
-        self.assertIn(': HTTP 400: parse error.', audit['message'])
+        self.assertIn('Watcher\'s prometheus datasource did not answer '
+                      '\'max((\' after 1 tries ([watcher_datasources] '
+                      'query_max_retries): [400] parse error.',
+                      audit['message'])
         self.assertEqual([['max((']], self.answers['queries'])
 
-    def test_no_prometheus_url(self):
+    def test_series_without_uuid(self):
+        nodes, instances, aggregates, measured = cloud()
+        answer = prometheus_answer(measured)
+        answer['data']['result'][0]['metric'] = {'instance': 'x'}
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   prometheus=(200, answer))
+        self.assertIn('DataSourceNotAvailable', audit['error'])
+        self.assertIn('a series has no uuid label', audit['message'])
+
+    def test_no_promql_datasource(self):
         nodes, instances, aggregates, measured = cloud()
         audit, = self.run_strategy(nodes, instances, aggregates, measured,
-                                   conf={'prometheus_url': ''})
-        self.assertIn('no URL is configured', audit['message'])
+                                   source='gnocchi')
+        self.assertIn('DataSourceNotAvailable', audit['error'])
+        self.assertIn('none of the datasources configured (gnocchi) '
+                      'answers PromQL: set [watcher_datasources] '
+                      'datasources to one of prometheus', audit['message'])
+        self.assertNotIn('queries', self.answers)
+
+    def test_the_strategy_may_name_its_datasource(self):
+        nodes, instances, aggregates, measured = cloud()
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   source='gnocchi',
+                                   conf={'datasources': 'prometheus'})
+        plan = expected_plan(nodes, instances, aggregates, measured)
+        self.assertEqual([action(m) for m in plan.moves], audit['actions'])
+        self.assertEqual([''], self.answers['prefixes'])
+
+    @testtools.skipUnless(WATCHER_HAS_AETOS, 'Aetos: Watcher 16 and later')
+    def test_aetos(self):
+        nodes, instances, aggregates, measured = cloud()
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   source='aetos')
+        plan = expected_plan(nodes, instances, aggregates, measured)
+        self.assertNotIn('error', audit, audit.get('traceback'))
+        self.assertEqual([action(m) for m in plan.moves], audit['actions'])
+        self.assertEqual(['/aetos'], self.answers['prefixes'])
+        self.assertEqual([[QUERY]], self.answers['queries'])
+
+    @testtools.skipUnless(WATCHER_HAS_AETOS, 'Aetos: Watcher 16 and later')
+    def test_prometheus_and_aetos_are_refused_together(self):
+        # Watcher's own rule (DataSourceManager), its message kept.
+        nodes, instances, aggregates, measured = cloud()
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   source='prometheus,aetos')
+        self.assertIn('DataSourceNotAvailable', audit['error'])
+        self.assertIn('Watcher\'s prometheus datasource: ', audit['message'])
+        self.assertIn('aetos', audit['message'].partition(': ')[2])
+
+    def test_deprecated_prometheus_url(self):
+        # The strategy's own client where its prometheus_url is set, with
+        # oslo.config's deprecation warning, which says what to set.
+        nodes, instances, aggregates, measured = cloud()
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   source='deprecated')
+        plan = expected_plan(nodes, instances, aggregates, measured)
+        self.assertEqual([action(m) for m in plan.moves], audit['actions'])
+        self.assertEqual(['/prometheus'], self.answers['prefixes'])
+        self.assertIn('[watcher_datasources] datasources = aetos',
+                      '\n'.join(audit['warnings']))
+
+    def test_deprecated_prometheus_down(self):
+        nodes, instances, aggregates, measured = cloud()
+        url = 'http://127.0.0.1:%d' % httpstub.closed_port()
+        audit, = self.run_strategy(nodes, instances, aggregates, measured,
+                                   source='deprecated',
+                                   conf={'prometheus_url': url})
+        self.assertIn('DataSourceNotAvailable', audit['error'])
+        self.assertIn('The working sets could not be read: Prometheus at '
+                      '%s: cannot be reached (' % url, audit['message'])
 
     def test_needs_flavor_extra_specs(self):
         nodes, instances, aggregates, measured = cloud()
