@@ -108,13 +108,15 @@ def ci_runs():
         envs = words[words.index('-e') + 1].split(',')
         subset = '$scheduling_tests' in words
         for env in envs:
-            suite, _sep, release = env.partition('-')
+            suite, *factors = env.split('-')
             if suite not in SUITES:
                 continue
-            if release == 'threads':
-                # Nova's services in native threads, the newest release.
-                suite, release = 'threads', NEWEST
-            runs.setdefault(release or NEWEST, {})[SUITES[suite]] = (
+            if 'threads' in factors:
+                # Nova's services in native threads.
+                suite = 'threads'
+                factors.remove('threads')
+            release = factors[0] if factors else NEWEST
+            runs.setdefault(release, {})[SUITES[suite]] = (
                 'scheduling' if subset else 'all')
     return runs
 
