@@ -740,8 +740,13 @@ enable_extended_attributes = true
 # it is rebuilt.
 [watcher_cluster_data_model_collectors.compute]
 period = $WATCHER_SYNC_S
+# The working sets, through Watcher's own Prometheus datasource.
+[watcher_datasources]
+datasources = prometheus
+[prometheus_client]
+host = 127.0.0.1
+port = $PROMETHEUS_PORT
 [watcher_strategies.tiered_memory_rebalance]
-prometheus_url = http://127.0.0.1:$PROMETHEUS_PORT
 # The schedulers' [pmem] settings, read where they are set.
 nova_config_files = $WORK/etc/nova.conf
 EOF
@@ -751,8 +756,10 @@ EOF
         printf 'scrape_configs:\n- job_name: nova-pmem-observe\n'
         printf '  static_configs:\n'
         for spec in $COMPUTES; do
-            printf "  - targets: ['127.0.0.1:%d']\n    labels: {host: %s}\n" \
-                $((OBSERVER_PORT + i)) "${spec%%:*}"
+            # fqdn: the label Watcher's Prometheus datasource maps its
+            # nodes by ([prometheus_client] fqdn_label).
+            printf "  - targets: ['127.0.0.1:%d']\n    labels: {host: %s, fqdn: %s}\n" \
+                $((OBSERVER_PORT + i)) "${spec%%:*}" "${spec%%:*}"
             i=$((i + 1))
         done
     } >"$dir/prometheus/prometheus.yml"
@@ -842,6 +849,16 @@ EOF
     esac
 }
 
+cmd_nova_status() {
+    # nova-status upgrade check on the deployment's nova.conf (the pmem
+    # filters and weighers enabled), as an operator runs it before and
+    # after an upgrade: its report, then its exit code on the last line.
+    local rc=0
+    "$VENV/bin/nova-status" --config-file "$WORK/etc/nova.conf" \
+        upgrade check 2>&1 || rc=$?
+    echo "$rc"
+}
+
 cmd_rss() {
     # resident memory of every process of every group, MB
     local f pgids=()
@@ -884,5 +901,6 @@ case ${1:-} in
     shared-connections) cmd_shared_connections ;;
     scheduler-workers) cmd_scheduler_workers ;;
     rss) cmd_rss ;;
-    *) die "usage: $0 packages|up|down|leftovers|restart-compute H|kill-scheduler-worker|scheduler-workers|restart-rabbit|scheduler pmem|plain|placement N|keystone stop|start|watcher start|stop|rss" ;;
+    nova-status) cmd_nova_status ;;
+    *) die "usage: $0 packages|up|down|leftovers|restart-compute H|kill-scheduler-worker|scheduler-workers|restart-rabbit|scheduler pmem|plain|placement N|keystone stop|start|watcher start|stop|rss|nova-status" ;;
 esac

@@ -314,6 +314,31 @@ def scenario_doctor(cloud, results, work):
                  operator.doctor('--config-file', nova_conf), BASELINE)
 
 
+def scenario_upgrade_check(cloud, results, deploy):
+    """``nova-status upgrade check`` with the pmem filters enabled.
+
+    What an operator runs before and after upgrading Nova: on the
+    deployment's own nova.conf, whose [filter_scheduler] enables
+    PmemModeFilter and PmemCacheFilter and the pmem weighers, it passes
+    (exit 0: every check a success). The doctor's baseline before it
+    (scenario_doctor) is the other half of the upgrade's test.
+    """
+    from tests.integration import scenarios
+    output = deploy('nova-status').splitlines()
+    rc = int(output[-1]) if output and output[-1].isdigit() else None
+    report = '\n'.join(output[:-1])
+    scenarios.log('nova-status upgrade check (exit %s):\n%s', rc, report)
+    nova_conf = os.path.join(os.environ.get('PMEM_IT_WORK',
+                                            '/tmp/pmem-integration'),
+                             'etc', 'nova.conf')
+    with open(nova_conf) as f:
+        enabled = 'PmemCacheFilter' in f.read()
+    results.check('nova-status upgrade check passes with the pmem filters '
+                  'enabled (exit 0)', rc == 0 and enabled,
+                  'exit %s, filters enabled %s: %s' % (
+                      rc, enabled, ' '.join(report.split())[-600:]))
+
+
 # Keys MariaDB's collation takes for pmem_dram_cache_gb: it compares
 # metadata keys ignoring case and trailing spaces, so the doctor's fix must
 # unset the misspelt key before it sets the right one.

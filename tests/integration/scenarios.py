@@ -774,6 +774,8 @@ def main(argv=None):
     # First, on the cloud as set up: the doctor knows exactly what to find.
     plan = [('operator', operator.scenario_doctor,
              (cloud, results, operator_work)),
+            ('operator', operator.scenario_upgrade_check,
+             (cloud, results, deploy)),
             ('operator', operator.scenario_doctor_fixes,
              (cloud, results, operator_work)),
             ('operator', operator.scenario_devstack,
