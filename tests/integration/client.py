@@ -59,6 +59,7 @@ PLACEMENT_URL = 'http://127.0.0.1:%d' % (BASE + 778)
 KEYSTONE_URL = 'http://127.0.0.1:%d/v3' % (BASE + 500)
 WATCHER_URL = 'http://127.0.0.1:%d' % (BASE + 322)
 PROMETHEUS_URL = 'http://127.0.0.1:%d' % (BASE + 909)
+AETOS_URL = 'http://127.0.0.1:%d' % (BASE + 908)
 AMQP_URL = 'amqp://guest:guest@127.0.0.1:%d//' % (BASE + 672)
 MICROVERSION = 'latest'
 REGION = 'RegionOne'

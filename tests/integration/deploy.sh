@@ -64,6 +64,7 @@ KEYSTONE_URL=http://127.0.0.1:$KEYSTONE_PORT/v3
 # host, in $COMPUTES order, from OBSERVER_PORT): only "watcher start" starts
 # them.
 WATCHER_PORT=$((BASE + 322))
+AETOS_PORT=$((BASE + 908))
 PROMETHEUS_PORT=$((BASE + 909))
 OBSERVER_PORT=$((BASE + 910))
 # Seconds between two scrapes, and between two syncs of Watcher's compute
@@ -231,6 +232,12 @@ $(authtoken nova -1)
 [placement]
 $(service_user nova)
 region_name = $REGION
+
+# Nova's service token on its requests to other services, which every
+# deployment needs since 2023.1 (nova-status upgrade check fails without).
+[service_user]
+send_service_user_token = true
+$(service_user nova)
 
 [glance]
 endpoint_override = http://127.0.0.1:$STUB_PORT
@@ -644,7 +651,7 @@ cmd_leftovers() {
             ($1 in name) { printf "process %s (%s) of %s\n", $2, $3, name[$1] }
         ' "$WORK/groups" - | grep . && found=1
     fi
-    ports="$DB_PORT|$AMQP_PORT|$DIST_PORT|$EPMD_PORT|$PLACEMENT_PORT|$API_PORT|$STUB_PORT|$KEYSTONE_PORT|$WATCHER_PORT|$PROMETHEUS_PORT"
+    ports="$DB_PORT|$AMQP_PORT|$DIST_PORT|$EPMD_PORT|$PLACEMENT_PORT|$API_PORT|$STUB_PORT|$KEYSTONE_PORT|$WATCHER_PORT|$AETOS_PORT|$PROMETHEUS_PORT"
     for ((i = 0; i < $(echo "$COMPUTES" | wc -w); i++)); do
         ports="$ports|$((OBSERVER_PORT + i))"
     done
@@ -740,15 +747,29 @@ enable_extended_attributes = true
 # it is rebuilt.
 [watcher_cluster_data_model_collectors.compute]
 period = $WATCHER_SYNC_S
-# The working sets, through Watcher's own Prometheus datasource.
+# The working sets, through Watcher's own datasource: Aetos in front of
+# Prometheus, found in Keystone's catalog (metric-storage).
 [watcher_datasources]
-datasources = prometheus
-[prometheus_client]
-host = 127.0.0.1
-port = $PROMETHEUS_PORT
+datasources = aetos
+[aetos_client]
+region_name = $REGION
 [watcher_strategies.tiered_memory_rebalance]
 # The schedulers' [pmem] settings, read where they are set.
 nova_config_files = $WORK/etc/nova.conf
+EOF
+    # Aetos's paste pipeline, its middlewares reading aetos.conf: they
+    # load their options by project name, from /etc/aetos by default.
+    sed "s|^oslo_config_project = aetos\$|&\noslo_config_file = $dir/aetos.conf|" \
+        "$("$PY" -c 'import aetos, os; print(os.path.join(os.path.dirname(aetos.__file__), "api-paste.ini"))')" \
+        >"$dir/aetos-paste.ini"
+    cat >"$dir/aetos.conf" <<EOF
+[DEFAULT]
+auth_mode = keystone
+paste_config = $dir/aetos-paste.ini
+[prometheus]
+host = 127.0.0.1
+port = $PROMETHEUS_PORT
+$(authtoken aetos 300)
 EOF
     {
         printf 'global:\n  scrape_interval: %ss\n  scrape_timeout: %ss\n' \
@@ -802,6 +823,14 @@ start_watcher_api() {
         wsgi_watcher_api:application
 }
 
+start_aetos() {
+    start aetos env AETOS_CONFIG_FILE="$WORK/watcher/aetos.conf" \
+        "$VENV/bin/gunicorn" --chdir "$WORK/watcher" --pythonpath "$HERE" \
+        --no-control-socket --bind "127.0.0.1:$AETOS_PORT" --workers 1 \
+        --threads 4 --timeout 120 --graceful-timeout 5 --access-logfile - \
+        wsgi_aetos:application
+}
+
 cmd_watcher() {
     # Started only by the scenario that needs them (tests/integration/
     # rebalance.py): the rest of the suite does without.
@@ -816,6 +845,7 @@ GRANT ALL PRIVILEGES ON watcher.* TO 'watcher'@'127.0.0.1';
 EOF
             start_observers
             start_prometheus
+            start_aetos
             (cd "$WORK/watcher" && "$VENV/bin/watcher-db-manage" \
                 --config-file "$WORK/watcher/watcher.conf" upgrade \
                 >>"$WORK/logs/watcher-db-manage.out" 2>&1) ||
@@ -826,17 +856,18 @@ EOF
             wait_for 60 Prometheus http_ok \
                 "http://127.0.0.1:$PROMETHEUS_PORT/-/ready"
             wait_for 90 watcher-api http_ok "http://127.0.0.1:$WATCHER_PORT/"
+            wait_for 60 Aetos http_ok "http://127.0.0.1:$AETOS_PORT/"
             "$PY" -m tests.integration.client wait-consumer \
                 watcher.decision.control
             "$PY" -m tests.integration.client wait-consumer \
                 watcher.applier.control
-            log "Watcher, Prometheus and the observers up in $((SECONDS - t0))s"
+            log "Watcher, Aetos, Prometheus and the observers up in $((SECONDS - t0))s"
             ;;
         stop)
             # All at once, SIGKILL after 5 s: Watcher's services take longer
             # than that to stop gracefully, which is not under test.
             local names=(watcher-applier watcher-decision-engine watcher-api
-                prometheus) files=()
+                aetos prometheus) files=()
             for spec in $COMPUTES; do
                 names+=("observer-${spec%%:*}")
             done

@@ -15,15 +15,16 @@ After ``keystone-manage bootstrap`` (deploy.sh) there is the admin, its
 project, the default roles and the identity endpoints. This adds, through
 Keystone's API as the admin, what a cloud installer adds:
 
-* the ``service`` project, with users ``nova``, ``placement`` and
-  ``watcher`` holding
-  the ``admin`` and ``service`` roles in it (as devstack gives its service
-  users): Placement's default policy lets ``service`` through, and Nova's
-  [placement] user lists and changes every resource provider;
-* the ``compute`` (``nova``), ``placement`` and ``infra-optim``
-  (``watcher``) services with public and internal endpoints in the region
-  (Watcher's API runs only while a scenario needs it: deploy.sh ``watcher
-  start``);
+* the ``service`` project, with users ``nova``, ``placement``,
+  ``watcher`` and ``aetos`` holding the ``admin`` and ``service`` roles in
+  it (as devstack gives its service users): Placement's default policy
+  lets ``service`` through, Nova's [placement] user lists and changes
+  every resource provider, and Aetos passes the queries of ``service``
+  (Watcher's) to Prometheus unchanged;
+* the ``compute`` (``nova``), ``placement``, ``infra-optim`` (``watcher``)
+  and ``metric-storage`` (``aetos``) services with public and internal
+  endpoints in the region (Watcher's API and Aetos run only while a
+  scenario needs them: deploy.sh ``watcher start``);
 * ``client.MEMBER``: a user with the ``member`` role only, in a project of
   its own, for the scenarios that need a user who is not an admin;
 
@@ -40,11 +41,12 @@ import yaml
 from nova_pmem_filters import fileutil
 from tests.integration import client as api
 
-SERVICE_USERS = ('nova', 'placement', 'watcher')
+SERVICE_USERS = ('nova', 'placement', 'watcher', 'aetos')
 SERVICE_ROLES = ('admin', 'service')
 CATALOG = (('compute', 'nova', api.COMPUTE_URL),
            ('placement', 'placement', api.PLACEMENT_URL),
-           ('infra-optim', 'watcher', api.WATCHER_URL))
+           ('infra-optim', 'watcher', api.WATCHER_URL),
+           ('metric-storage', 'aetos', api.AETOS_URL))
 INTERFACES = ('public', 'internal')
 
 

@@ -14,6 +14,7 @@
 The loop of issue 30 with real components: the observers' exporters
 (:mod:`tests.integration.observers`) serve the working sets of the servers
 really on each host, Prometheus scrapes them, Watcher's decision engine
+reads them through Aetos (its ``aetos`` datasource, with Keystone) and
 runs the strategy ``tiered_memory_rebalance`` (goal
 ``near_memory_balance``) on an audit, and Watcher's applier live-migrates
 through Nova, whose scheduler runs the pmem filters on each migration.
@@ -22,7 +23,8 @@ Memory-Mode host mm1 gets servers whose flavors declare a small hot ratio
 (admitted by PmemCacheFilter on it) but whose measured working sets add up
 past its 192 GB DRAM cache; mm2 has room. Checks: the audit's action plan
 is :func:`~nova_pmem_filters.core.plans.rebalance.plan` of the same inputs,
-computed here from Nova, Placement and the working-set table; the applier
+computed here from Nova, Placement and the working-set table; Aetos
+answered the audit's query of the working sets; the applier
 finishes; every server is where the plan said; each move is a completed
 live migration that the scheduler ran the filters on (its request id in
 the scheduler's log, PmemCacheFilter returning the host); Prometheus then
@@ -30,14 +32,15 @@ reports every tiered host under its near memory; a second audit proposes
 nothing. The action plan and the working sets before and after go into the
 scenario's row of the results.
 
-Watcher and Prometheus run only for this scenario (deploy.sh ``watcher
-start``/``stop``).
+Watcher, Aetos and Prometheus run only for this scenario (deploy.sh
+``watcher start``/``stop``).
 """
 
 import os
 import re
 import sys
 import time
+import urllib.parse
 
 from nova_pmem_filters.core.plans import rebalance
 from nova_pmem_filters.core.rules import extra_specs
@@ -199,6 +202,26 @@ def model_matches(watcher, placed):
     model = {e.get('server_uuid'): e.get('node_hostname')
              for e in context.get('context', []) if e.get('server_uuid')}
     return all(model.get(uuid) == host for uuid, host in placed.items())
+
+
+def aetos_queries(logs):
+    """(PromQL, HTTP status) of each instant query Aetos answered.
+
+    From aetos-api's access log (gunicorn's, deploy.sh start_aetos).
+    """
+    found = []
+    try:
+        with open(os.path.join(logs, 'aetos.out')) as f:
+            lines = f.readlines()
+    except OSError:
+        return found
+    for line in lines:
+        match = re.search(r'"GET /api/v1/query\?(\S+) HTTP/[0-9.]+" (\d+)',
+                          line)
+        if match:
+            query = urllib.parse.parse_qs(match.group(1)).get('query', [''])
+            found.append((query[0], match.group(2)))
+    return found
 
 
 def audit(watcher, name):
@@ -372,6 +395,13 @@ def _rebalance(cloud, results, logs, table, placed, table_path, row):
         'audit %s; actions %s; rebalance.plan %s (unfixed %s)'
         % (done['state'], got, want_moves,
            [(u.host, u.reason) for u in want.unfixed]))
+    queries = aetos_queries(logs)
+    results.check(
+        'watcher: the audit read the working sets through Aetos, with '
+        'Keystone (its aetos datasource)',
+        any(status == '200' and 'nova_pmem_instance_working_set_bytes' in q
+            for q, status in queries), '; '.join(
+                '%s %s' % item for item in queries)[:600])
     if not (action_plan and got):
         return
     state = apply_plan(watcher, action_plan)

@@ -1,0 +1,24 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""aetos-api's WSGI application, for gunicorn (see wsgi_watcher_api).
+
+Aetos's own entry point (``aetos.wsgi.api``) reads its configuration from
+the default places only; its file comes from ``AETOS_CONFIG_FILE`` here.
+"""
+
+import os
+
+from aetos import app
+from aetos import service
+
+application = app.load_app(service.prepare_service(
+    argv=['--config-file', os.environ['AETOS_CONFIG_FILE']]))
