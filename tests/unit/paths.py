@@ -11,6 +11,7 @@
 #    under the License.
 """Paths of the source tree the tests read: examples, docs, data."""
 
+import importlib.util
 import os
 
 # The root of the source tree.
@@ -21,3 +22,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 def of(*parts):
     """The path of ``parts`` under the root of the source tree."""
     return os.path.join(ROOT, *parts)
+
+
+def tool(name):
+    """The module of ``tools/NAME.py``, a script rather than a package."""
+    spec = importlib.util.spec_from_file_location(
+        name, of('tools', name + '.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -16,7 +16,6 @@ what they conclude from the servers Nova reports, and how CI counts their
 checks, is plain code and tested here.
 """
 
-import importlib.util
 import json
 import os
 
@@ -25,14 +24,6 @@ import testtools
 
 from tests.integration import scenarios
 from tests.unit import paths
-
-
-def load_test_totals():
-    spec = importlib.util.spec_from_file_location(
-        'test_totals', paths.of('tools', 'test_totals.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def record(status, fault=None, host=None, claimed=None, t0=0.0, t1=None):
@@ -45,7 +36,7 @@ class IntegrationCountsTestCase(testtools.TestCase):
 
     def setUp(self):
         super(IntegrationCountsTestCase, self).setUp()
-        self.totals = load_test_totals()
+        self.totals = paths.tool('test_totals')
         self.dir = self.useFixture(fixtures.TempDir()).path
 
     def write(self, content):
