@@ -40,6 +40,7 @@ from nova_pmem_filters.core.grammars import ndctl
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.core.rules import profile
+from nova_pmem_filters.discover import runner as runner_files
 
 GIB = 2 ** 30
 # The type of the modules ipmctl lists.
@@ -207,15 +208,38 @@ def _mode(mm_gb, ad_gb, notes):
 
 
 def _dram_gb(resources, runner, notes):
-    """Installed DDR: ipmctl's, else /proc/meminfo's MemTotal."""
-    dram_gb = resources.get('physical_ddr')
+    """Installed DDR: ipmctl's, else /proc/meminfo's MemTotal.
+
+    ipmctl's DDR ``Physical``, unless it is less than the ``Volatile`` and
+    ``Cache`` DDR of the same output, which it holds: ipmctl 02.00.00.3716
+    and later compute DDR ``Inaccessible`` as Physical - Volatile - Cache
+    unchecked, and print about 2^34 GiB when Physical is wrongly 0. Then
+    Volatile and Cache are the size, and a note says why. Without any DDR
+    figure, MemTotal; without that either, no profile (a host without
+    DRAM is not one).
+    """
+    physical = resources.get('physical_ddr')
+    held = ((resources.get('volatile_ddr') or 0.0)
+            + (resources.get('cache_ddr') or 0.0))
+    if physical is not None and physical >= held and physical > 0:
+        return physical
+    if held > 0:
+        if physical is not None:
+            notes.append(
+                'ipmctl reports DDR Physical %.3f GiB, less than the %.3f '
+                'GiB of its DDR Volatile and Cache (an ipmctl fault: its '
+                'DDR Inaccessible is then Physical - Volatile - Cache '
+                'wrapped around); DRAM size is Volatile + Cache'
+                % (physical, held))
+        return held
+    dram_gb = _meminfo_gib(runner.meminfo())
     if dram_gb is None:
-        dram_gb = ((resources.get('volatile_ddr') or 0.0)
-                   + (resources.get('cache_ddr') or 0.0))
-    if not dram_gb:
-        dram_gb = _meminfo_gib(runner.meminfo()) or 0.0
-        notes.append('ipmctl reports no DDR capacity; DRAM size is '
-                     'MemTotal of /proc/meminfo')
+        raise errors.DiscoveryError(
+            'no DRAM size: ipmctl show -memoryresources reports no DDR '
+            'capacity and there is no MemTotal in /proc/meminfo (with '
+            '--from DIR: DIR/%s)' % runner_files.MEMINFO_FILE)
+    notes.append('ipmctl reports no DDR capacity; DRAM size is '
+                 'MemTotal of /proc/meminfo')
     return dram_gb
 
 
@@ -257,10 +281,11 @@ def _region_notes(ipm_regions, ndctl_regions, ad_gb):
 def _dram_profile(runner, hostname, notes, namespaces):
     dram_gb = _meminfo_gib(runner.meminfo())
     if dram_gb is None:
-        dram_gb = 0.0
-        notes.append('DRAM size unknown (no MemTotal in /proc/meminfo)')
-    else:
-        notes.append('DRAM size is MemTotal of /proc/meminfo')
+        # Unknown is not 0 GB: no profile rather than a host without DRAM.
+        raise errors.DiscoveryError(
+            'no DRAM size: no MemTotal in /proc/meminfo (with --from DIR: '
+            'DIR/%s)' % runner_files.MEMINFO_FILE)
+    notes.append('DRAM size is MemTotal of /proc/meminfo')
     if namespaces:
         notes.append('ndctl lists namespaces but no PMem module was found')
     return _document(hostname, kinds.DRAM, 0, dram_gb=dram_gb, pmem_gb=0.0,

@@ -38,31 +38,37 @@ def _one_line(text, source):
 
 
 def parse_numa_balancing(text, source=tiering.NUMA_BALANCING_FILE):
-    """The value of ``numa_balancing`` (0 to 3); None without the file."""
+    """The value of ``numa_balancing`` (0 to 4); None without the file.
+
+    The sysctl holds what it accepted, 0 to 4 (0 or 1 before Linux 5.18).
+    """
     value = _one_line(text, source)
     if value is None:
         return None
     if not (value.isascii() and value.isdigit()) \
             or int(value) > tiering.NUMA_BALANCING_MAX:
-        raise TieringError(source, 'unknown value %r: the kernel writes 0 '
-                           '(off), 1 (NUMA balancing), 2 (memory tiering) '
-                           'or 3 (both)' % value[:40])
+        raise TieringError(source, 'unknown value %r: the kernel holds %s'
+                           % (value[:40], tiering.NUMA_BALANCING_ALLOWED))
     return int(value)
 
 
 def parse_bool(text, source=tiering.DEMOTION_FILE):
-    """``demotion_enabled`` (``true``/``false``, older kernels ``1``/``0``).
+    """``demotion_enabled``: ``true`` or ``false``; None without the file.
 
-    None without the file.
+    The kernel prints nothing else, in every release that has the file
+    (5.15 on: ``numa_demotion_enabled ? "true" : "false"``, later
+    ``str_true_false()``), whatever was written to it (``1``, ``y``,
+    ``on``): another value is not the kernel's.
     """
     value = _one_line(text, source)
     if value is None:
         return None
-    if value in ('true', '1', 'Y'):
+    if value == 'true':
         return True
-    if value in ('false', '0', 'N'):
+    if value == 'false':
         return False
-    raise TieringError(source, 'not true or false: %r' % value[:40])
+    raise TieringError(source, 'not true or false: %r (the kernel prints '
+                       'one of them, whatever was written)' % value[:40])
 
 
 def parse_whole(text, source=tiering.RATE_LIMIT_FILE):

@@ -62,14 +62,28 @@ STATES = (ON, OFF)
 DEFAULT_STATE = ON
 
 
-# numa_balancing bits (include/linux/sched/sysctl.h).
+# numa_balancing bits (include/linux/sched/sysctl.h, Linux 5.18 and
+# later; before, the sysctl took 0 or 1).
 NUMA_BALANCING_NORMAL = 1
 
 
 NUMA_BALANCING_MEMORY_TIERING = 2
 
 
-NUMA_BALANCING_MAX = NUMA_BALANCING_NORMAL | NUMA_BALANCING_MEMORY_TIERING
+# The bits the kernel defines.
+NUMA_BALANCING_BITS = NUMA_BALANCING_NORMAL | NUMA_BALANCING_MEMORY_TIERING
+
+
+# What the sysctl accepts, and so can hold and print: 0 to 4 (its
+# ctl_table's extra2 is SYSCTL_FOUR since 5.18, kernel/sched/core.c since
+# 6.2). 4 sets no bit the kernel defines: neither balancing nor tiering.
+NUMA_BALANCING_MAX = 4
+
+
+# What a value the kernel would not print is told.
+NUMA_BALANCING_ALLOWED = (
+    '0 to 4: 0 off, 1 NUMA balancing, 2 memory tiering (promotion), 3 '
+    'both, 4 neither (a value the sysctl accepts but defines no bit of)')
 
 
 # The files, relative to the root of the host's file system.
@@ -246,15 +260,19 @@ def _balancing_problems(state):
                             state.kernel or 'unknown'))]
     if value & NUMA_BALANCING_MEMORY_TIERING:
         return []
+    what = 'numa_balancing is %d' % value
+    if value & ~NUMA_BALANCING_BITS:
+        what += ', which sets no bit the kernel defines'
     if release(state.kernel) is not None \
             and release(state.kernel) < PROMOTION_SINCE:
-        return [Problem(BALANCING_OFF, 'numa_balancing is %d and kernel %s '
+        return [Problem(BALANCING_OFF, '%s and kernel %s '
                         'has no memory-tiering mode (bit 2 needs Linux '
                         '5.18 or later): upgrade the kernel'
-                        % (value, state.kernel))]
-    wanted = value | NUMA_BALANCING_MEMORY_TIERING
-    return [Problem(BALANCING_OFF, 'numa_balancing is %d, not in memory-'
-                    'tiering mode (bit 2)' % value,
+                        % (what, state.kernel))]
+    # The bits it has that the kernel defines, and tiering's.
+    wanted = (value & NUMA_BALANCING_BITS) | NUMA_BALANCING_MEMORY_TIERING
+    return [Problem(BALANCING_OFF, '%s, not in memory-'
+                    'tiering mode (bit 2)' % what,
                     ('sysctl -w kernel.numa_balancing=%d' % wanted,),
                     ("echo 'kernel.numa_balancing = %d' > %s"
                      % (wanted, SYSCTL_CONF),))]

@@ -543,3 +543,71 @@ class TestFromDir(testtools.TestCase):
         status, _out, err = run(['--from', tempfile.gettempdir() + '/nope'])
         self.assertEqual(2, status)
         self.assertIn('not a directory', err)
+
+
+# ipmctl show -memoryresources of an App Direct host as ipmctl
+# 02.00.00.3716 and later print it (the table of DcpmPkg/cli/
+# ShowMemoryResourcesCommand.c, PMemModule column from 02.00.00.3733)
+# when the DDR Physical it reads is wrongly 0: DDR Inaccessible is
+# Physical - Volatile - Cache in unsigned 64-bit bytes
+# (DcpmPkg/driver/Protocol/Driver/NvmDimmConfig.c), 2^64 B - 128 GiB
+# = 17179869056 GiB. The PMem columns are those of ad_1s_pmem200_128.
+DDR_UNDERFLOW = '''\
+ MemoryType   | DDR                  | PMemModule   | Total
+====================================================================
+ Volatile     | 128.000 GiB          | 0.000 GiB    | 128.000 GiB
+ AppDirect    | -                    | 1008.000 GiB | 1008.000 GiB
+ Cache        | 0.000 GiB            | -            | 0.000 GiB
+ Inaccessible | 17179869056.000 GiB  | 5.936 GiB    | 17179870069.936 GiB
+ Physical     | 0.000 GiB            | 1013.936 GiB | 1013.936 GiB
+'''
+
+
+class TestDramSize(testtools.TestCase):
+    """Every profile has a DRAM size the output supports, or none at all."""
+
+    def copy(self, case):
+        tmp = os.path.join(self.useFixture(fixtures.TempDir()).path, case)
+        shutil.copytree(os.path.join(DATA, case), tmp)
+        return tmp
+
+    def test_ddr_physical_zero_takes_volatile(self):
+        tmp = self.copy('ad_1s_pmem200_128')
+        with open(os.path.join(tmp, 'ipmctl-memoryresources.txt'), 'w') as f:
+            f.write(DDR_UNDERFLOW)
+        config = os.path.join(tmp, 'provider.yaml')
+        status, out, err = run(['--from', tmp, '--provider-config', config])
+        self.assertEqual(0, status, err)
+        got = json.loads(out)
+        self.assertEqual((128.0, 128.0), (got['dram_gb'],
+                                          got['visible_memory_gb']))
+        self.assertTrue(any('DDR Physical 0.000 GiB, less than the 128.000 '
+                            'GiB of its DDR Volatile and Cache' in note
+                            for note in got['notes']), got['notes'])
+        self.assertFalse(any('/proc/meminfo' in note
+                             for note in got['notes']), got['notes'])
+        with open(config) as f:
+            inventory = yaml.safe_load(f)['providers'][0]['inventories']
+        self.assertEqual(128 * 1024, inventory['additional'][0][
+            'CUSTOM_NEAR_MEMORY_MB']['total'])
+
+    def refused(self, tmp, message):
+        status, out, err = run(['--from', tmp])
+        self.assertEqual(3, status, err)
+        self.assertEqual('', out)
+        self.assertEqual(1, len(err.splitlines()), err)
+        self.assertIn(message, err)
+
+    def test_no_ddr_figure_and_no_meminfo(self):
+        tmp = self.copy('ad_1s_pmem200_128')
+        with open(os.path.join(tmp, 'ipmctl-memoryresources.txt'), 'w') as f:
+            f.write(DDR_UNDERFLOW.replace('128.000 GiB', '0.000 GiB'))
+        self.refused(tmp, 'no DRAM size: ipmctl show -memoryresources '
+                     'reports no DDR capacity and there is no MemTotal in '
+                     '/proc/meminfo (with --from DIR: DIR/meminfo)')
+
+    def test_dram_host_without_meminfo(self):
+        # Unknown, not 0 GB: a host without DRAM is not one.
+        tmp = self.copy(DRAM_CASE)
+        os.unlink(os.path.join(tmp, 'meminfo'))
+        self.refused(tmp, 'no DRAM size: no MemTotal in /proc/meminfo')

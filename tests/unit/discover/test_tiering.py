@@ -337,9 +337,30 @@ class TestBadFiles(TieringCase):
             self.check(relative, '', 'empty (a truncated read?)')
 
     def test_unknown_numa_balancing(self):
-        for value in ('7', 'abc', '-1', '2 3'):
+        # The sysctl takes 0 to 4 (extra2 SYSCTL_FOUR, Linux 5.18 on).
+        for value in ('5', '7', 'abc', '-1', '2 3'):
             self.check(tiering.NUMA_BALANCING_FILE, value + '\n',
-                       'unknown value %r' % value)
+                       'unknown value %r: the kernel holds 0 to 4' % value)
+
+    def test_numa_balancing_four_tiers_nothing(self):
+        # 4 is accepted by the sysctl and read back, and sets no bit the
+        # kernel defines: no promotion, and the fix is 2, not 4 | 2.
+        tmp = self.copy('tiering_on')
+        self.write(tmp, tiering.NUMA_BALANCING_FILE, '4\n')
+        doc = self.profile(tmp)
+        self.assertEqual(('off', 4), (doc['kernel_tiering']['state'],
+                                      doc['kernel_tiering']['numa_balancing']))
+        notes = ' '.join(doc['notes'])
+        self.assertIn('numa_balancing is 4, which sets no bit the kernel '
+                      'defines', notes)
+        self.assertIn('sysctl -w kernel.numa_balancing=2', notes)
+
+    def test_demotion_enabled_as_written_is_not_what_the_kernel_prints(self):
+        # Writing 1, y or on enables demotion (kstrtobool since 5.19), but
+        # the file then reads "true": those values are not a recording.
+        for value in ('1', '0', 'Y', 'on'):
+            self.check(tiering.DEMOTION_FILE, value + '\n',
+                       'not true or false: %r' % value)
 
     def test_bad_values(self):
         self.check(tiering.DEMOTION_FILE, 'maybe\n', "not true or false: "

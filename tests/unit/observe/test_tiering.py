@@ -494,7 +494,7 @@ class DocumentTestCase(testtools.TestCase):
             return lambda data: data['tiering'].__setitem__(key, value)
         self.assertRefused(setting('numa_balancing', 7),
                            ['tiering', 'numa_balancing'],
-                           ['from 0 to 3', '7'])
+                           ['from 0 to 4', '7'])
         self.assertRefused(setting('demotion_enabled', 'yes'),
                            ['tiering', 'demotion_enabled'],
                            ['true, false or null'])

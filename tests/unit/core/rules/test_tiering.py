@@ -61,19 +61,30 @@ ON_FILES = {
 class FilesTestCase(testtools.TestCase):
 
     def test_numa_balancing(self):
+        # What the sysctl accepts, and holds: 0 to 4 (kernel/sched/core.c,
+        # extra1 SYSCTL_ZERO, extra2 SYSCTL_FOUR, since Linux 5.18).
         for text, value in (('0\n', 0), ('1', 1), ('2\n', 2), ('3', 3),
-                            (None, None)):
+                            ('4\n', 4), (None, None)):
             self.assertEqual(value, sysfs.parse_numa_balancing(text))
-        for text in ('7', 'abc', '', '\n', '2\n3\n', '-1', '٢'):
+        for text in ('5', '7', 'abc', '', '\n', '2\n3\n', '-1', '٢'):
             exc = self.assertRaises(sysfs.TieringError,
                                     sysfs.parse_numa_balancing, text, 'F')
             self.assertTrue(str(exc).startswith('F: '), exc)
+        exc = self.assertRaises(sysfs.TieringError,
+                                sysfs.parse_numa_balancing, '5')
+        self.assertIn('0 to 4', str(exc))
 
     def test_booleans_and_numbers(self):
         self.assertTrue(sysfs.parse_bool('true\n'))
-        self.assertFalse(sysfs.parse_bool('0'))
+        self.assertFalse(sysfs.parse_bool('false'))
         self.assertIsNone(sysfs.parse_bool(None))
-        self.assertRaises(sysfs.TieringError, sysfs.parse_bool, 'yes')
+        # The kernel prints true or false, whatever was written (1, y,
+        # on): mm/memory-tiers.c, and mm/mempolicy.c and mm/migrate.c
+        # before, since 5.15.
+        for text in ('yes', '1', '0', 'Y', 'N', 'on', 'True', 'FALSE'):
+            exc = self.assertRaises(sysfs.TieringError, sysfs.parse_bool,
+                                    text)
+            self.assertIn('true or false', str(exc))
         self.assertEqual(65536, sysfs.parse_whole('65536\n'))
         self.assertRaises(sysfs.TieringError, sysfs.parse_whole, '1.5')
 
@@ -180,6 +191,15 @@ class JudgeTestCase(testtools.TestCase):
         self.assertEqual(('sysctl -w kernel.numa_balancing=3',),
                          verdict.problems[0].fix)
         self.assertIn('sysctl -w kernel.numa_balancing=3', verdict.note())
+
+    def test_a_value_without_a_defined_bit(self):
+        # 4 is accepted by the sysctl but sets neither balancing nor
+        # tiering: the fix sets tiering's bit alone (6 would be refused).
+        verdict = self.judge(state(balancing=4))
+        self.assertEqual((False, 'off'), (verdict.promotes, verdict.state))
+        self.assertEqual(('sysctl -w kernel.numa_balancing=2',),
+                         verdict.problems[0].fix)
+        self.assertIn('sets no bit the kernel defines', verdict.note())
 
     def test_demotion_off(self):
         verdict = self.judge(state(demotion=False))
