@@ -26,12 +26,20 @@ OK = 'ok'
 NO_MODULES = 'no_modules'
 NO_ACCESS = 'no_access'
 
-# What ipmctl says on a host without PMem ("Initialization failed. No PMem
-# modules in the system.", "No PMem modules found.", older "No DIMMs in the
-# system.") and to a user without the rights to ask.
+# What ipmctl says on a host without PMem, by version (its string tables,
+# DcpmPkg/common/NvmStatus.uni): "No AEPs in the system." (01.00.00.3072
+# to 3091), "No DIMMs in the system." (3102 to 02.00.00.3722), "No PMem
+# modules in the system." (3728 on), "Initialization failed. No PMem
+# modules in the system." (02.00.00.3866 on, no ACPI tables: a virtual
+# machine), "No PMem modules found."; and to a user without the rights to
+# ask.
 _NO_MODULES_RE = re.compile(
-    r'no (?:pmem|dcpmm|dimm|intel\(r\) optane)[\w() ]*?'
+    r'no (?:pmem|dcpmm|dimm|aep|intel\(r\) optane)[\w() ]*?'
     r'(?:found|in the system|detected|installed)', re.I)
+# ipmctl 02.00.00.3847 to 3852 say only this where later ones say
+# "Initialization failed. No PMem modules in the system." (intel/ipmctl
+# issue 164): it does not tell why, so it is not taken for "no PMem".
+_NOT_RUN_RE = re.compile(r'^\s*command not run\.?\s*$', re.I | re.M)
 _NO_ACCESS_RE = re.compile(
     r'requires? (?:root|admin\w*) privileges|permission denied|'
     r'access denied|insufficient privileges|operation not permitted', re.I)
@@ -58,6 +66,10 @@ def classify(output):
         return NO_MODULES
     if _NO_ACCESS_RE.search(text):
         return NO_ACCESS
+    if _NOT_RUN_RE.search(text):
+        _fail(output, '"Command not run": ipmctl 02.00.00.3847 to 3852 say '
+              'only this when they find no PMem module or no ACPI NFIT '
+              'table; a later ipmctl says which')
     if output.returncode != 0:
         raise errors.DiscoveryError(
             '%s: exit status %d: %s' % (output.source, output.returncode,
@@ -108,12 +120,15 @@ def _text_records(output):
     if any(line.lstrip().startswith('---') for line in lines):
         return _list_records(output, lines)
     sep = [i for i, line in enumerate(lines) if set(line.strip()) == {'='}]
-    if sep:
-        if sep[0] == 0 or '|' not in lines[sep[0] - 1]:
-            _fail(output, 'table without a header line')
-        header = _split_row(lines[sep[0] - 1])
+    if sep and (sep[0] == 0 or '|' not in lines[sep[0] - 1]):
+        _fail(output, 'table without a header line')
+    if sep or '|' in lines[0]:
+        # The ===== line under the header, or none: ipmctl prints it, and
+        # a table pasted from a post or a ticket often comes without it.
+        start = sep[0] if sep else 0
+        header = _split_row(lines[start - 1] if sep else lines[0])
         found = []
-        for line in lines[sep[0] + 1:]:
+        for line in lines[start + 1:]:
             cells = _split_row(line)
             if len(cells) != len(header):
                 _fail(output, 'table row has %d cells, header has %d: %r'

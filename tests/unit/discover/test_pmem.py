@@ -611,3 +611,79 @@ class TestDramSize(testtools.TestCase):
         tmp = self.copy(DRAM_CASE)
         os.unlink(os.path.join(tmp, 'meminfo'))
         self.refused(tmp, 'no DRAM size: no MemTotal in /proc/meminfo')
+
+
+class TestIpmctlLayouts(testtools.TestCase):
+    """What ipmctl versions in use print, and tables as people paste them.
+
+    The wordings are ipmctl's own (its string tables, DcpmPkg/common/
+    NvmStatus.uni, by release): "No AEPs in the system." (01.00.00.3072 to
+    3091), "No DIMMs in the system." (to 02.00.00.3722), "Initialization
+    failed. No PMem modules in the system." (02.00.00.3866 on, a virtual
+    machine without ACPI NFIT: dram_1s), "Command not run" (02.00.00.3847 to
+    3852 in its place, intel/ipmctl issue 164).
+    """
+
+    def copy(self, case):
+        tmp = os.path.join(self.useFixture(fixtures.TempDir()).path, case)
+        shutil.copytree(os.path.join(DATA, case), tmp)
+        return tmp
+
+    def with_dimm_output(self, text, rc):
+        tmp = self.copy(DRAM_CASE)
+        with open(os.path.join(tmp, 'ipmctl-dimm.txt'), 'w') as f:
+            f.write(text + '\n')
+        with open(os.path.join(tmp, 'ipmctl-dimm.txt.rc'), 'w') as f:
+            f.write('%d\n' % rc)
+        return run(['--from', tmp])
+
+    def test_every_wording_of_no_modules_is_a_dram_host(self):
+        for text, rc in (('No AEPs in the system.', 0),
+                         ('No DIMMs in the system.', 0),
+                         ('No PMem modules in the system.', 0),
+                         ('Initialization failed. No PMem modules in the '
+                          'system.', 1)):
+            status, out, err = self.with_dimm_output(text, rc)
+            self.assertEqual(0, status, '%s: %s' % (text, err))
+            got = json.loads(out)
+            self.assertEqual('dram', got['mode'], text)
+            self.assertIn('no PMem modules found', got['notes'][0])
+
+    def test_command_not_run_is_said_not_guessed(self):
+        status, out, err = self.with_dimm_output('Command not run', 1)
+        self.assertEqual(3, status, err)
+        self.assertEqual('', out)
+        self.assertEqual(1, len(err.splitlines()), err)
+        self.assertIn('"Command not run": ipmctl 02.00.00.3847 to 3852', err)
+
+    def memory_resources(self, text):
+        tmp = self.copy('ad_1s_pmem200_128')
+        with open(os.path.join(tmp, 'ipmctl-memoryresources.txt'), 'w') as f:
+            f.write(text)
+        return run(['--from', tmp])
+
+    def test_a_table_without_its_separator_line(self):
+        path = os.path.join(DATA, 'ad_1s_pmem200_128',
+                            'ipmctl-memoryresources.txt')
+        with open(path) as f:
+            text = f.read()
+        status, printed, err = self.memory_resources(text)
+        self.assertEqual(0, status, err)
+        pasted = ''.join(line for line in text.splitlines(True)
+                         if set(line.strip()) != {'='})
+        self.assertNotEqual(text, pasted)
+        status, out, err = self.memory_resources(pasted)
+        self.assertEqual(0, status, err)
+        self.assertEqual(json.loads(printed), json.loads(out))
+
+    def test_what_is_no_table_is_still_refused(self):
+        for text, said in (
+                (' MemoryType | DDR | PMemModule | Total\n'
+                 ' Volatile | 1 GiB\n', 'table row has 2 cells'),
+                ('===========\n Volatile | 1 GiB\n',
+                 'table without a header line'),
+                ('Volatile 128 GiB\n', 'unrecognised line')):
+            status, out, err = self.memory_resources(text)
+            self.assertEqual(3, status, err)
+            self.assertEqual(1, len(err.splitlines()), err)
+            self.assertIn(said, err)
