@@ -195,8 +195,26 @@ def _kmem(cxl_dax, tier_nodes, own, notes):
                 and dev['target_node'] not in online):
             notes.append('%s is system-ram but node %s holds no memory'
                          % (dev['chardev'], dev['target_node']))
+        notes.extend(_offline_blocks_note(dev))
     return Tier(kinds.CXL_KMEM, sum(n['memory_kb'] for n in tier_nodes)
                 / KIB_PER_GIB, own)
+
+
+def _offline_blocks_note(dev):
+    """Say how much of a system-ram device is offline, and how to online it.
+
+    Far memory is what the NUMA node holds: the online blocks only.
+    """
+    blocks, total = dev['online_memblocks'], dev['total_memblocks']
+    if (dev['mode'] != cxltools.SYSTEM_RAM or blocks is None or not total
+            or blocks == total):
+        return []
+    offline_gib = (dev['size'] or 0) * (total - blocks) / total / 2 ** 30
+    return ['%s (system-ram, NUMA node %s) has %d of its %d memory blocks '
+            'offline, %.2f GiB: far memory counts the online part only; '
+            'online them with: daxctl online-memory %s'
+            % (dev['chardev'], dev['target_node'], total - blocks, total,
+               offline_gib, dev['chardev'])]
 
 
 def _refuse_system_ram(cxl_dax, cpu_nodes, sources):

@@ -82,6 +82,28 @@ def _node(source, obj, key):
          % (_name(obj), key, json.dumps(value)[:40]))
 
 
+def _memblocks(source, obj):
+    """(online, total) memory blocks of a system-ram device, or Nones.
+
+    daxctl counts the blocks of /sys/devices/system/memory that the device
+    spans and those whose state is online.
+    """
+    found = []
+    for key in ('online_memblocks', 'total_memblocks'):
+        value = obj.get(key)
+        if value is not None and not (
+                isinstance(value, int) and not isinstance(value, bool)
+                and value >= 0):
+            fail(source, '%s: %s is not a count of memory blocks: %s'
+                 % (_name(obj), key, json.dumps(value)[:40]))
+        found.append(value)
+    online, total = found
+    if online is not None and total is not None and online > total:
+        fail(source, '%s: online_memblocks %d is more than total_memblocks '
+             '%d' % (_name(obj), online, total))
+    return online, total
+
+
 def _text(source, obj, key, required=False):
     value = obj.get(key)
     if value is None and not required:
@@ -277,6 +299,7 @@ def _dax_devices(source, data, path):
         if mode not in (SYSTEM_RAM, DEVDAX):
             fail(source, 'chardev %s: mode is %s, expected %s or %s'
                  % (chardev, json.dumps(mode), SYSTEM_RAM, DEVDAX))
+        online, total = _memblocks(source, raw)
         movable = raw.get('movable')
         if movable is not None and not isinstance(movable, bool):
             fail(source, 'chardev %s: movable is not true or false: %s'
@@ -288,8 +311,8 @@ def _dax_devices(source, data, path):
             'target_node': _node(source, raw, 'target_node'),
             'mode': mode,
             'movable': movable,
-            'online_memblocks': raw.get('online_memblocks'),
-            'total_memblocks': raw.get('total_memblocks'),
+            'online_memblocks': online,
+            'total_memblocks': total,
             'path': path or None,
             'origin': dax_origin(path),
         })

@@ -284,6 +284,32 @@ class TestErrors(CxlCase):
                       err)
         self.assertIn('online it with daxctl online-memory', err)
 
+    def test_some_memory_blocks_offline_is_a_note(self):
+        # 8 of dax0.0's 128 blocks offline (2 GiB each): the far memory is
+        # what node 2 holds, and the note says how much is not there.
+        tmp = self.copy('cxl_kmem')
+        self.edit(tmp, 'daxctl-list.json', '"online_memblocks":128',
+                  '"online_memblocks":120')
+        got = self.profile(tmp)
+        self.assertIn('dax0.0 (system-ram, NUMA node 2) has 8 of its 128 '
+                      'memory blocks offline, 16.00 GiB: far memory counts '
+                      'the online part only; online them with: daxctl '
+                      'online-memory dax0.0', got['notes'])
+        self.assertFalse(any('dax1.0' in note and 'offline' in note
+                             for note in got['notes']), got['notes'])
+
+    def test_bad_memory_block_counts(self):
+        for old, new, said in (
+                ('"online_memblocks":128', '"online_memblocks":"all"',
+                 'online_memblocks is not a count of memory blocks'),
+                ('"online_memblocks":128', '"online_memblocks":129',
+                 'online_memblocks 129 is more than total_memblocks 128'),
+                ('"total_memblocks":128', '"total_memblocks":-1',
+                 'total_memblocks is not a count of memory blocks')):
+            tmp = self.copy('cxl_kmem')
+            self.edit(tmp, 'daxctl-list.json', old, new)
+            self.assertIn(said, self.error(tmp))
+
     def test_system_ram_in_a_node_with_cpus(self):
         # Every block online, but in the DRAM nodes (an SRAT that gives the
         # CXL memory its socket's node): no advice to online it.
