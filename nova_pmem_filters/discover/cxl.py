@@ -33,7 +33,9 @@ Host kind (doc/source/discovery.rst repeats the rules):
 
 - NUMA nodes without CPUs that hold memory, on a host with CXL RAM:
   ``cxl_kmem``: near memory is the nodes with CPUs, far memory the CPU-less
-  nodes.
+  nodes. Without CXL RAM, the same when each such node is an HMEM device's
+  memory onlined as system RAM (soft-reserved memory the kernel tiers);
+  an error when one is not.
 - Else CXL dax devices in ``devdax`` mode: ``cxl_devdax``; near = visible =
   the nodes with CPUs, far memory the devdax devices. HMEM devices on a
   host with CXL RAM count as that RAM.
@@ -115,32 +117,46 @@ def classify(listing, dax_devices, nodes, sources):
     regions = {r['region']: r for r in listing['regions']}
     region_ids = {int(cxltools.REGION_RE.match(r).group(1)): r
                   for r in regions}
-    cxl_dax = _cxl_dax_devices(listing, dax_devices, regions, region_ids)
     cpu_nodes = [n for n in nodes if n['cpus']]
     tier_nodes = [n for n in nodes if not n['cpus'] and n['memory_kb'] > 0]
     if not cpu_nodes:
         cxltools.fail(sources['nodes'], 'no NUMA node with CPUs')
-    notes = ['%s is an HMEM device (%s): firmware-provisioned memory, '
-             'taken as the CXL RAM' % (d['chardev'], d['path'])
-             for d in cxl_dax if d['origin'] == 'hmem']
+    cxl_dax = _cxl_dax_devices(listing, dax_devices, regions, region_ids,
+                               {n['numa_node'] for n in tier_nodes})
+    if sum(m['ram_size'] for m in listing['memdevs']):
+        notes = ['%s is an HMEM device (%s): firmware-provisioned memory, '
+                 'taken as the CXL RAM' % (d['chardev'], d['path'])
+                 for d in cxl_dax if d['origin'] == 'hmem']
+    else:
+        notes = ['%s is soft-reserved memory (HMEM, %s) onlined as system '
+                 'RAM in NUMA node %s, which has no CPUs: whatever is behind '
+                 'it (CXL the firmware set up, HBM, PMem), the kernel tiers '
+                 'it as it tiers CXL memory, so the host is described as '
+                 'cxl_kmem' % (d['chardev'], d['path'], d['target_node'])
+                 for d in cxl_dax if d['origin'] == 'hmem']
     tier = _tier(listing, dax_devices, cxl_dax, cpu_nodes, tier_nodes,
                  sources, notes)
     return _section(listing, cxl_dax, region_ids, nodes, tier_nodes,
                     tier), notes
 
 
-def _cxl_dax_devices(listing, dax_devices, regions, region_ids):
-    """The dax devices of CXL memory.
+def _cxl_dax_devices(listing, dax_devices, regions, region_ids,
+                     tier_node_ids):
+    """The dax devices of CXL memory, or of memory the kernel tiers as such.
 
     A device under a CXL region's dax region; without the region's path
     (daxctl list --devices), one with a CXL RAM region's id. HMEM devices
-    (firmware-provisioned memory) on a host with CXL RAM are that RAM.
+    (firmware-provisioned memory) on a host with CXL RAM are that RAM;
+    without CXL RAM, an HMEM device onlined as system RAM in a node without
+    CPUs is a far node the kernel tiers.
     """
     ram_total = sum(m['ram_size'] for m in listing['memdevs'])
     return [d for d in dax_devices if d['origin'] == 'cxl' or (
         d['origin'] is None and d['region_id'] in region_ids
         and regions[region_ids[d['region_id']]]['type'] != 'pmem')
-        or (d['origin'] == 'hmem' and ram_total)]
+        or (d['origin'] == 'hmem' and ram_total)
+        or (d['origin'] == 'hmem' and d['mode'] == cxltools.SYSTEM_RAM
+            and d['target_node'] in tier_node_ids)]
 
 
 def _tier(listing, dax_devices, cxl_dax, cpu_nodes, tier_nodes, sources,
@@ -152,6 +168,20 @@ def _tier(listing, dax_devices, cxl_dax, cpu_nodes, tier_nodes, sources,
     ram_total = sum(m['ram_size'] for m in listing['memdevs'])
     own = {n['numa_node']: n['memory_kb'] / KIB_PER_GIB for n in cpu_nodes}
     if ram_total and tier_nodes:
+        return _kmem(cxl_dax, tier_nodes, own, notes)
+    if tier_nodes:
+        # No CXL RAM: each CPU-less node must be memory the kernel tiers,
+        # soft-reserved memory onlined by kmem; else no kind describes it.
+        onlined = {d['target_node'] for d in cxl_dax
+                   if d['origin'] == 'hmem'}
+        for node in tier_nodes:
+            if node['numa_node'] not in onlined:
+                cxltools.fail(sources['nodes'], 'NUMA node %s holds %.2f GiB '
+                              'and has no CPUs, but no CXL RAM and no HMEM '
+                              'device in system-ram mode (daxctl) is its '
+                              'memory: no kind describes such a host'
+                              % (node['numa_node'],
+                                 node['memory_kb'] / KIB_PER_GIB))
         return _kmem(cxl_dax, tier_nodes, own, notes)
     if ram_total and any(d['mode'] == cxltools.SYSTEM_RAM for d in cxl_dax):
         _refuse_system_ram(cxl_dax, cpu_nodes, sources)

@@ -397,6 +397,34 @@ class TestErrors(CxlCase):
 class TestHmem(CxlCase):
     """CXL memory the firmware provisioned: an HMEM devdax device."""
 
+    def test_hmem_system_ram_is_kernel_tiered_never_dram(self):
+        # Soft-reserved memory onlined by kmem as a node without CPUs, on
+        # a host without CXL RAM: a far node the kernel tiers.
+        got = self.profile('hmem_system_ram')
+        self.assertEqual(('cxl_kmem', 'cxl_kmem'),
+                         (got['mode'], got['cxl']['kind']))
+        node0_gib = 534773760 / 2 ** 20
+        node1_gib = 8257536 / 2 ** 20
+        self.assertEqual(round(node0_gib, 2), got['dram_gb'])
+        self.assertEqual(round(node1_gib, 2), got['cxl']['far_memory_gb'])
+        self.assertEqual([1], [n['numa_node']
+                               for n in got['cxl']['tier_nodes']])
+        self.assertIn('dax0.0 is soft-reserved memory (HMEM, '
+                      '/platform/hmem.0) onlined as system RAM in NUMA node '
+                      '1', ' '.join(got['notes']))
+        aggregate = self.discover('hmem_system_ram', '--aggregate')
+        self.assertIn('pmem_mode=cxl_kmem', aggregate)
+        self.assertNotIn('pmem_mode=dram', aggregate)
+
+    def test_a_cpu_less_node_nothing_explains_is_refused(self):
+        tmp = self.copy('hmem_system_ram')
+        with open(os.path.join(tmp, 'daxctl-list.json'), 'w') as f:
+            f.write('')
+        err = self.error(tmp)
+        self.assertIn('NUMA node 1 holds 7.88 GiB and has no CPUs, but no '
+                      'CXL RAM and no HMEM device in system-ram mode', err)
+        self.assertIn('no kind describes such a host', err)
+
     def test_hmem_devdax_is_not_flat(self):
         got = self.profile('cxl_hmem')
         # As cxl_devdax: the DRAM nodes keep their memory, no DRAM cache.
