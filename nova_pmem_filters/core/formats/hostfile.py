@@ -316,7 +316,7 @@ class KernelTiering(_Entry):
                         default=KERNEL_TIERING_VERSION)
     kernel: str = _key(_text_or_null)
     numa_balancing: int = _key(_nullable(document.whole(
-        'an integer from 0 to 4 or null',
+        'an integer from 0 to %d or null' % tiering.NUMA_BALANCING_MAX,
         most=tiering.NUMA_BALANCING_MAX)))
     demotion_enabled: bool = _key(_nullable(_bool))
     promotion_rate_limit_mbps: int = _key(_nullable(_whole))

@@ -412,7 +412,8 @@ class Tiering(_Section):
         required=True, default=TIERING_VERSION)
     kernel: str = _key(_text(nullable=True))
     numa_balancing: int = _key(document.nullable(document.whole(
-        'a whole number from 0 to 4 or null',
+        'a whole number from 0 to %d or null'
+        % core_tiering.NUMA_BALANCING_MAX,
         most=core_tiering.NUMA_BALANCING_MAX)))
     demotion_enabled: bool = _key(document.nullable(document.flag(
         'true, false or null')))
