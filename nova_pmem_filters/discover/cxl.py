@@ -546,7 +546,8 @@ def add_kernel_tiering(prof, runner, nodes):
     without far nodes it tiers nothing, and the settings still show how
     the kernel is set); only on a ``cxl_kmem`` host does it matter, and
     one note then says what to set where the kernel does not both promote
-    and demote, or that DIR did not record it.
+    and demote, or that DIR did not record it, and another where its
+    reclaim may demote the memory of guests Nova binds.
     """
     found = read_kernel_tiering(runner, nodes)
     kmem = prof.mode in kinds.KERNEL_TIERED
@@ -559,4 +560,6 @@ def add_kernel_tiering(prof, runner, nodes):
     notes = prof.notes
     if kmem and verdict.state != tiering.ON:
         notes += (verdict.note(),)
+    if kmem and verdict.demotes_bound_memory:
+        notes += (verdict.bound_note(),)
     return dataclasses.replace(prof, notes=notes, kernel_tiering=entry)

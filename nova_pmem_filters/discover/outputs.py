@@ -342,7 +342,9 @@ def _tiering_lines(prof):
             ('memory_tiers', _tiers_text(entry.memory_tiers)),
             ('far_nodes', _node_list(entry.far_nodes)),
             ('problems', _cells(entry.problems)),
-            ('kernel', entry.kernel)]
+            ('demotes_bound_memory',
+             hostfile.given(entry.demotes_bound_memory)),
+            ('kernel', entry.kernel), ('cgroup', hostfile.given(entry.cgroup))]
     return ['', 'kernel tiering'] + _table(('Field', 'Value'), rows)
 
 

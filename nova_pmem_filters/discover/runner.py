@@ -94,7 +94,8 @@ LIVE_ROOT = '/'
 TIERING_FILES = (
     tiering.OSRELEASE_FILE, tiering.NUMA_BALANCING_FILE,
     tiering.RATE_LIMIT_FILE, tiering.DEMOTION_FILE,
-    tiering.MEMORY_TIERING_DIR + '/memory_tier*/nodelist')
+    tiering.MEMORY_TIERING_DIR + '/memory_tier*/nodelist',
+    tiering.MOUNTS_FILE)
 # A recording of them: cp names the files an older kernel does not have
 # (and exits 1) and copies the others. Not tar: it stores the files of
 # /proc, whose size is 0, empty.

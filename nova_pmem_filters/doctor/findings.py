@@ -64,6 +64,8 @@ CODES = (
     'numa-memory-remote', 'numa-memory-slow-tier',
     'observed-tiering-off', 'tiering-promotion-lags',
     'tiering-direct-demotion', 'hot-pages-on-far-node',
+    # reclaim's demotion of the memory Nova binds (--fleet, --observations)
+    'kernel-demotes-bound-memory', 'bound-memory-demoted',
 )
 
 

@@ -326,15 +326,21 @@ def _instance(inst, method, measurement, window_gap, nodes, backends,
         # either: one gap is enough.
         return found
     try:
-        numa = backends.procfs.numa_maps(inst.pid, proc=paths.proc)
+        placement = backends.procfs.numa_placement(inst.pid,
+                                                   proc=paths.proc)
     except Exception as exc:
         gaps.append('instance %s: numa_maps of process %d: %s'
                     % (inst.uuid, inst.pid, _one_line(exc)))
         return found
+    numa = placement.nodes
+    fields = _resident(found, numa, nodes)
+    if placement.bound_off_node is not None:
+        fields['bound_off_node_mb'] = round(
+            sum(placement.bound_off_node.values(), 0.0), 3)
     return dataclasses.replace(
         found, numa_mb={int(node): round(float(mb), 3)
                         for node, mb in sorted(numa.items())},
-        cell=_cell(numa, nodes), **_resident(found, numa, nodes))
+        cell=_cell(numa, nodes), **fields)
 
 
 def _resident(found, numa, nodes):

@@ -33,6 +33,8 @@ import os
 import re
 import time
 
+from nova_pmem_filters.core.grammars import kernellist
+
 Measurement = collections.namedtuple('Measurement', 'working_set_mb gap')
 
 KIB_PER_MIB = 1024.0
@@ -167,12 +169,44 @@ def reference_bits(pids, window_s, sleep=time.sleep, proc='/proc'):
     return result
 
 
+# The policy of a numa_maps line bound with MPOL_BIND, as mpol_to_str()
+# (mm/mempolicy.c) prints it: "bind", its flags after "=" ("static",
+# "relative", "balancing", joined by "|"), then ":" and the node list.
+_BIND_RE = re.compile(r'^bind(?:=[a-z|]+)?:([0-9,\-]+)$')
+
+# Where a process's pages sit: {node: MB} of all of them, and of those in
+# memory bound with MPOL_BIND, {node: MB} on nodes outside its binding
+# (None when the process binds no memory).
+Placement = collections.namedtuple('Placement', 'nodes bound_off_node')
+
+
 def numa_maps(pid, proc='/proc'):
     """{node_id (int): MB} of the process's pages, from /proc/PID/numa_maps.
 
-    Each line's N<node>=<pages> fields times its kernelpagesize_kB
-    (hugetlb lines count in huge pages).
+    :func:`numa_placement`'s ``nodes``.
+    """
+    return numa_placement(pid, proc).nodes
 
+
+def _bind_nodes(policy):
+    """The nodes of an MPOL_BIND policy field; None for other policies."""
+    match = _BIND_RE.match(policy)
+    if match is None:
+        return None
+    return kernellist.parse(match.group(1))
+
+
+def numa_placement(pid, proc='/proc'):
+    """Where the process's pages sit, from /proc/PID/numa_maps.
+
+    Each line's N<node>=<pages> fields times its kernelpagesize_kB
+    (hugetlb lines count in huge pages). Lines whose policy is MPOL_BIND
+    (``bind:0``, the guest RAM libvirt binds for a NUMA-bound instance)
+    also count the pages on nodes outside their binding: no allocation
+    puts them there, so something moved them (reclaim's demotion, or
+    ``migratepages``).
+
+    :returns: a :class:`Placement`.
     :raises ReadError: naming the file (and line) when it cannot be read,
         is truncated (no final newline, or a line with pages but no
         kernelpagesize_kB) or garbled.
@@ -182,6 +216,7 @@ def numa_maps(pid, proc='/proc'):
     if text and not text.endswith('\n'):
         raise ReadError('%s: truncated (no final newline)' % path)
     total = collections.defaultdict(float)
+    off = None
     for number, line in enumerate(text.splitlines(), 1):
         fields = line.split()
         if len(fields) < 2:
@@ -201,9 +236,16 @@ def numa_maps(pid, proc='/proc'):
             raise ReadError('%s line %d: N<node>= fields without '
                             'kernelpagesize_kB (truncated?): %r'
                             % (path, number, line[:80]))
+        # A policy this does not know (a later kernel's flag) binds
+        # nothing here: its pages still count in ``nodes``.
+        bound = _bind_nodes(fields[1])
+        if bound is not None:
+            off = off if off is not None else collections.defaultdict(float)
         for node, count in pages.items():
             total[node] += count * page_kb / KIB_PER_MIB
-    return dict(total)
+            if bound is not None and node not in bound:
+                off[node] += count * page_kb / KIB_PER_MIB
+    return Placement(dict(total), None if off is None else dict(off))
 
 
 def node_cpus(sysfs='/sys'):

@@ -133,7 +133,11 @@ _RESIDENT = (
      'CPUs (the far tier).'),
     ('hot_on_far_mb', 'instance_hot_on_far_bytes',
      'Working set the nodes with CPUs cannot hold: at least this much of '
-     'it sits on the far nodes.'))
+     'it sits on the far nodes.'),
+    ('bound_off_node_mb', 'instance_bound_off_node_bytes',
+     "Memory the instance's process binds with MPOL_BIND (libvirt's strict "
+     'numatune) resident on NUMA nodes outside its binding: moved there, '
+     "as reclaim's demotion does on kernels before Linux 7.0."))
 
 
 # (field of observation.Host, metric, unit, help)

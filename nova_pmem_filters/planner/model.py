@@ -36,8 +36,9 @@ gives the minimum is named (the "binding" resource):
     charges there (:func:`charge_mb`, the core's
     :func:`~nova_pmem_filters.core.rules.charging.instance_mb`): its hot RAM
     (RAM x hot ratio), but on a ``cxl_kmem`` node its whole RAM when Nova
-    binds the flavor's memory (``hw:numa_nodes``, ``hw:pmem``: the kernel
-    can neither promote nor demote it) and, on a configuration whose
+    binds the flavor's memory (``hw:numa_nodes``, ``hw:pmem``: all of it
+    is allocated in the DRAM cells, and never promoted) and, on a
+    configuration whose
     ``kernel_tiering`` is ``off``, for every flavor.
     The name stays ``dram_cache`` for CXL nodes too: it is the public
     binding value, and the bound is the same filter's.

@@ -184,6 +184,8 @@ NOT_RUN = {
                                'or the tiering lines run on the host',
     'bound-flavor-whole-ram': 'a choice in comments: pmem:modes without '
                               'cxl_kmem, or accepting the cost',
+    'kernel-demotes-bound-memory': 'a kernel to boot, in comments, then '
+                                   'discovery on the host again (ssh)',
     # Observations: what the instances do.
     'numa-memory-remote': 'migrates instances and checks what moves their '
                           'memory on the host',
@@ -200,6 +202,7 @@ NOT_RUN = {
                                'operator to choose)',
     'hot-pages-on-far-node': 'the tiering lines run on the host (ssh), or '
                              'a live migration of the instance',
+    'bound-memory-demoted': 'migratepages run on the compute host (ssh)',
 }
 
 # A code as the checks write it: a quoted lower-case word with dashes.

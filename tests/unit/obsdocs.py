@@ -38,15 +38,17 @@ def instance(uuid, flavor, ram_mb, hot_ratio, numa_mb=None, cell=0,
 
 def tiering(numa_balancing=2, demotion_enabled=True, rate_limit=65536,
             tiers=((4, (0,)), (22, (2,))), far_nodes=(2,), cpu_nodes=(0,),
-            rates=None, node_rates=None):
+            rates=None, node_rates=None, kernel='6.9.0-1-amd64',
+            cgroup=None):
     """A document's ``tiering`` section, judged by the core.
 
     :param rates: {vmstat counter: per second}.
+    :param cgroup: the cpuset's hierarchy (``v1``, ``v2``, None).
     """
     state = core_tiering.State(
-        kernel='6.9.0-1-amd64', numa_balancing=numa_balancing,
+        kernel=kernel, numa_balancing=numa_balancing,
         demotion_enabled=demotion_enabled,
-        promotion_rate_limit_mbps=rate_limit, tiers=tiers)
+        promotion_rate_limit_mbps=rate_limit, tiers=tiers, cgroup=cgroup)
     entry, _verdict = observation.Tiering.of(
         state, cpu_nodes, far_nodes, rates=rates, node_rates=node_rates)
     return entry.to_dict()

@@ -328,6 +328,12 @@ class KernelTiering(_Entry):
     state: str = _key(_text(tiering.STATES), required=True)
     # Codes of tiering.Problem, each explained in the notes.
     problems: tuple = _key(_list_of(_TEXT))
+    # The cpuset controller's hierarchy (/proc/mounts), null when not read
+    # or not mounted; absent from profiles written before it was read.
+    cgroup: str = _key(_nullable(_text(tiering.CGROUPS)))
+    # Whether reclaim may demote memory Nova binds (tiering.bound_demotion),
+    # explained in the notes; absent from profiles written before.
+    demotes_bound_memory: bool = _key(_bool)
 
     def settings(self):
         """The :class:`tiering.State` the object records."""
@@ -338,7 +344,8 @@ class KernelTiering(_Entry):
             demotion_enabled=given(self.demotion_enabled),
             promotion_rate_limit_mbps=given(self.promotion_rate_limit_mbps),
             tiers=None if tiers is None else tuple(
-                (t.tier, tuple(t.nodes)) for t in tiers))
+                (t.tier, tuple(t.nodes)) for t in tiers),
+            cgroup=given(self.cgroup))
 
 
 def kernel_tiering_entry(state, cpu_nodes, far_nodes):
@@ -356,7 +363,8 @@ def kernel_tiering_entry(state, cpu_nodes, far_nodes):
             for tier, nodes in state.tiers],
         far_nodes=sorted(far_nodes), promotes=verdict.promotes,
         demotes=verdict.demotes, state=verdict.state,
-        problems=[p.code for p in verdict.problems]), verdict
+        problems=[p.code for p in verdict.problems], cgroup=state.cgroup,
+        demotes_bound_memory=verdict.demotes_bound_memory), verdict
 
 
 @dataclasses.dataclass(frozen=True)

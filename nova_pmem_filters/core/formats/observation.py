@@ -40,7 +40,8 @@ versioned like the host profile (``doc/source/observation-format.rst``)::
         "gap": null | "why nothing was measured",
         "near_resident_mb": 20000.0,   # optional (see below): numa_mb on
         "far_resident_mb": 4000.0,     # nodes with CPUs, and without;
-        "hot_on_far_mb": 0.0           # hot MB that must sit far
+        "hot_on_far_mb": 0.0,          # hot MB that must sit far
+        "bound_off_node_mb": 0.0       # bound memory off its nodes
       }, ...],
       "host": {
         "working_set_mb": 120000.0,
@@ -62,7 +63,9 @@ versioned like the host profile (``doc/source/observation-format.rst``)::
         "far_nodes": [2], "promotes": true, "demotes": true,
         "state": "on" | "off", "problems": ["demotion-disabled", ...],
         "rates": {"pgpromote_success": 100.0, ...} | null,  # per second
-        "node_rates": {"0": {"pgpromote_success": 100.0, ...}}
+        "node_rates": {"0": {"pgpromote_success": 100.0, ...}},
+        "cgroup": "v2" | "v1" | null,   # the cpuset's hierarchy
+        "demotes_bound_memory": true     # reclaim may demote bound guests
       },
       "gaps": ["ipmctl: permission denied", ...]
     }
@@ -346,8 +349,13 @@ class Instance(_Section):
     near_resident_mb: float = _key(_NUMBER)
     far_resident_mb: float = _key(_NUMBER)
     hot_on_far_mb: float = _key(_NUMBER)
+    # The MB of its memory bound with MPOL_BIND (libvirt's strict numatune)
+    # resident on nodes outside that binding: pages something moved there
+    # (reclaim's demotion). Left out where it binds no memory.
+    bound_off_node_mb: float = _key(_NUMBER)
 
-    optional = ('near_resident_mb', 'far_resident_mb', 'hot_on_far_mb')
+    optional = ('near_resident_mb', 'far_resident_mb', 'hot_on_far_mb',
+                'bound_off_node_mb')
 
     @property
     def measured(self):
@@ -437,6 +445,13 @@ class Tiering(_Section):
     # {node: {vmstat counter: per second}}, where the kernel counts per
     # node (about Linux 6.9 on).
     node_rates: dict = _key(_node_rates, default=dict)
+    # The cpuset controller's hierarchy (/proc/mounts); null: not read or
+    # not mounted. Absent from documents written before it was read.
+    cgroup: str = _key(_choice(core_tiering.CGROUPS))
+    # Whether reclaim may demote memory Nova binds
+    # (tiering.bound_demotion); absent from documents written before.
+    demotes_bound_memory: bool = _key(document.nullable(document.flag(
+        'true, false or null')))
 
     @classmethod
     def from_dict(cls, data, source, path=()):
@@ -445,6 +460,11 @@ class Tiering(_Section):
                                              found.demotes)
         if problem:
             raise ObservationError(source, list(path) + ['state'], problem)
+        if found.demotes_bound_memory and not found.demotes:
+            raise ObservationError(
+                source, list(path) + ['demotes_bound_memory'],
+                'is true but demotes is false: a kernel that does not '
+                'demote moves no bound memory')
         return found
 
     @classmethod
@@ -464,7 +484,8 @@ class Tiering(_Section):
             far_nodes=tuple(sorted(far_nodes)), promotes=verdict.promotes,
             demotes=verdict.demotes, state=verdict.state,
             problems=tuple(p.code for p in verdict.problems), rates=rates,
-            node_rates=dict(node_rates or {})), verdict
+            node_rates=dict(node_rates or {}), cgroup=state.cgroup,
+            demotes_bound_memory=verdict.demotes_bound_memory), verdict
 
     def settings(self):
         """The :class:`tiering.State` the object records."""
@@ -473,7 +494,8 @@ class Tiering(_Section):
             demotion_enabled=self.demotion_enabled,
             promotion_rate_limit_mbps=self.promotion_rate_limit_mbps,
             tiers=None if self.memory_tiers is None else tuple(
-                (t.tier, tuple(t.nodes)) for t in self.memory_tiers))
+                (t.tier, tuple(t.nodes)) for t in self.memory_tiers),
+            cgroup=self.cgroup)
 
     def verdict(self, cpu_nodes):
         """The settings judged again: the problems with their fixes."""

@@ -112,6 +112,86 @@ def parse_vmstat(text, source=tiering.VMSTAT_FILE):
     return found
 
 
+def parse_cgroup(lines, source=tiering.MOUNTS_FILE):
+    """The cpuset controller's hierarchy from the lines of ``/proc/mounts``.
+
+    :data:`tiering.CGROUP_V1` where a ``cgroup`` file system carries the
+    ``cpuset`` option (v1, or the hybrid layout: a controller lives in one
+    hierarchy only), else :data:`tiering.CGROUP_V2` where ``cgroup2`` is
+    mounted, else None (no cgroup file system at all).
+
+    :param lines: an iterable of lines (``fstab(5)`` fields: device, mount
+        point, type, options, ...).
+    """
+    v2 = False
+    for number, line in enumerate(lines, 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) < 4:
+            raise TieringError(source, 'line %d is not "device mount-point '
+                               'type options ...": %r' % (number, line[:60]))
+        kind, options = parts[2], parts[3].split(',')
+        if kind == 'cgroup' and 'cpuset' in options:
+            return tiering.CGROUP_V1
+        v2 = v2 or kind == 'cgroup2'
+    return tiering.CGROUP_V2 if v2 else None
+
+
+# A line of /proc/mounts longer than this is read only this far: the type
+# and the options of a cgroup mount come first, and are short.
+_MOUNT_LINE_BYTES = 4096
+
+
+# /proc/mounts larger than this is not a host's.
+_MAX_MOUNTS_BYTES = 64 * 1024 * 1024
+
+
+def _mount_lines(f, path):
+    """The lines of an open mounts file, each cut at _MOUNT_LINE_BYTES."""
+    total = 0
+    while True:
+        chunk = f.readline(_MOUNT_LINE_BYTES)
+        if not chunk:
+            return
+        total += len(chunk)
+        line = chunk
+        while not chunk.endswith(b'\n') and len(chunk) == _MOUNT_LINE_BYTES:
+            # The rest of a long line (an overlay's lowerdir list).
+            chunk = f.readline(_MOUNT_LINE_BYTES)
+            total += len(chunk)
+            if total > _MAX_MOUNTS_BYTES:
+                break
+        if total > _MAX_MOUNTS_BYTES:
+            raise TieringError(path, 'larger than %d bytes'
+                               % _MAX_MOUNTS_BYTES)
+        yield line.decode('utf-8', errors='replace')
+
+
+def read_cgroup(root='/'):
+    """:func:`parse_cgroup` of ``/proc/mounts`` under ``root``.
+
+    None when the file is absent (a recording made before it was read).
+    Memory stays bounded whatever the file holds.
+
+    :raises TieringError: naming the file when it cannot be read or is
+        not a mounts file.
+    """
+    path = os.path.join(root, tiering.MOUNTS_FILE)
+    try:
+        f = open(path, 'rb')
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise TieringError(path, 'cannot read: %s' % (exc.strerror or exc))
+    with f:
+        try:
+            return parse_cgroup(_mount_lines(f, path), path)
+        except OSError as exc:
+            raise TieringError(path, 'cannot read: %s'
+                               % (exc.strerror or exc))
+
+
 def tier_id(name):
     """The tier number of a ``memory_tierN`` directory; None if not one."""
     match = re.fullmatch(r'memory_tier([0-9]+)', name)
@@ -180,7 +260,7 @@ def read_state(root='/'):
         numa_balancing=read(tiering.NUMA_BALANCING_FILE, parse_numa_balancing),
         demotion_enabled=read(tiering.DEMOTION_FILE, parse_bool),
         promotion_rate_limit_mbps=read(tiering.RATE_LIMIT_FILE, parse_whole),
-        tiers=read_tiers(root))
+        tiers=read_tiers(root), cgroup=read_cgroup(root))
 
 
 def read_counters(root='/', nodes=()):

@@ -36,7 +36,12 @@ This module holds the rules every tool applies to that:
   fit the DRAM for its hot part to be served from it;
 * which flavors Nova binds (:func:`binds_memory`);
 * whether tiering keeps up, from the kernel's counters (:func:`rates`,
-  :func:`lagging`).
+  :func:`lagging`);
+* whether reclaim's demotion keeps the memory of a guest Nova binds in the
+  nodes it is bound to (:func:`bound_demotion`): it depends on the kernel
+  release and the cgroup hierarchy of the cpuset controller, and on a
+  host where it does not, bound guests are still charged their whole RAM
+  (admission stays safe) but their cold pages may sit on the far nodes.
 
 This module imports nothing from Nova.
 """
@@ -103,6 +108,11 @@ MEMORY_TIERING_DIR = 'sys/devices/virtual/memory_tiering'
 OSRELEASE_FILE = 'proc/sys/kernel/osrelease'
 
 
+# The mounts, where the cpuset controller's hierarchy shows (cgroup v1 or
+# the unified v2).
+MOUNTS_FILE = 'proc/mounts'
+
+
 VMSTAT_FILE = 'proc/vmstat'
 
 
@@ -156,6 +166,35 @@ DEMOTION_OFF = 'demotion-disabled'
 SAME_TIER = 'far-node-in-dram-tier'
 
 
+# What reclaim's demotion does with memory Nova binds (Verdict.bound):
+# the guest's cold pages may leave the nodes it is bound to.
+BOUND_DEMOTION = 'demotes-bound-memory'
+
+
+# The hierarchy of the cpuset controller (State.cgroup): libvirt sets the
+# cpuset.mems of a strictly bound guest's cgroups there.
+CGROUP_V1 = 'v1'
+
+
+CGROUP_V2 = 'v2'
+
+
+CGROUPS = (CGROUP_V1, CGROUP_V2)
+
+
+# The releases of demotion's checks (doc/source/kernel-tiering.rst, "When
+# reclaim demotes bound memory"). Before 6.16 demotion ignores cpuset and
+# mempolicy ("Demotion ignores all cpuset and mempolicy settings",
+# mm/vmscan.c, 26aa2d199d6f, 5.15); 6.16 checks a cgroup v2 cpuset for
+# the next demotion node only (7d709f49babc); 7.0 checks every target
+# (1aceed565ff1, backported to 6.19.y). No release honours MPOL_BIND, and
+# cgroup v1's cpuset is never checked.
+CPUSET_NEXT_NODE_SINCE = (6, 16)
+
+
+CPUSET_KEPT_SINCE = (7, 0)
+
+
 SYSCTL_CONF = '/etc/sysctl.d/60-memory-tiering.conf'
 
 
@@ -167,7 +206,9 @@ class State:
     """The kernel's tiering settings, as read (None: the file is absent).
 
     ``tiers`` is ``((tier id, (node, ...)), ...)`` sorted by tier, None on
-    a kernel without ``memory_tiering`` (before 6.1).
+    a kernel without ``memory_tiering`` (before 6.1). ``cgroup`` is the
+    hierarchy of the cpuset controller (:data:`CGROUPS`), None when not
+    read or when no cpuset controller is mounted.
     """
 
     kernel: str = None
@@ -175,6 +216,7 @@ class State:
     demotion_enabled: bool = None
     promotion_rate_limit_mbps: int = None
     tiers: tuple = None
+    cgroup: str = None
 
     def tier_of(self, node):
         """The tier of a NUMA node; None when unknown."""
@@ -186,7 +228,11 @@ class State:
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
-    """One reason the kernel does not tier, and what to set."""
+    """One reason the kernel does not tier, and what to set.
+
+    Also what the kernel does otherwise than the model takes it to
+    (:data:`BOUND_DEMOTION`), with no setting that fixes it.
+    """
 
     code: str
     what: str
@@ -203,6 +249,14 @@ class Verdict:
     promotes: bool
     demotes: bool
     problems: tuple = ()
+    # A Problem (BOUND_DEMOTION) when reclaim may demote the memory of a
+    # guest Nova binds; None when it keeps it, or does not demote.
+    bound: Problem = None
+
+    @property
+    def demotes_bound_memory(self):
+        """Whether reclaim may move a bound guest's pages to far nodes."""
+        return self.bound is not None
 
     @property
     def state(self):
@@ -229,6 +283,16 @@ class Verdict:
                 'DRAM%s' % (self.summary, '; '.join(
                     p.what for p in self.problems),
                     '; set: %s' % '; '.join(fixes) if fixes else ''))
+
+    def bound_note(self):
+        """One line: what demotion does with bound guests; None if kept."""
+        if self.bound is None:
+            return None
+        return ('reclaim may demote the memory of guests Nova binds: %s; '
+                'their whole RAM still counts against the DRAM, but their '
+                'cold pages may be served from the far nodes (the '
+                'observer\'s far_resident_mb per guest shows it)'
+                % self.bound.what)
 
 
 def state_of(promotes, demotes):
@@ -341,9 +405,49 @@ def judge(state, cpu_nodes, far_nodes):
                                 'it (enable HMAT in the firmware, or a '
                                 'kernel that reads CDAT)' % tiers))
     tiered = bool(far_nodes) and not same
+    demotes = not demotion and tiered
     return Verdict(promotes=balancing_ok and tiered,
-                   demotes=not demotion and tiered,
-                   problems=tuple(problems))
+                   demotes=demotes, problems=tuple(problems),
+                   bound=bound_demotion(state) if demotes else None)
+
+
+def bound_demotion(state):
+    """Why a kernel that demotes may move a bound guest's memory, or None.
+
+    Libvirt binds a guest Nova gives a NUMA topology with ``MPOL_BIND``
+    and with the ``cpuset.mems`` of its cgroups. Reclaim's demotion honours
+    no ``MPOL_BIND`` in any release, and the cpuset only on cgroup v2 from
+    Linux 7.0 (6.16 checks the next demotion node only). A release that
+    cannot be read is taken to be older. For a kernel that demotes.
+
+    :returns: a :class:`Problem` (:data:`BOUND_DEMOTION`) or None.
+    """
+    kernel = state.kernel or 'release unknown'
+    found = release(state.kernel)
+    kept = '%d.%d' % CPUSET_KEPT_SINCE
+    if found is None:
+        what = ('kernel %s: before Linux %s demotion does not keep memory '
+                'in its cpuset' % (kernel, kept))
+    elif found < CPUSET_NEXT_NODE_SINCE:
+        what = ('Linux %s demotes regardless of cpuset and memory policy '
+                '(until %d.%d)' % ((kernel,) + CPUSET_NEXT_NODE_SINCE))
+    elif found < CPUSET_KEPT_SINCE:
+        what = ('Linux %s checks a cgroup v2 cpuset for the next demotion '
+                'node only (from %d.%d; every target from %s, and in a '
+                '6.19.y that took 1aceed565ff1)'
+                % ((kernel,) + CPUSET_NEXT_NODE_SINCE + (kept,)))
+    elif state.cgroup == CGROUP_V2:
+        return None
+    elif state.cgroup == CGROUP_V1:
+        what = ('Linux %s keeps demoted memory in its cpuset on cgroup v2 '
+                'only, and the cpuset controller is on cgroup v1 here'
+                % kernel)
+    else:
+        what = ('Linux %s keeps demoted memory in its cpuset on cgroup v2 '
+                'only, and no cgroup v2 cpuset controller was found (%s '
+                'not read, or no cpuset mounted)'
+                % (kernel, '/' + MOUNTS_FILE))
+    return Problem(BOUND_DEMOTION, what)
 
 
 def kernel_tiered(prof):

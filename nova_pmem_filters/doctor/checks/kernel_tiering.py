@@ -17,7 +17,10 @@ not both promote and demote, judged by the core
 profile records; a CXL node in the memory tier of the DRAM; an aggregate
 whose ``pmem_kernel_tiering`` says otherwise than discovery. From the
 flavors: those whose memory Nova binds that may land on kernel-tiered
-hosts, where they charge their whole RAM.
+hosts, where they charge their whole RAM. And the hosts whose kernel's
+reclaim may demote the memory of guests Nova binds (its release and the
+cpuset's cgroup hierarchy, :func:`tiering.bound_demotion`), with the
+flavors that may land there.
 
 A fix that runs on a compute host is printed as the ``ssh HOST sudo sh``
 of the lines the core gives (a here-document, so that the lines are
@@ -53,6 +56,7 @@ def check(snap, view):
         if host not in computes or prof.mode not in kinds.KERNEL_TIERED:
             continue
         found.extend(host_findings(host, prof))
+        found.extend(bound_memory_findings(host, prof, snap, view))
         found.extend(_aggregate_findings(host, prof, view))
     found.extend(_bound_flavors(snap, view))
     return found
@@ -172,6 +176,81 @@ def host_findings(host, prof):
             % (prof.hostname, _remote(prof.hostname, _SHOW_TIERS),
                _rediscover(prof))))
     return found
+
+
+def _binding_flavors(snap, view, kind):
+    """The names of the flavors Nova binds that ``kind`` hosts admit."""
+    names = []
+    for flavor in snap.flavors:
+        request, _error = view.requests[flavor.name]
+        if request is not None and request.allows(kind) \
+                and charging.binds_memory(flavor.extra_specs) is not None:
+            names.append(flavor.name)
+    return sorted(names)
+
+
+def _newer_kernel(prof):
+    """What to boot so that demotion keeps bound memory in its cpuset."""
+    found = tiering.release(hostfile.given(prof.tiering_entry.kernel))
+    kept = '%d.%d' % tiering.CPUSET_KEPT_SINCE
+    cgroup = verdict_cgroup(prof)
+    lines = []
+    if found is None or found < tiering.CPUSET_KEPT_SINCE:
+        lines.append('# boot Linux %s or later (or a 6.19.y that carries '
+                     '1aceed565ff1)%s' % (kept, '' if cgroup ==
+                                          tiering.CGROUP_V2 else
+                                          ', with the cpuset controller on '
+                                          'cgroup v2'))
+    if cgroup == tiering.CGROUP_V1:
+        lines.append('# put the cpuset controller on cgroup v2: boot with '
+                     'systemd.unified_cgroup_hierarchy=1')
+    elif cgroup is None and found is not None \
+            and found >= tiering.CPUSET_KEPT_SINCE:
+        lines.append('# the profile does not record /%s (discovered '
+                     'before it was read, or no cgroup file system is '
+                     'mounted): describe the host again'
+                     % tiering.MOUNTS_FILE)
+    return lines
+
+
+def verdict_cgroup(prof):
+    """The cpuset's hierarchy the profile records; None if unknown."""
+    return hostfile.given(prof.tiering_entry.cgroup)
+
+
+def bound_memory_findings(host, prof, snap, view):
+    """kernel-demotes-bound-memory: what reclaim does with bound guests.
+
+    A warning where a flavor Nova binds may land on the host, else
+    information: the host's kernel is named either way.
+    """
+    verdict = verdict_of(prof)
+    if verdict is None or not verdict.demotes_bound_memory:
+        return []
+    flavors = _binding_flavors(snap, view, prof.mode)
+    fix = ['# no setting keeps demotion and keeps bound guests in their '
+           'cells (demotion_enabled false turns tiering off: '
+           'pmem_kernel_tiering=off)']
+    fix.extend(_newer_kernel(prof))
+    fix.append('# then describe the host again:')
+    fix.append(_rediscover(prof))
+    if flavors:
+        fix.append('# or keep those flavors off kernel-tiered hosts '
+                   '(bound-flavor-whole-ram prints the command)')
+    fix.append('# see which bound guests hold pages on the CXL nodes: '
+               'nova-pmem-observe on %s, then nova-pmem-doctor '
+               '--observations (bound-memory-demoted)' % prof.hostname)
+    return [findings.Finding(
+        findings.WARNING if flavors else findings.INFO,
+        'kernel-demotes-bound-memory', 'host %s' % host,
+        'reclaim on %s may demote the cold pages of guests Nova binds to '
+        'CXL %s: %s; %s' % (
+            host, _nodes(prof), verdict.bound.what,
+            'flavors Nova binds may land there (%s): their whole RAM is '
+            'charged against the DRAM, but part of it may be served from '
+            'CXL memory' % findings.names(flavors) if flavors else
+            'no flavor Nova binds lands there today'),
+        '\n'.join(fix))]
 
 
 def _kernel(prof):
@@ -300,8 +379,8 @@ def _bound_on(snap, view, kind, hosts):
             findings.WARNING, 'bound-flavor-whole-ram',
             'flavor %s' % flavor.name,
             '%s (%s, %d MB, %s) charges %d MB of DRAM on %s hosts (%s), '
-            'not %d MB: Nova binds its memory strictly, the kernel can '
-            'neither promote nor demote it'
+            'not %d MB: Nova binds its memory strictly to the DRAM cells, '
+            'where all of it is allocated and the kernel never promotes it'
             % (flavor.name, why, flavor.ram_mb,
                _hot_ratio_text(flavor, request), flavor.ram_mb,
                kind, findings.names(hosts), round(hot)),

@@ -23,7 +23,11 @@ From the kernel's tiering the observer records (the document's
 with far nodes whose kernel does not both promote and demote, tiering that does
 not keep up (:func:`~nova_pmem_filters.core.rules.tiering.lagging`), and
 instances whose hot pages must sit on the far node
-(:func:`~nova_pmem_filters.core.rules.charging.hot_on_far_mb`).
+(:func:`~nova_pmem_filters.core.rules.charging.hot_on_far_mb`), and
+instances whose memory bound with ``MPOL_BIND`` left its nodes
+(``bound_off_node_mb``), with what the kernel's release and cgroup
+hierarchy say of it
+(:func:`~nova_pmem_filters.core.rules.tiering.bound_demotion`).
 """
 
 import math
@@ -43,6 +47,9 @@ from nova_pmem_filters.doctor import findings
 # A NUMA-bound instance whose memory is more than this share off its home
 # nodes (or on CPU-less nodes) is reported.
 MOSTLY = 0.5
+# Memory bound with MPOL_BIND found off its nodes from this many MB on is
+# reported (bound-memory-demoted): below, the rounding of the figure.
+BOUND_OFF_NODE_MIN_MB = 1.0
 # vmstat counts base pages: 4 KiB on x86-64 (a huge page promoted counts
 # as its base pages).
 PAGE_KB = 4
@@ -349,7 +356,8 @@ def _tiering(snap):
         if kernel is not None and kernel.far_nodes \
                 and kernel.state == tiering.OFF:
             found.append(_tiering_off(doc, kernel))
-    return found + _lagging(docs) + _hot_on_far(snap, latest)
+    return (found + _lagging(docs) + _hot_on_far(snap, latest)
+            + _bound_demoted(snap, latest))
 
 
 def _far(kernel):
@@ -512,3 +520,65 @@ def _hot_instance(doc, inst, server, flavor):
             doc.hostname, doc.started, round(inst.working_set_mb or 0),
             round(inst.near_resident_mb or 0), round(inst.hot_on_far_mb),
             round(inst.far_resident_mb or 0), why), fix)
+
+
+def _bound_demoted(snap, latest):
+    """bound-memory-demoted: one finding per instance, latest window."""
+    servers = {s.id: s for s in snap.servers}
+    found = []
+    for hostname in sorted(latest):
+        doc = latest[hostname]
+        for inst in doc.instances:
+            if (inst.bound_off_node_mb or 0.0) < BOUND_OFF_NODE_MIN_MB:
+                continue
+            found.append(_bound_instance(doc, inst, servers.get(inst.uuid)))
+    return found
+
+
+def _why_bound_moved(doc):
+    """What the observed kernel says of bound memory leaving its nodes."""
+    kernel = doc.tiering
+    if kernel is None:
+        return ('the kernel\'s tiering was not recorded in this window: '
+                'run nova-pmem-observe as root on the host')
+    verdict = kernel.verdict(sorted(doc.cpu_nodes))
+    if verdict.bound is not None:
+        return 'reclaim demoted it: %s' % verdict.bound.what
+    if verdict.demotes:
+        return ('Linux %s keeps demoted memory in a cgroup v2 cpuset: a '
+                'guest whose cgroup has no cpuset.mems, or shared memory '
+                'charged to another cgroup, is still demoted'
+                % (kernel.kernel or 'release unknown'))
+    return ('the kernel does not demote here: something else moved it '
+            '(migratepages, numad, or a memory policy set from outside)')
+
+
+def _bound_instance(doc, inst, server):
+    home = _home_nodes(inst, server)
+    cpuless = doc.cpuless_nodes
+    far = sorted(n for n in inst.numa_mb if n in cpuless and
+                 inst.numa_mb[n] > 0)
+    lines = []
+    if home and far:
+        lines.append('# move its pages back to its cell now (migratepages, '
+                     'of the numactl package); reclaim may move them again')
+        lines.append(kernel_tiering.on_host(doc.hostname, [
+            "pid=$(pgrep -f -- '-uuid %s')" % inst.uuid,
+            'migratepages "$pid" %s %s' % (
+                ','.join(str(n) for n in far),
+                ','.join(str(n) for n in sorted(home)))]))
+    lines.append('# keep it so: a kernel that keeps bound memory in its '
+                 'cpuset, or the flavor off kernel-tiered hosts (see '
+                 'kernel-demotes-bound-memory in nova-pmem-doctor --fleet)')
+    return findings.Finding(
+        findings.WARNING, 'bound-memory-demoted', 'instance %s' % inst.uuid,
+        '%s (%s, host %s, observed %s): %d MB of the memory Nova binds to '
+        'its cell%s sits on other NUMA nodes%s, served at far-memory '
+        'latency; %s' % (
+            inst.name or inst.uuid, inst.flavor or 'flavor unknown',
+            doc.hostname, doc.started, round(inst.bound_off_node_mb),
+            ' (node %s)' % ', '.join(str(n) for n in sorted(home))
+            if home else '',
+            ' (CPU-less node %s)' % ', '.join(str(n) for n in far)
+            if far else '', _why_bound_moved(doc)),
+        '\n'.join(lines))

@@ -15,7 +15,9 @@ Each case under discover_tiering_data/ is the cxl_kmem host of
 etc/examples/discover/cxl-kmem with its kernel's tiering files recorded
 under proc/ and sys/ (see its README.rst). What the kernel does with each
 is worked out here from the kernel's rules (numa_balancing bit 2 promotes,
-demotion_enabled demotes, both only between tiers), not by the core.
+demotion_enabled demotes, both only between tiers; demotion keeps a bound
+guest's memory in its cpuset on cgroup v2 from Linux 7.0 only), not by the
+core.
 """
 
 import io
@@ -49,45 +51,81 @@ DRAM, FAR = [0, 1], [2, 3]
 TIERS = [{'tier': 4, 'nodes': DRAM}, {'tier': 22, 'nodes': FAR}]
 SET_BALANCING = 'sysctl -w kernel.numa_balancing=3'
 SET_DEMOTION = 'echo true > /sys/kernel/mm/numa/demotion_enabled'
+SEVEN = '7.0.0-14-generic'
 
 # case -> (settings recorded, promotes, demotes, problems, the lines the
 # note says to set).
 CASES = {
     'tiering_on': (dict(kernel=NEW, numa_balancing=2, demotion_enabled=True,
-                        promotion_rate_limit_mbps=65536, memory_tiers=TIERS),
+                        promotion_rate_limit_mbps=65536, memory_tiers=TIERS,
+                        cgroup=None),
                    True, True, [], []),
     'mode1_only': (dict(kernel=NEW, numa_balancing=1, demotion_enabled=True,
-                        promotion_rate_limit_mbps=65536, memory_tiers=TIERS),
+                        promotion_rate_limit_mbps=65536, memory_tiers=TIERS,
+                        cgroup=None),
                    False, True, ['numa-balancing-not-tiering'],
                    [SET_BALANCING]),
     'demotion_off': (dict(kernel=NEW, numa_balancing=2,
                           demotion_enabled=False,
                           promotion_rate_limit_mbps=65536,
-                          memory_tiers=TIERS),
+                          memory_tiers=TIERS, cgroup=None),
                      True, False, ['demotion-disabled'], [SET_DEMOTION]),
     # The CXL nodes in the DRAM's tier: the fix is in the firmware.
     'same_tier': (dict(kernel=NEW, numa_balancing=2, demotion_enabled=True,
                        promotion_rate_limit_mbps=65536,
-                       memory_tiers=[{'tier': 4, 'nodes': DRAM + FAR}]),
+                       memory_tiers=[{'tier': 4, 'nodes': DRAM + FAR}],
+                       cgroup=None),
                   False, False, ['far-node-in-dram-tier'], []),
     # 5.15: no tiers (the CPU-less nodes are the lower tier), no rate limit.
     'no_memory_tiering': (dict(kernel='5.15.0-125-generic', numa_balancing=1,
                                demotion_enabled=True,
                                promotion_rate_limit_mbps=None,
-                               memory_tiers=None),
+                               memory_tiers=None, cgroup=None),
                           # Bit 2 does not exist before 5.18: nothing to
                           # set, a kernel to upgrade.
                           False, True, ['numa-balancing-not-tiering'], []),
     'node_vmstat': (dict(kernel='6.10.14-200.fc40.x86_64', numa_balancing=3,
                          demotion_enabled=True,
                          promotion_rate_limit_mbps=30720,
-                         memory_tiers=TIERS),
+                         memory_tiers=TIERS, cgroup=None),
                     True, True, [], []),
     'node_vmstat_old': (dict(kernel='6.6.58-1.el9.x86_64', numa_balancing=2,
                              demotion_enabled=True,
                              promotion_rate_limit_mbps=65536,
-                             memory_tiers=TIERS),
+                             memory_tiers=TIERS, cgroup=None),
                         True, True, [], []),
+    # proc/mounts recorded: the cpuset controller's hierarchy.
+    'bound_kept': (dict(kernel=SEVEN, numa_balancing=2,
+                        demotion_enabled=True,
+                        promotion_rate_limit_mbps=65536,
+                        memory_tiers=TIERS, cgroup='v2'),
+                   True, True, [], []),
+    'bound_next_node': (dict(kernel='6.17.0-8-generic', numa_balancing=2,
+                             demotion_enabled=True,
+                             promotion_rate_limit_mbps=65536,
+                             memory_tiers=TIERS, cgroup='v2'),
+                        True, True, [], []),
+    'bound_cgroup1': (dict(kernel=SEVEN, numa_balancing=2,
+                           demotion_enabled=True,
+                           promotion_rate_limit_mbps=65536,
+                           memory_tiers=TIERS, cgroup='v1'),
+                      True, True, [], []),
+}
+
+# Whether reclaim may demote a bound guest's memory, from the kernel's
+# history (doc/source/kernel-tiering.rst): only a kernel that demotes;
+# before 6.16 it ignores the cpuset, 6.16 to 6.19 check the next node only,
+# 7.0 keeps the cpuset of cgroup v2 and never that of v1. Cases not listed
+# here do not demote.
+BOUND = {
+    'tiering_on': True,          # 6.12
+    'mode1_only': True,          # 6.12: demotes without promoting
+    'no_memory_tiering': True,   # 5.15
+    'node_vmstat': True,         # 6.10
+    'node_vmstat_old': True,     # 6.6
+    'bound_next_node': True,     # 6.17, cgroup v2
+    'bound_cgroup1': True,       # 7.0, cgroup v1
+    'bound_kept': False,         # 7.0, cgroup v2
 }
 
 
@@ -100,6 +138,10 @@ def run(argv):
 
 def tiering_notes(prof):
     return [n for n in prof['notes'] if n.startswith('kernel tiering')]
+
+
+def bound_notes(prof):
+    return [n for n in prof['notes'] if n.startswith('reclaim may demote')]
 
 
 class TieringCase(testtools.TestCase):
@@ -142,13 +184,21 @@ class TestRecordedKernels(TieringCase):
             state = 'on' if promotes and demotes else 'off'
             got = self.profile(os.path.join(DATA, case))
             self.assertEqual('cxl_kmem', got['mode'], case)
+            bound = BOUND.get(case, False)
             self.assertEqual(dict(
                 version=1, far_nodes=FAR, promotes=promotes,
                 demotes=demotes, state=state, problems=problems,
-                **settings), got['kernel_tiering'], case)
+                demotes_bound_memory=bound, **settings),
+                got['kernel_tiering'], case)
             # One note where the kernel does not tier, none where it does.
             self.assertEqual(0 if state == 'on' else 1,
                              len(tiering_notes(got)), case)
+            # One where bound memory may be demoted, naming the kernel.
+            notes = bound_notes(got)
+            self.assertEqual(int(bound), len(notes), case)
+            for note in notes:
+                self.assertIn('Linux %s ' % settings['kernel'], note, case)
+                self.assertIn('far_resident_mb', note, case)
 
     def test_note_says_what_to_set(self):
         for case, (_s, promotes, demotes, _p, fix) in sorted(CASES.items()):
@@ -285,9 +335,10 @@ class TestNotRecorded(TieringCase):
             # Nothing to tier: informative, no note, no aggregate key.
             self.assertEqual(dict(
                 version=1, far_nodes=[], promotes=False, demotes=False,
-                state='off', problems=[], **settings),
-                got['kernel_tiering'], case)
+                state='off', problems=[], demotes_bound_memory=False,
+                **settings), got['kernel_tiering'], case)
             self.assertEqual([], tiering_notes(got), case)
+            self.assertEqual([], bound_notes(got), case)
             self.assertNotIn('pmem_kernel_tiering',
                              self.discover(tmp, '--aggregate'), case)
 
@@ -303,7 +354,8 @@ class TestNotRecorded(TieringCase):
             demotion_enabled=None, promotion_rate_limit_mbps=None,
             memory_tiers=None, far_nodes=FAR, promotes=False,
             demotes=False, state='off',
-            problems=['numa-balancing-missing', 'demotion-missing']),
+            problems=['numa-balancing-missing', 'demotion-missing'],
+            cgroup=None, demotes_bound_memory=False),
             got['kernel_tiering'])
         note, = tiering_notes(got)
         self.assertIn('no /proc/sys/kernel/numa_balancing (kernel %s' % NEW,

@@ -68,11 +68,14 @@ SHOW_TIERS = ('grep -H . '
               '/sys/devices/virtual/memory_tiering/memory_tier*/nodelist')
 
 # name -> (kernel, numa_balancing, demotion_enabled, memory tiers,
-#          promotes, demotes, problems), as discovery records each host;
-# None: a profile from before the kernel_tiering object.
+#          promotes, demotes, problems[, cpuset hierarchy]), as discovery
+# records each host (the hierarchy v2 unless given); None: a profile from
+# before the kernel_tiering object. 7.0 on cgroup v2 keeps bound memory in
+# its cpuset (kernel-tiering.rst): the situations about other settings run
+# it, so that only those about bound memory find kernel-demotes-bound-memory.
 RECORDED = {
-    'fully on': ('6.8.0', 2, True, TIERS, True, True, ()),
-    'numa_balancing 1 only': ('6.8.0', 1, True, TIERS, False, True,
+    'fully on': ('7.0.0', 2, True, TIERS, True, True, ()),
+    'numa_balancing 1 only': ('7.0.0', 1, True, TIERS, False, True,
                               ('numa-balancing-not-tiering',)),
     'demotion off': ('6.8.0', 2, False, TIERS, True, False,
                      ('demotion-disabled',)),
@@ -87,11 +90,22 @@ RECORDED = {
     'no tiering files (5.10)': ('5.10.0', None, None, None, False, False,
                                 ('numa-balancing-missing',
                                  'demotion-missing')),
+    # Reclaim may demote the memory of guests Nova binds.
+    'fully on, 6.8': ('6.8.0', 2, True, TIERS, True, True, ()),
+    'fully on, 6.17': ('6.17.0', 2, True, TIERS, True, True, ()),
+    'fully on, 7.0 on cgroup v1': ('7.0.0', 2, True, TIERS, True, True, (),
+                                   'v1'),
     'absent': None,
 }
+# The situations whose kernel may demote bound memory, by hand: it demotes
+# (promotes or not), and runs a release before 7.0 or a v1 cpuset.
+DEMOTES_BOUND = ('no memory tiers (5.19)', 'fully on, 6.8', 'fully on, 6.17',
+                 'fully on, 7.0 on cgroup v1')
 
 # What the doctor finds on the host in each situation, its aggregate
-# saying what discovery found.
+# saying what discovery found; the clean cloud has no flavor Nova binds, so
+# bound memory is information.
+BOUND_INFO = (checks.INFO, 'kernel-demotes-bound-memory')
 EXPECTED = {
     'fully on': (),
     'numa_balancing 1 only': ((checks.WARNING, 'kernel-tiering-half-on'),),
@@ -101,8 +115,11 @@ EXPECTED = {
     'CXL in the DRAM tier, balancing 0': (
         (checks.WARNING, 'far-node-in-dram-tier'),
         (checks.WARNING, 'kernel-tiering-off')),
-    'no memory tiers (5.19)': (),
+    'no memory tiers (5.19)': (BOUND_INFO,),
     'no tiering files (5.10)': ((checks.WARNING, 'kernel-tiering-off'),),
+    'fully on, 6.8': (BOUND_INFO,),
+    'fully on, 6.17': (BOUND_INFO,),
+    'fully on, 7.0 on cgroup v1': (BOUND_INFO,),
     'absent': ((checks.INFO, 'kernel-tiering-unknown'),),
 }
 OFF_CODES = ('kernel-tiering-off', 'kernel-tiering-half-on',
@@ -110,7 +127,7 @@ OFF_CODES = ('kernel-tiering-off', 'kernel-tiering-half-on',
 
 
 def tiering_object(kernel, balancing, demotion, tiers, promotes, demotes,
-                   problems):
+                   problems, cgroup='v2', bound=False):
     return {
         'version': 1, 'kernel': kernel, 'numa_balancing': balancing,
         'demotion_enabled': demotion,
@@ -119,7 +136,8 @@ def tiering_object(kernel, balancing, demotion, tiers, promotes, demotes,
             {'tier': tier, 'nodes': list(nodes)} for tier, nodes in tiers],
         'far_nodes': [2, 3], 'promotes': promotes, 'demotes': demotes,
         'state': 'on' if promotes and demotes else 'off',
-        'problems': list(problems)}
+        'problems': list(problems), 'cgroup': cgroup,
+        'demotes_bound_memory': bound}
 
 
 def document(situation, hostname=HOST, numa=False):
@@ -138,7 +156,8 @@ def document(situation, hostname=HOST, numa=False):
     if numa:
         data['dram_cache_gb_per_cell'] = '0:128,1:128'
     if RECORDED[situation] is not None:
-        data['kernel_tiering'] = tiering_object(*RECORDED[situation])
+        data['kernel_tiering'] = tiering_object(
+            *RECORDED[situation], bound=situation in DEMOTES_BOUND)
     return data
 
 
@@ -232,10 +251,11 @@ class KernelTieringTestCase(TieringTestCase):
             # The verdict written by hand is the core's verdict.
             verdict = tiering.judge(host.tiering_entry.settings(),
                                     host.cell_ids, (2, 3))
-            self.assertEqual((recorded[4], recorded[5], recorded[6]),
+            self.assertEqual((recorded[4], recorded[5], recorded[6],
+                              situation in DEMOTES_BOUND),
                              (verdict.promotes, verdict.demotes,
-                              tuple(p.code for p in verdict.problems)),
-                             situation)
+                              tuple(p.code for p in verdict.problems),
+                              verdict.demotes_bound_memory), situation)
             self.assertEqual((0, 1), host.cell_ids)
 
     def test_each_situation(self):
@@ -281,7 +301,7 @@ class KernelTieringTestCase(TieringTestCase):
                 ran.splitlines(), situation)
             with open(os.path.join(tools.dir, SOURCE)) as f:
                 self.assertEqual('{}\n', f.read())
-        self.assertIn('the kernel (Linux 6.8.0) demotes but does not '
+        self.assertIn('the kernel (Linux 7.0.0) demotes but does not '
                       'promote for CXL nodes 2, 3: numa_balancing is 1',
                       [f for f in self.findings(cloud('numa_balancing 1 '
                                                       'only'))
@@ -391,14 +411,91 @@ class DiscoveredTreesTestCase(TieringTestCase):
                     host.kernel_tiering == tiering.OFF and key is None,
                     'kernel-tiering-mismatch' in codes, name)
                 self.assertEqual(name is None,
-                                 codes == {'kernel-tiering-unknown'}, name)
+                                 'kernel-tiering-unknown' in codes, name)
+                # The doctor names the host exactly where discovery said
+                # its reclaim may demote bound memory.
+                said = host.tiering_entry is not None and hostfile.given(
+                    host.tiering_entry.demotes_bound_memory)
+                self.assertEqual(bool(said),
+                                 'kernel-demotes-bound-memory' in codes,
+                                 name)
                 self.assertEqual(set(), {f.code for f in found} - codes,
                                  name)
                 for finding in found:
                     self.assert_shell(finding.fix)
         self.assertLessEqual({'kernel-tiering-half-on',
                               'far-node-in-dram-tier',
-                              'kernel-tiering-mismatch'}, seen)
+                              'kernel-tiering-mismatch',
+                              'kernel-demotes-bound-memory'}, seen)
+        # And one tree where it keeps bound memory in place.
+        self.assertIn('bound_kept', trees)
+
+
+class BoundMemoryTestCase(TieringTestCase):
+    """kernel-demotes-bound-memory: the host's release and cgroups."""
+
+    def mysql(self):
+        return bound_flavor('mysql', 16, **{'hw:numa_nodes': '2'})
+
+    def finding(self, snap):
+        (finding,) = [f for f in self.findings(snap)
+                      if f.code == 'kernel-demotes-bound-memory']
+        self.assertEqual(OBJ, finding.object)
+        self.assert_shell(finding.fix)
+        return finding
+
+    def test_a_bound_flavor_makes_it_a_warning(self):
+        finding = self.finding(cloud('fully on, 6.8', flavors=(self.mysql(),)))
+        self.assertEqual(checks.WARNING, finding.severity)
+        self.assertEqual(
+            'reclaim on kmem1 may demote the cold pages of guests Nova binds '
+            'to CXL nodes 2, 3: Linux 6.8.0 demotes regardless of cpuset and '
+            'memory policy (until 6.16); flavors Nova binds may land there '
+            '(mysql): their whole RAM is charged against the DRAM, but part '
+            'of it may be served from CXL memory', finding.problem)
+        self.assertIn('# boot Linux 7.0 or later (or a 6.19.y that carries '
+                      '1aceed565ff1)\n', finding.fix)
+        self.assertIn('bound-flavor-whole-ram prints the command',
+                      finding.fix)
+        # Information only where no flavor Nova binds lands there.
+        kept_off = cases.flavor('mysql', 16, **{
+            'hw:numa_nodes': '2', 'pmem:modes': 'dram'})
+        finding = self.finding(cloud('fully on, 6.8', flavors=(kept_off,)))
+        self.assertEqual(checks.INFO, finding.severity)
+        self.assertIn('no flavor Nova binds lands there today',
+                      finding.problem)
+
+    def test_the_fix_runs_as_printed(self):
+        tools = self.useFixture(FakeTools())
+        finding = self.finding(cloud('fully on, 6.17'))
+        self.assertIn('for the next demotion node only', finding.problem)
+        # Nothing runs on the host but discovery again.
+        self.assertEqual(['== ssh', HOST, 'sudo', 'nova-pmem-discover',
+                          '--cxl'], tools.run(finding.fix).splitlines())
+
+    def test_cgroup_v1(self):
+        finding = self.finding(cloud('fully on, 7.0 on cgroup v1'))
+        self.assertIn('on cgroup v1 here', finding.problem)
+        self.assertIn('systemd.unified_cgroup_hierarchy=1', finding.fix)
+        self.assertNotIn('boot Linux 7.0', finding.fix)
+
+    def test_a_profile_from_before_the_cgroup_key(self):
+        data = document('fully on')
+        del data['kernel_tiering']['cgroup']
+        del data['kernel_tiering']['demotes_bound_memory']
+        host = discoveredhost.parse(data, SOURCE)
+        finding = self.finding(cloud(None, host=host))
+        self.assertIn('no cgroup v2 cpuset controller was found',
+                      finding.problem)
+        self.assertIn('does not record /proc/mounts', finding.fix)
+
+    def test_kept_in_place(self):
+        # 7.0 on cgroup v2, or a kernel that does not demote.
+        for situation in ('fully on', 'demotion off'):
+            self.assertEqual([], [
+                f for f in self.findings(cloud(situation,
+                                               flavors=(self.mysql(),)))
+                if f.code == 'kernel-demotes-bound-memory'], situation)
 
 
 class AggregateTieringTestCase(TieringTestCase):
@@ -531,8 +628,8 @@ class BoundFlavorTestCase(TieringTestCase):
         self.assertEqual(
             'mysql (hw:numa_nodes=2, 16384 MB, pmem:hot_ratio 0.25) charges '
             '16384 MB of DRAM on cxl_kmem hosts (kmem1), not 4096 MB: Nova '
-            'binds its memory strictly, the kernel can neither promote nor '
-            'demote it', finding.problem)
+            'binds its memory strictly to the DRAM cells, where all of it is '
+            'allocated and the kernel never promotes it', finding.problem)
         self.assertEqual(
             '# keep it off kernel-tiered hosts (and off memory_mode hosts: '
             'no pmem:modes value admits them without cxl_kmem):\n'

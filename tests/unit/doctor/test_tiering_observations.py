@@ -11,8 +11,9 @@
 #    under the License.
 """The doctor on the kernel's tiering the observer recorded.
 
-Tiering off on a host with far nodes, tiering that does not keep up, and
-instances whose hot pages sit on the far node. Each fix is run as printed
+Tiering off on a host with far nodes, tiering that does not keep up,
+instances whose hot pages sit on the far node, and instances whose bound
+memory left its nodes. Each fix is run as printed
 against stand-ins for ``ssh`` and ``openstack`` that record what reaches
 them: the lines the host's root shell gets must be the core's.
 """
@@ -252,3 +253,82 @@ class HotOnFarTestCase(cases.DoctorTestCase, _Runs):
         args, _stdin = self.run_fix(finding.fix, ['server'])
         self.assertEqual(['server', 'migrate', '--live-migration', 'a'],
                          args)
+
+
+# numa_maps as posted to linux-mm (Michal Hocko, 2017-12-07): 6998 pages of
+# 4 KiB of a mapping bound to node 0, on node 1 (here the CPU-less node 2).
+MOVED_MB = 6998 * 4 / 1024.0
+UUID = '5e1f0c2a-0000-4000-8000-00000000b0d1'
+
+
+def bound_instance(off_mb=MOVED_MB, cell=0):
+    """An instance bound to node 0 with ``off_mb`` of it on node 2."""
+    inst = obsdocs.instance(UUID, 'm1.gone', 4 * GB, 0.25, cell=cell,
+                            numa_mb={'0': 4096.0 - off_mb, '2': off_mb})
+    inst.update(near_resident_mb=4096.0 - off_mb, far_resident_mb=off_mb,
+                bound_off_node_mb=off_mb)
+    return inst
+
+
+class BoundMemoryDemotedTestCase(cases.DoctorTestCase, _Runs):
+
+    OBJ = 'instance %s' % UUID
+
+    def finding(self, doc):
+        """The one bound-memory-demoted finding (others may be there)."""
+        found = [f for f in self.findings(observed(doc))
+                 if f.code == 'bound-memory-demoted']
+        self.assertEqual([(checks.WARNING, self.OBJ)],
+                         [(f.severity, f.object) for f in found])
+        return found[0]
+
+    def test_a_kernel_that_demotes_bound_memory(self):
+        # Nothing else to find on the host.
+        self.assertFindings(observed(window([bound_instance()])),
+                            (checks.WARNING, 'bound-memory-demoted',
+                             self.OBJ))
+        finding = self.finding(window([bound_instance()]))
+        self.assertIn('27 MB of the memory Nova binds to its cell (node 0) '
+                      'sits on other NUMA nodes (CPU-less node 2)',
+                      finding.problem)
+        self.assertIn('reclaim demoted it: Linux 6.9.0-1-amd64 demotes '
+                      'regardless of cpuset and memory policy',
+                      finding.problem)
+        # Run as printed: the host's root shell finds the guest's QEMU by
+        # its UUID and moves the pages from node 2 back to node 0.
+        args, stdin = self.run_fix(finding.fix, ['cxl1'])
+        self.assertEqual(['cxl1', 'sudo', 'sh', '-e'], args)
+        self.assertEqual(["pid=$(pgrep -f -- '-uuid %s')" % UUID,
+                          'migratepages "$pid" 2 0'], stdin)
+
+    def test_what_each_kernel_says(self):
+        for tiering_args, said in [
+                (dict(kernel='6.17.0'), 'for the next demotion node only'),
+                (dict(kernel='7.0.1', cgroup='v1'), 'on cgroup v1 here'),
+                (dict(kernel='7.0.1', cgroup='v2'),
+                 'Linux 7.0.1 keeps demoted memory in a cgroup v2 cpuset'),
+                (dict(demotion_enabled=False), 'the kernel does not demote '
+                 'here: something else moved it')]:
+            finding = self.finding(window([bound_instance()],
+                                          **tiering_args))
+            self.assertIn(said, finding.problem, tiering_args)
+        doc = obsdocs.document('cxl1', [bound_instance()], nodes=NODES)
+        self.assertIn("the kernel's tiering was not recorded",
+                      self.finding(doc).problem)
+
+    def test_not_reported(self):
+        # Below 1 MB (rounding), bound and in place, binding nothing, or a
+        # file written before the figure existed.
+        in_place = bound_instance(off_mb=0.0)
+        unbound = bound_instance()
+        del unbound['bound_off_node_mb']
+        for inst in (bound_instance(off_mb=0.5), in_place, unbound):
+            self.assertFindings(observed(window([inst])))
+
+    def test_without_a_cell_no_pages_are_moved(self):
+        # Where its cell is unknown the pages have nowhere to go: the fix
+        # says how to keep them, and runs nothing.
+        finding = self.finding(window([bound_instance(cell=None)]))
+        self.assertTrue(all(line.startswith('#')
+                            for line in finding.fix.splitlines()),
+                        finding.fix)

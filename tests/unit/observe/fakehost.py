@@ -152,10 +152,12 @@ def add_domain(libvirt_dir, name, uuid, pid, state='running', **kwargs):
     write(os.path.join(libvirt_dir, name + '.pid'), '%d' % pid)
 
 
-def add_process(proc, pid, referenced_kb, numa_pages, page_kb=4):
+def add_process(proc, pid, referenced_kb, numa_pages, page_kb=4,
+                policy='default'):
     """A qemu process of /proc: stat, clear_refs, smaps_rollup, numa_maps.
 
-    ``numa_pages`` is {node: pages of page_kb}.
+    ``numa_pages`` is {node: pages of page_kb}, in one mapping of memory
+    policy ``policy`` (``bind:1``: bound with MPOL_BIND to node 1).
     """
     base = os.path.join(proc, str(pid))
     write(os.path.join(base, 'stat'),
@@ -169,9 +171,9 @@ def add_process(proc, pid, referenced_kb, numa_pages, page_kb=4):
           'Anonymous:       9999999 kB\n' % referenced_kb)
     fields = ' '.join('N%d=%d' % (n, p) for n, p in sorted(numa_pages.items()))
     write(os.path.join(base, 'numa_maps'),
-          '7f0000000000 default anon=%d dirty=%d %s kernelpagesize_kB=%d\n'
-          % (sum(numa_pages.values()), sum(numa_pages.values()), fields,
-             page_kb))
+          '7f0000000000 %s anon=%d dirty=%d %s kernelpagesize_kB=%d\n'
+          % (policy, sum(numa_pages.values()), sum(numa_pages.values()),
+             fields, page_kb))
 
 
 def add_nodes(sysfs, cpus, memory_kb=16777216):
@@ -197,9 +199,9 @@ class TwoGuestHost(object):
     """A host tree under ``root``: nodes 0 and 1 with CPUs, node 2 CPU-less.
 
     Guest A: a 4 GiB flavor, 1 GiB touched, 3 GiB on node 0 and 1 GiB on
-    node 2. Guest B: an 8 GiB flavor, 2 GiB touched, 2 GiB on node 1 and
-    2 MiB on node 0. ``vmstat`` holds /proc/vmstat before and after the
-    window.
+    node 2. Guest B: an 8 GiB flavor, 2 GiB touched, its memory bound to
+    node 1 (MPOL_BIND): 2 GiB there and 2 MiB on node 0, off its binding.
+    ``vmstat`` holds /proc/vmstat before and after the window.
     """
 
     def __init__(self, root, vmstat):
@@ -219,7 +221,7 @@ class TwoGuestHost(object):
         add_domain(self.libvirt, 'instance-0000000b', UUID_B, pid=102,
                    flavor='m1.large', memory_mb=8192, vcpus=4)
         add_process(self.proc, 102, referenced_kb=2097152,
-                    numa_pages={0: 512, 1: 2 * GIB_PAGES})
+                    numa_pages={0: 512, 1: 2 * GIB_PAGES}, policy='bind:1')
         self.vmstat = vmstat
         self.write_vmstat(0)
 

@@ -118,6 +118,10 @@ class HostTestCase(testtools.TestCase):
         self.assertEqual(0.25, b['hot_ratio'])
         self.assertEqual({'0': 2.0, '1': 2048.0}, b['numa_mb'])
         self.assertEqual(1, b['cell'])
+        # Bound to node 1: the 2 MiB on node 0 are off its binding; A
+        # binds nothing, and has no such figure.
+        self.assertEqual(2.0, b['bound_off_node_mb'])
+        self.assertNotIn('bound_off_node_mb', a)
         self.assertIsNone(doc['profile'])
         self.assertEqual(
             {'working_set_mb': 3072.0, 'near_memory_mb': None,

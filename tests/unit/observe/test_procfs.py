@@ -17,6 +17,8 @@ step through a pipe (clear, touch N passes, done, read): no sleeps, no
 timing.
 """
 
+import ctypes
+import mmap
 import os
 import select
 import signal
@@ -222,6 +224,72 @@ class TestNumaMaps(testtools.TestCase):
         self._recorded('numa_maps-hugepages.txt')
         self.assertEqual({0: 12560.81640625, 1: 4096.0, 2: 2308.0},
                          procfs.numa_maps(42, proc=self.proc))
+
+    def test_bound_memory_off_its_nodes(self):
+        # The guest RAM libvirt bound to node 0 (bind:0, hugetlbfs) holds
+        # 2048 huge pages on node 1; the default-policy lines count in
+        # ``nodes`` only.
+        self._recorded('numa_maps-hugepages.txt')
+        found = procfs.numa_placement(42, proc=self.proc)
+        self.assertEqual({1: 4096.0}, found.bound_off_node)
+        self.assertEqual(procfs.numa_maps(42, proc=self.proc), found.nodes)
+
+    def test_bound_memory_moved_as_posted(self):
+        # numa_maps as posted to linux-mm (Michal Hocko, "[RFC PATCH] mm:
+        # unclutter THP migration", 2017-12-07): a 100 MB mapping bound to
+        # node 0 by numactl -m 0, after part of it was migrated to node 1.
+        self._recorded('numa_maps-bind-migrated.txt')
+        found = procfs.numa_placement(42, proc=self.proc)
+        self.assertEqual({1: 6998 * 4 / 1024.0}, found.bound_off_node)
+        self.assertEqual({0: 18602 * 4 / 1024.0, 1: 6998 * 4 / 1024.0},
+                         found.nodes)
+
+    def test_policies(self):
+        # As mpol_to_str() prints them (mm/mempolicy.c): flags after "=",
+        # nodes after ":"; the modes with a space in their name split the
+        # field, and bind nothing.
+        self._put('1000 bind=static:0-1 anon=3 N0=1 N1=1 N2=1 '
+                  'kernelpagesize_kB=1024\n'
+                  '2000 bind=static|balancing:1 anon=2 N0=2 '
+                  'kernelpagesize_kB=1024\n'
+                  '3000 interleave:0-2 anon=1 N2=1 kernelpagesize_kB=1024\n'
+                  '4000 weighted interleave:0-2 anon=1 N2=1 '
+                  'kernelpagesize_kB=1024\n'
+                  '5000 prefer (many):0 anon=1 N1=1 kernelpagesize_kB=1024\n'
+                  '6000 default anon=1 N3=1 kernelpagesize_kB=1024\n')
+        found = procfs.numa_placement(42, proc=self.proc)
+        self.assertEqual({2: 1.0, 0: 2.0}, found.bound_off_node)
+        # Nothing bound at all: no figure, not 0.
+        self._put('6000 default anon=1 N3=1 kernelpagesize_kB=1024\n')
+        self.assertIsNone(procfs.numa_placement(
+            42, proc=self.proc).bound_off_node)
+        # Bound and in place: 0 on no node.
+        self._put('6000 bind:3 anon=1 N3=1 kernelpagesize_kB=1024\n')
+        self.assertEqual({}, procfs.numa_placement(
+            42, proc=self.proc).bound_off_node)
+
+    def test_a_real_binding(self):
+        # mbind(MPOL_BIND) of a mapping of this process to node 0, as QEMU
+        # binds guest RAM: the kernel's own numa_maps says bind:0, and no
+        # page of it is elsewhere.
+        if os.uname().machine != 'x86_64':
+            self.skipTest('the mbind syscall number is x86-64\'s')
+        libc = ctypes.CDLL(None, use_errno=True)
+        size = 4 * 1024 * 1024
+        area = mmap.mmap(-1, size)
+        self.addCleanup(area.close)
+        start = ctypes.c_char.from_buffer(area)
+        address = ctypes.addressof(start)
+        del start
+        mask = ctypes.c_ulong(1)
+        if libc.syscall(237, ctypes.c_void_p(address), ctypes.c_ulong(size),
+                        2, ctypes.byref(mask), ctypes.c_ulong(64), 0):
+            self.skipTest('mbind: %s' % os.strerror(ctypes.get_errno()))
+        area.write(b'x' * size)
+        found = procfs.numa_placement(os.getpid())
+        self.assertEqual({}, found.bound_off_node)
+        with open('/proc/self/numa_maps') as f:
+            self.assertIn(' bind:0 ', f.read())
 
     def test_truncated(self):
         self._recorded('numa_maps-truncated.txt')

@@ -45,7 +45,8 @@ ROOT = '$ROOT'
 # Keys version 1 grew after the golden files were written (version-1
 # extensions): the document's and an instance's.
 GROWN = ('tiering',)
-GROWN_INSTANCE = ('near_resident_mb', 'far_resident_mb', 'hot_on_far_mb')
+GROWN_INSTANCE = ('near_resident_mb', 'far_resident_mb', 'hot_on_far_mb',
+                  'bound_off_node_mb')
 
 
 def profile(mode, cells=False):
@@ -231,7 +232,8 @@ class RoundTripTestCase(testtools.TestCase):
         doc = self.windows['kernel-tiered-reference-bits']
         self.assertIsNotNone(doc.tiering)
         for key in GROWN_INSTANCE:
-            self.assertIsNotNone(getattr(doc.instances[0], key), key)
+            self.assertTrue(any(getattr(inst, key) is not None
+                                for inst in doc.instances), key)
         # A golden file (no grown key) reads with them null.
         with open(os.path.join(GOLDEN, 'damon.json')) as f:
             old = observation.parse(json.loads(f.read().replace(

@@ -94,6 +94,8 @@ class RecordedTreesTestCase(TreeTestCase):
                               {'tier': 22, 'nodes': [1]}],
              'far_nodes': [1], 'promotes': True, 'demotes': True,
              'state': 'on', 'problems': [],
+             # No proc/mounts recorded; 6.9 demotes bound memory anyway.
+             'cgroup': None, 'demotes_bound_memory': True,
              # (7000 - 1000) / 60 promoted, (11000 - 2000) / 60
              # candidates, (3500 - 500) / 60 demoted by kswapd.
              'rates': {'numa_hint_faults': 1000.0, 'pgdemote_direct': 0.0,

@@ -20,6 +20,7 @@ per cell; which flavors Nova binds is checked against Nova's own
 import os
 import tempfile
 
+import fixtures
 import hypothesis
 from hypothesis import strategies as st
 import testtools
@@ -151,13 +152,88 @@ class FilesTestCase(testtools.TestCase):
         self.assertIsNotNone(state.kernel)
         self.assertEqual(os.uname().release, state.kernel)
         if state.numa_balancing is not None:
-            self.assertIn(state.numa_balancing, range(4))
+            self.assertIn(state.numa_balancing,
+                          range(tiering.NUMA_BALANCING_MAX + 1))
+        # /proc/mounts is always there: the cpuset's hierarchy, or none.
+        self.assertIn(state.cgroup, tiering.CGROUPS + (None,))
         for tier, nodes in state.tiers or ():
             self.assertTrue(nodes)
         host_wide, _nodes = sysfs.read_counters('/', [0])
         for name, count in host_wide.items():
             self.assertIn(name, tiering.COUNTERS)
             self.assertGreaterEqual(count, 0)
+
+
+# /proc/mounts as the field prints it (the sources are in
+# tests/unit/discover_tiering_data/bound_*/README.rst).
+UNIFIED = ('cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime,'
+           'nsdelegate,memory_recursiveprot 0 0\n')
+HYBRID = (
+    'tmpfs /sys/fs/cgroup tmpfs ro,nosuid,nodev,noexec,mode=755 0 0\n'
+    'cgroup2 /sys/fs/cgroup/unified cgroup2 rw,nosuid,nodev,noexec,'
+    'relatime,nsdelegate 0 0\n'
+    'cgroup /sys/fs/cgroup/systemd cgroup rw,nosuid,nodev,noexec,relatime,'
+    'xattr,name=systemd 0 0\n'
+    'cpu,cpuacct /sys/fs/cgroup/cpu,cpuacct cgroup rw,nosuid,nodev,noexec,'
+    'relatime,cpu,cpuacct 0 0\n'
+    'cpuset /sys/fs/cgroup/cpuset cgroup rw,nosuid,nodev,noexec,relatime,'
+    'cpuset 0 0\n')
+
+
+class MountsTestCase(testtools.TestCase):
+    """Which hierarchy holds the cpuset controller, from /proc/mounts."""
+
+    def parse(self, text):
+        return sysfs.parse_cgroup(text.splitlines(), 'M')
+
+    def test_the_layouts(self):
+        self.assertEqual('v2', self.parse(UNIFIED))
+        # The device is whatever mount was given ("none"): the type is
+        # the third field.
+        self.assertEqual('v2', self.parse(
+            'none /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime '
+            '0 0\n'))
+        # Hybrid: cgroup2 is mounted, but the cpuset controller is v1's.
+        self.assertEqual('v1', self.parse(HYBRID))
+        # Legacy v1 without cgroup2 at all.
+        self.assertEqual('v1', self.parse(HYBRID.split('\n', 2)[2]))
+        # v1 hierarchies without cpuset, and cgroup2: the cpuset is v2's.
+        self.assertEqual('v2', self.parse(
+            UNIFIED + 'cgroup /sys/fs/cgroup/net_cls cgroup rw,net_cls 0 0'))
+        # No cgroup file system: no cpuset to keep memory in.
+        self.assertIsNone(self.parse(
+            'proc /proc proc rw,relatime 0 0\n\n'))
+        # A device named cpuset does not make a cpuset mount.
+        self.assertIsNone(self.parse('cpuset /mnt ext4 rw 0 0\n'))
+
+    def test_not_a_mounts_file(self):
+        exc = self.assertRaises(sysfs.TieringError, self.parse,
+                                UNIFIED + 'cgroup2 on /sys/fs/cgroup\n')
+        self.assertIn('M: line 2 is not', str(exc))
+
+    def test_read(self):
+        self.assertIsNone(sysfs.read_cgroup(tree({})))
+        root = tree({tiering.MOUNTS_FILE: HYBRID})
+        self.assertEqual('v1', sysfs.read_cgroup(root))
+        self.assertEqual('v1', sysfs.read_state(root).cgroup)
+        # An overlay's lowerdir list longer than any line read.
+        long_line = ('overlay /var/lib/x overlay rw,lowerdir=%s 0 0\n'
+                     % ':'.join(['/l/%d' % i for i in range(20000)]))
+        root = tree({tiering.MOUNTS_FILE: long_line + UNIFIED})
+        self.assertEqual('v2', sysfs.read_cgroup(root))
+
+    def test_an_endless_file_is_refused_with_memory_bounded(self):
+        self.useFixture(fixtures.MockPatchObject(
+            sysfs, '_MAX_MOUNTS_BYTES', 1024 * 1024))
+        root = tree({tiering.MOUNTS_FILE: 'proc /proc proc rw 0 0\n'
+                     * 50000})
+        exc = self.assertRaises(sysfs.TieringError, sysfs.read_cgroup,
+                                root)
+        self.assertIn('larger than 1048576 bytes', str(exc))
+        self.assertIn(tiering.MOUNTS_FILE, str(exc))
+        # One line without an end is refused the same way.
+        root = tree({tiering.MOUNTS_FILE: 'x' * (2 * 1024 * 1024)})
+        self.assertRaises(sysfs.TieringError, sysfs.read_cgroup, root)
 
 
 def state(balancing=2, demotion=True, tiers=((4, (0, 1)), (22, (2,)))):
@@ -239,6 +315,85 @@ class JudgeTestCase(testtools.TestCase):
 
     def test_no_far_node(self):
         self.assertEqual('off', self.judge(state(), far=()).state)
+
+
+class BoundDemotionTestCase(testtools.TestCase):
+    """Whether reclaim may move a bound guest's memory, release by release.
+
+    The table is the kernel's history as kernel-tiering.rst tells it
+    (5.15 to 6.15 ignore cpuset and mempolicy; 6.16 to 6.19 check a cgroup
+    v2 cpuset for the next node only; 7.0 checks every target of a cgroup
+    v2 cpuset; v1 is never checked), written out by hand.
+    """
+
+    # (osrelease, cpuset hierarchy, may demote bound memory)
+    TABLE = [
+        ('5.15.0-125-generic', 'v2', True),
+        ('6.8.0-49-generic', 'v2', True),
+        ('6.12.9-200.fc41.x86_64', 'v1', True),
+        ('6.15.11', 'v2', True),
+        ('6.16.0', 'v2', True),
+        ('6.19.3-arch1-1', 'v2', True),
+        ('7.0.0-14-generic', 'v2', False),
+        ('7.0.0-14-generic', 'v1', True),
+        ('7.0.0-14-generic', None, True),
+        ('7.3.1', 'v2', False),
+        ('10.1', 'v2', False),
+        ('custom', 'v2', True),
+        (None, 'v2', True),
+    ]
+
+    def test_by_release_and_hierarchy(self):
+        for kernel, cgroup, expected in self.TABLE:
+            found = tiering.State(kernel=kernel, numa_balancing=2,
+                                  demotion_enabled=True,
+                                  tiers=((4, (0, 1)), (22, (2,))),
+                                  cgroup=cgroup)
+            verdict = tiering.judge(found, [0, 1], [2])
+            self.assertEqual('on', verdict.state, kernel)
+            self.assertEqual(expected, verdict.demotes_bound_memory,
+                             (kernel, cgroup))
+            note = verdict.bound_note()
+            if not expected:
+                self.assertIsNone(note)
+                continue
+            self.assertEqual(tiering.BOUND_DEMOTION, verdict.bound.code)
+            self.assertIn(kernel or 'release unknown', note)
+            self.assertEqual(1, len(note.splitlines()))
+            # The state stays on: admission already charges bound guests
+            # their whole RAM; the note is about where their pages sit.
+            self.assertNotIn(verdict.bound, verdict.problems)
+
+    def test_only_a_kernel_that_demotes(self):
+        old = dict(kernel='6.8.0-49-generic', cgroup='v1')
+        for found, far in [
+                (tiering.State(numa_balancing=2, demotion_enabled=False,
+                               **old), (2,)),
+                (tiering.State(numa_balancing=2, **old), (2,)),
+                (tiering.State(numa_balancing=2, demotion_enabled=True,
+                               tiers=((4, (0, 1, 2)),), **old), (2,)),
+                (tiering.State(numa_balancing=2, demotion_enabled=True,
+                               **old), ())]:
+            verdict = tiering.judge(found, [0, 1], far)
+            self.assertFalse(verdict.demotes)
+            self.assertFalse(verdict.demotes_bound_memory)
+            self.assertIsNone(verdict.bound_note())
+        # Demoting without promoting still moves bound memory.
+        verdict = tiering.judge(tiering.State(
+            numa_balancing=1, demotion_enabled=True, **old), [0, 1], [2])
+        self.assertEqual(('off', True), (verdict.state,
+                                         verdict.demotes_bound_memory))
+
+    def test_what_each_says(self):
+        def what(kernel, cgroup='v2'):
+            return tiering.bound_demotion(tiering.State(
+                kernel=kernel, cgroup=cgroup)).what
+        self.assertIn('regardless of cpuset and memory policy',
+                      what('6.8.0'))
+        self.assertIn('next demotion node only', what('6.17.0'))
+        self.assertIn('1aceed565ff1', what('6.19.2'))
+        self.assertIn('cgroup v1', what('7.0.0', 'v1'))
+        self.assertIn('/proc/mounts', what('7.0.0', None))
 
 
 KMEM = profile.build(kinds.CXL_KMEM, 4)            # 4096 MB of DRAM
