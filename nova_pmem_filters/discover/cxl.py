@@ -536,7 +536,37 @@ def read_kernel_tiering(runner, nodes):
                       'NUMA node %d holds memory but no memory_tierN/nodelist '
                       'lists it (a recording that left a tier out?)'
                       % untiered[0])
+    above = _above_dram(state, cpu_nodes, far_nodes)
+    if above:
+        node, tier, dram = above
+        cxltools.fail(os.path.join(root, tiering.MEMORY_TIERING_DIR),
+                      'NUMA node %d holds memory without CPUs in '
+                      'memory_tier%d, above the DRAM\'s memory_tier%d: '
+                      'memory faster than the DRAM (HBM, placed by the '
+                      'firmware\'s HMAT data), not far memory; no kind '
+                      'describes such a host' % (node, tier, dram))
     return hostfile.kernel_tiering_entry(state, cpu_nodes, far_nodes)
+
+
+def _above_dram(state, cpu_nodes, far_nodes):
+    """(node, its tier, the DRAM's) of a far node in a faster tier.
+
+    The kernel numbers tiers by abstract distance (memory_tierN, N the
+    distance over its chunk): a lower N is faster memory. The DRAM is
+    memory_tier4 without HMAT data; memory the firmware describes as
+    faster (HBM) gets a lower tier from Linux 6.7 (HMAT-based abstract
+    distance), and the kernel demotes to the DRAM from it, never to it.
+    None when every far node is in the DRAM's tier or below.
+    """
+    dram = [state.tier_of(n) for n in cpu_nodes]
+    dram = [t for t in dram if t is not None]
+    if state.tiers is None or not dram:
+        return None
+    for node in sorted(far_nodes):
+        tier = state.tier_of(node)
+        if tier is not None and tier < min(dram):
+            return node, tier, min(dram)
+    return None
 
 
 def add_kernel_tiering(prof, runner, nodes):

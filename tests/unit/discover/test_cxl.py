@@ -425,6 +425,44 @@ class TestHmem(CxlCase):
                       'CXL RAM and no HMEM device in system-ram mode', err)
         self.assertIn('no kind describes such a host', err)
 
+    def test_hmem_above_the_dram_is_refused(self):
+        # The host of hmem_system_ram with its kernel's tiering recorded,
+        # where the firmware's HMAT describes node 1 as faster than the
+        # DRAM (HBM): Linux 6.7 and later compute a node's abstract
+        # distance from HMAT data (mm/memory-tiers.c) and put it in a tier
+        # above the DRAM's default memory_tier4. Tier 3 is worked out from
+        # the kernel's rule (tier = abstract distance over its chunk; a
+        # faster node has a smaller distance), not copied from a host. The
+        # kernel demotes from it to the DRAM, never to it: not far memory.
+        tmp = self.copy('hmem_system_ram')
+        tiers = os.path.join(tmp, 'sys', 'devices', 'virtual',
+                             'memory_tiering')
+        for relative, text in (
+                ('proc/sys/kernel/osrelease', '6.12.9-200.fc41.x86_64'),
+                ('proc/sys/kernel/numa_balancing', '2'),
+                ('sys/kernel/mm/numa/demotion_enabled', 'true'),
+                ('sys/devices/virtual/memory_tiering/memory_tier4/nodelist',
+                 '0'),
+                ('sys/devices/virtual/memory_tiering/memory_tier3/nodelist',
+                 '1')):
+            path = os.path.join(tmp, relative)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, 'w') as f:
+                f.write(text + '\n')
+        err = self.error(tmp)
+        self.assertIn('NUMA node 1 holds memory without CPUs in '
+                      'memory_tier3, above the DRAM\'s memory_tier4', err)
+        self.assertIn('no kind describes such a host', err)
+        # In the DRAM's tier or below it is the far node it always was.
+        os.rename(os.path.join(tiers, 'memory_tier3'),
+                  os.path.join(tiers, 'memory_tier22'))
+        got = self.profile(tmp)
+        self.assertEqual('cxl_kmem', got['mode'])
+        self.assertEqual('on', got['kernel_tiering']['state'])
+        os.rename(os.path.join(tiers, 'memory_tier22'),
+                  os.path.join(tiers, 'memory_tier5'))
+        self.assertEqual('cxl_kmem', self.profile(tmp)['mode'])
+
     def test_hmem_devdax_is_not_flat(self):
         got = self.profile('cxl_hmem')
         # As cxl_devdax: the DRAM nodes keep their memory, no DRAM cache.
