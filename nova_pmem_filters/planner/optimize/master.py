@@ -173,18 +173,9 @@ class Master(object):
 
     def _cap_rows(self, row, k0, last):
         """The caps' rows: what the nodes take of each cap, within it."""
-        p = self.p
         self.cap_row = []
         for k, (kind, t, value) in enumerate(self.caps):
-            if kind == 'budget':
-                entries = [(self._n(ci, last), c.capex)
-                           for ci, c in enumerate(p.candidates)]
-            elif kind == 'power_kw':
-                entries = [(self._n(ci, t), p.kw(c))
-                           for ci, c in enumerate(p.candidates)]
-            else:
-                entries = [(self._n(ci, last), c.rack_units)
-                           for ci, c in enumerate(p.candidates)]
+            entries = self.cap_entries(kind, t)
             if self.elastic:
                 entries.append((k0 + k, -1.0))
             # Scaled to CAP_SCALE: HiGHS's feasibility tolerance is
@@ -193,6 +184,23 @@ class Master(object):
             scale = CAP_SCALE / value if value > 0 else 1.0
             self.cap_row.append(row([(c, v * scale) for c, v in entries],
                                     float(value) * scale, 'cap'))
+
+    def cap_entries(self, kind, t):
+        """[(N variable, what a node takes of the cap)] of one cap.
+
+        The capex budget and the rack units count the nodes of the last
+        period (nodes bought stay); the power cap those of its period.
+        """
+        p = self.p
+        last = self.nt - 1
+        if kind == 'budget':
+            return [(self._n(ci, last), c.capex)
+                    for ci, c in enumerate(p.candidates)]
+        if kind == 'power_kw':
+            return [(self._n(ci, t), p.kw(c))
+                    for ci, c in enumerate(p.candidates)]
+        return [(self._n(ci, last), c.rack_units)
+                for ci, c in enumerate(p.candidates)]
 
     def layout(self):
         n_n = self.nc * self.nt

@@ -25,6 +25,7 @@ from nova_pmem_filters.planner.optimize import exact
 from nova_pmem_filters.planner.optimize import fleetplan
 from nova_pmem_filters.planner.optimize import incumbents
 from nova_pmem_filters.planner.optimize import master as master_mod
+from nova_pmem_filters.planner.optimize import nodebound
 from nova_pmem_filters.planner.optimize import pricing
 from nova_pmem_filters.planner.optimize import problem as problem_mod
 from nova_pmem_filters.planner import tables
@@ -93,9 +94,14 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
     if best is not None and hard and incumbents.grows_a_cap(master, best):
         best = None
     tell('fleet from the patterns', best)
+    seen = set()
+    if generate and _node_bound_applies(problem, master, best, bound, gap):
+        best, bound = _node_bound(problem, master, best, bound, deadline,
+                                  gap, generated.res, seen)
+        tell('bound of whole node counts', best)
     if generate:
         best, bound = _exact_stage(problem, master, best, bound, deadline,
-                                   gap, hard, scen)
+                                   gap, hard, scen, seen)
         tell('integer program with free nodes', best)
     elif best is None:
         raise errors.Infeasible('no fleet of one workload per node meets '
@@ -140,6 +146,45 @@ def _solve_complete(problem, scen, master, pool, started, deadline, gap,
                            bound, out.bound is not None, started, 0, gap)
 
 
+# Share of the time left that the bound of whole node counts may take
+# (several periods, caps, or the vms objective); the exact stage has the
+# rest, with the bound as its lower row. Where the exact stage cannot
+# prove (too many free nodes), the bound is the only proof: it takes more.
+_NODE_BOUND_SHARE = 0.5
+_NODE_BOUND_SHARE_ALONE = 0.8
+
+
+def _node_bound_applies(problem, master, best, bound, gap):
+    """Whether :mod:`nodebound` may raise the bound (and find a fleet).
+
+    One period without caps (TCO) has its own (:mod:`nodecuts`, in
+    :func:`incumbents.best_of_patterns`).
+    """
+    return (nodebound.applies(problem)
+            and not pricing.farley_applies(problem, master)
+            and bool(np.isfinite(bound))
+            and not fleetplan.is_proven(best, bound, gap))
+
+
+def _node_bound(problem, master, best, bound, deadline, gap, lp_res, seen):
+    """(best fleet, bound) after the bound of whole node counts.
+
+    ``seen`` gets the configurations of the node counts it found.
+    """
+    hard = master.elastic and bool(master.caps)
+    proves = exact.free_nodes(problem, master,
+                              None if best is None else best.fun, hard)[2]
+    share = _NODE_BOUND_SHARE if proves else _NODE_BOUND_SHARE_ALONE
+    until = time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
+    fleets = []
+    bound = nodebound.raise_bound(problem, master, best, bound, until, gap,
+                                  fleets.append, lp_res, seen)
+    for solution in fleets:
+        if best is None or solution.fun < best.fun:
+            best = solution
+    return best, bound
+
+
 def _unproven_infeasible(master):
     return ('no fleet of whole nodes that meets the demand%s was found '
             'within the time limit; it is not proven that none exists: '
@@ -147,9 +192,12 @@ def _unproven_infeasible(master):
             % (' within the caps' if master.caps else ''))
 
 
-def _exact_stage(problem, master, best, bound, deadline, gap, hard, scen):
+def _exact_stage(problem, master, best, bound, deadline, gap, hard, scen,
+                 seen=()):
     """The integer program with free nodes, when the fleet is not proven.
 
+    Without a proof affordable, the free nodes go to the configurations of
+    the fleet at hand and those of the bound's node counts (``seen``).
     Returns (best fleet, bound); raises Infeasible when no fleet exists.
     """
     proven = fleetplan.is_proven(best, bound, gap)
@@ -157,7 +205,8 @@ def _exact_stage(problem, master, best, bound, deadline, gap, hard, scen):
     if not proven and remaining <= 0:
         clock.cut('the integer program with free nodes')
     if not proven and remaining > 0:
-        focus = best.configs(master) if best is not None else ()
+        focus = set(seen) | (best.configs(master) if best is not None
+                             else set())
         out = exact.solve(
             problem, master, None if best is None else best.fun,
             max(remaining, 1.0), gap, hard,

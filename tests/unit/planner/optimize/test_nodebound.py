@@ -1,0 +1,130 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The bound of whole node counts in every period, under caps, per objective.
+
+Each case is small enough for the oracle of :mod:`test_oracle` (every
+fleet enumerated, nothing of the solver called) and is solved by column
+generation (``every_pattern=False``), the path of problems too large to
+list. The bound is run alone on the LP of column generation: it must
+never pass the oracle's optimum (a cut that cut off the optimum would),
+and a fleet it finds is feasible, so no better than the optimum. Then the
+whole solve must give the oracle's answer, proven. The property tests of
+:mod:`test_oracle` run the same path on random scenarios; these pin one
+case of each kind.
+"""
+
+import time
+from unittest import mock
+
+import testtools
+
+from nova_pmem_filters.planner import optimize
+from nova_pmem_filters.planner.optimize import colgen
+from nova_pmem_filters.planner.optimize import master as master_mod
+from nova_pmem_filters.planner.optimize import nodebound
+from nova_pmem_filters.planner.optimize import pricing
+from tests.unit.planner.optimize import base
+from tests.unit.planner.optimize import test_oracle
+
+WORKLOADS = {
+    'redis': {'vcpus': 4, 'ram_gb': 24, 'used_gb': 20, 'hot_ratio': 0.2},
+    'mysql': {'vcpus': 8, 'ram_gb': 64, 'used_gb': 60, 'hot_ratio': 0.5,
+              'modes': ['dram', 'memory_mode']},
+}
+CONFIGS = {name: test_oracle.POOL[name]
+           for name in ('dram-384', 'mm-192-512', 'mm-256-1024')}
+# Two periods: growth, nodes bought staying.
+GROWTH = [{'name': 'y1', 'years': 2, 'vms': {'redis': 20, 'mysql': 6}},
+          {'name': 'y2', 'years': 3, 'vms': {'redis': 41, 'mysql': 13}}]
+
+
+class NodeBoundTestCase(testtools.TestCase):
+
+    def problem(self, objective, periods=GROWTH, **caps):
+        scen = base.scenario_of(WORKLOADS, CONFIGS, demand=periods)
+        problem = optimize.build(scen, objective=objective, **caps)
+        answer = test_oracle.Oracle(problem).best(**{
+            cap: caps.get(cap) for cap in test_oracle.CAPS})
+        self.assertIsNotNone(answer)
+        # The master minimises: TCO, or minus what is served.
+        optimum = (answer.objective if objective == 'tco'
+                   else -answer.objective)
+        return scen, problem, answer, optimum
+
+    def check(self, objective, periods=GROWTH, **caps):
+        scen, problem, answer, optimum = self.problem(objective, periods,
+                                                      **caps)
+        slack = 1e-6 * max(abs(optimum), 1.0)
+        # The bound alone, from the LP of column generation: never past
+        # the optimum, never below the LP's; a fleet it finds on its
+        # nodes (tco) is no better than the optimum.
+        master = master_mod.Master(problem)
+        master.pricing_gap = pricing.pricing_gap(0.0)
+        colgen.seed(problem, master)
+        deadline = time.monotonic() + base.LONG
+        generated = colgen.generate_columns(problem, master, deadline,
+                                            deadline, 0.0, True, None)
+        found = []
+        bound = nodebound.raise_bound(problem, master, None,
+                                      generated.bound, deadline, 0.0,
+                                      found.append, generated.res)
+        self.assertLessEqual(bound, optimum + slack)
+        self.assertGreaterEqual(bound, generated.bound - slack)
+        for fleet in found:
+            self.assertGreaterEqual(fleet.fun, optimum - slack)
+        # The whole solve, on the path of problems too large to list.
+        raised = []
+        real = nodebound.raise_bound
+
+        def watched(*args, **kwargs):
+            raised.append(real(*args, **kwargs))
+            return raised[-1]
+
+        with mock.patch.object(nodebound, 'raise_bound', watched):
+            plan = optimize.solve(problem, scen=scen, time_limit=base.LONG,
+                                  gap=0.0, every_pattern=False)
+        for each in raised:
+            self.assertLessEqual(each, optimum + slack)
+        self.assertTrue(test_oracle.close(answer.objective, plan.objective),
+                        '%r, the oracle %r' % (plan.objective,
+                                               answer.objective))
+        self.assertEqual('optimal', plan.status)
+        return bound, generated.bound, answer
+
+    def test_tco_in_two_periods(self):
+        bound, lp, _answer = self.check('tco')
+        # Whole nodes cost more than the LP's fractional ones.
+        self.assertGreater(bound, lp)
+
+    def test_tco_under_a_power_cap(self):
+        _scen, problem, _answer, _optimum = self.problem('tco')
+        least = test_oracle.Oracle(problem).least()
+        # The least power any fleet serving the demand draws: it binds.
+        self.check('tco', power_kw=least['power_kw'],
+                   rack_units=least['rack_units'] + 2)
+
+    def least_budget(self):
+        _scen, problem, _answer, _optimum = self.problem('tco')
+        return test_oracle.Oracle(problem).least()['budget']
+
+    def test_vms_under_a_budget(self):
+        # Less than any fleet serving all of it costs: some is not served.
+        _b, _lp, answer = self.check('vms', budget=0.8 * self.least_budget())
+        wanted = sum(sum(p['vms'].values()) for p in GROWTH)
+        self.assertLess(answer.objective, wanted)
+
+    def test_throughput_under_a_budget(self):
+        self.check('throughput', budget=0.8 * self.least_budget())
+
+    def test_one_period_under_a_cap(self):
+        self.check('tco', periods={'redis': 41, 'mysql': 13},
+                   rack_units=10.0)
