@@ -25,11 +25,35 @@ a lower bound.
 
     python benchmarks/simulate_placement.py [--hosts 5000]
         [--placements 100000] [--samples 40]
+
+``--scale`` measures how the simulator grows instead: the built-in
+scenario's fleet of ``mm-192-512`` nodes and its demand (1,000 VMs living 30
+days on average), as ``nova-pmem-planner simulate --nodes
+mm-192-512=N --days D`` simulates them, at 10,000, 100,000 and 1,000,000
+nodes over 365 days, then at the largest fleet over longer traces (more
+events). Each step runs in a process of its own, so that no step inherits
+another's memory: it prints the wall and CPU seconds of the simulation
+(the fleet, the trace, the replay and the summary; start-up and imports
+left out), the wall seconds of the whole process, its peak RSS
+(``getrusage``), and for the CPU seconds and the peak RSS the ratio to the
+step before with the empirical growth exponent, log(ratio) / log(ratio of
+nodes or of events). The best of ``--repeats`` runs of each step is kept
+(each time its least, the peak RSS its highest): the machine's other work
+only ever adds time. The goal, and the exit status: 1,000,000 nodes over
+the default trace in under 20 s (the whole process) and 1 GB.
+
+    python benchmarks/simulate_placement.py --scale
+        [--scale-nodes 10000,100000,1000000] [--scale-days 365,1460,5840]
+        [--repeats 1]
 """
 
 import argparse
 import gc
+import json
 import logging
+import math
+import os
+import subprocess
 import sys
 import time
 from unittest import mock
@@ -174,13 +198,143 @@ class NovaMirror(object):
         return (weighed[0].obj.host if weighed else None), seconds
 
 
+# --scale: the configuration of the nodes, the goal's fleet and its bounds.
+SCALE_CONFIG = 'mm-192-512'
+GOAL_NODES = 1000000
+GOAL_DAYS = 365.0
+GOAL_SECONDS = 20.0
+GOAL_MB = 1024.0
+
+
+# One step of --scale, run by a fresh interpreter: the planner's imports
+# only (not Nova's, which the comparison above needs), then the simulation,
+# timed; a JSON line on stdout.
+SCALE_STEP = """
+import gc, json, resource, sys, time
+from nova_pmem_filters.planner import scenario, simulate
+nodes, days, seed = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+scen = scenario.load()
+imports_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+gc.collect()
+wall, cpu = time.perf_counter(), time.process_time()
+run = simulate.run(scen, nodes={%r: nodes}, days=days, seed=seed)
+cpu = time.process_time() - cpu
+wall = time.perf_counter() - wall
+peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+print(json.dumps({'events': len(run.events), 'wall': wall, 'cpu': cpu,
+                  'peak_mb': peak_mb, 'imports_mb': imports_mb,
+                  'boots': run.rows[-1]['boots']}))
+""" % SCALE_CONFIG
+# Linux counts in a process's ru_maxrss the RSS of its parent when it was
+# spawned: a step is started by an interpreter that does nothing else, so
+# that its peak is its own, not that of this process and its Nova imports.
+LAUNCH = 'import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))'
+
+
+def _measure(nodes, days, seed, repeats):
+    """The best of ``repeats`` processes running one step."""
+    best = None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, '-c', LAUNCH, sys.executable, '-c', SCALE_STEP,
+             str(nodes), repr(days), str(seed)], check=True,
+            stdout=subprocess.PIPE, text=True).stdout
+        step = json.loads(out.strip().splitlines()[-1])
+        # The whole process, start-up and imports too: what a user waits.
+        step['process'] = time.perf_counter() - started
+        step['nodes'] = nodes
+        if best is None:
+            best = step
+            continue
+        for key in ('wall', 'cpu', 'process'):
+            best[key] = min(best[key], step[key])
+        best['peak_mb'] = max(best['peak_mb'], step['peak_mb'])
+    return best
+
+
+def _growth(step, before, size):
+    """'x ratio (exponent)' of CPU seconds and of peak MB, or blanks."""
+    if before is None or step[size] == before[size]:
+        return '%17s %17s' % ('', '')
+    scale = math.log(float(step[size]) / before[size])
+    cells = []
+    for key in ('cpu', 'peak_mb'):
+        ratio = step[key] / before[key]
+        cells.append('x%6.2f (%5.2f)' % (ratio, math.log(ratio) / scale))
+    return '%17s %17s' % tuple(cells)
+
+
+def scale(args):
+    nodes = [int(n) for n in args.scale_nodes.split(',')]
+    days = [float(d) for d in args.scale_days.split(',')]
+    seed = 0 if args.seed is None else args.seed
+    try:
+        load = '%.1f' % os.getloadavg()[0]
+    except OSError:
+        load = 'unknown'
+    print('simulate --nodes %s=N --days D, the built-in scenario\'s demand; '
+          '%d CPUs, load average %s; best of %d run(s) per step, each in a '
+          'process of its own' % (SCALE_CONFIG, os.cpu_count() or 0, load,
+                                  args.repeats))
+    print('%-6s %8s %5s %7s %7s %7s %9s %8s %17s %17s' % (
+        'axis', 'nodes', 'days', 'events', 'wall s', 'CPU s', 'process s',
+        'peak MB', 'CPU x (exp.)', 'peak MB x (exp.)'))
+    steps = [('nodes', n, days[0]) for n in nodes]
+    steps += [('events', nodes[-1], d) for d in days[1:]]
+    goal = None
+    before = {}
+    for axis, n, d in steps:
+        step = _measure(n, d, seed, args.repeats)
+        size = 'nodes' if axis == 'nodes' else 'events'
+        if axis == 'events' and 'events' not in before:
+            before['events'] = before['nodes']
+        print('%-6s %8d %5g %7d %7.2f %7.2f %9.2f %8.1f %s' % (
+            axis, n, d, step['events'], step['wall'], step['cpu'],
+            step['process'], step['peak_mb'],
+            _growth(step, before.get(axis), size)))
+        before[axis] = step
+        if n == GOAL_NODES and d == GOAL_DAYS:
+            goal = step
+    print('wall and CPU s: the simulation; process s: the whole process, '
+          'start-up and imports too; exponent: log(ratio to the step above) '
+          '/ log(ratio of nodes or events); peak MB includes the interpreter '
+          'and its imports (%.0f MB)' % before['nodes']['imports_mb'])
+    if goal is None:
+        return 0
+    verdict = goal['process'] < GOAL_SECONDS and goal['peak_mb'] < GOAL_MB
+    print('VERDICT %s: %d nodes, %d events in %.1f s (the simulation %.1f '
+          's, %.1f s CPU) and %.0f MB; goal under %g s and %g MB' % (
+              'PASS' if verdict else 'FAIL', GOAL_NODES, goal['events'],
+              goal['process'], goal['wall'], goal['cpu'], goal['peak_mb'],
+              GOAL_SECONDS, GOAL_MB))
+    return 0 if verdict else 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--hosts', type=int, default=5000)
     parser.add_argument('--placements', type=int, default=100000)
     parser.add_argument('--samples', type=int, default=40)
-    parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--seed', type=int,
+                        help='seed of the trace (default: 1; with --scale '
+                             '0, the command\'s)')
+    parser.add_argument('--scale', action='store_true',
+                        help='measure the growth in nodes and in events')
+    parser.add_argument('--scale-nodes', default='10000,100000,1000000',
+                        help='fleets of --scale (default: %(default)s)')
+    parser.add_argument('--scale-days', default='365,1460,5840',
+                        help='trace lengths of --scale, the first for the '
+                             'nodes, the others at the largest fleet '
+                             '(default: %(default)s)')
+    parser.add_argument('--repeats', type=int, default=1,
+                        help='runs of each --scale step (default: '
+                             '%(default)s)')
     args = parser.parse_args(argv)
+    if args.scale:
+        return scale(args)
+    if args.seed is None:
+        args.seed = 1
     logging.basicConfig(level=logging.WARNING)
     CONF([], project='nova', default_config_files=[],
          default_config_dirs=[])

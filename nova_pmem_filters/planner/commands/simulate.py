@@ -18,18 +18,20 @@ from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import progress
 
 # The replay shows progress from this many events on
-# (nova_pmem_filters.planner.progress), or from this many host evaluations
-# (events x nodes given with --nodes): each boot weighs every host, so a few
-# events on a large fleet are long.
+# (nova_pmem_filters.planner.progress), or on a fleet of this many nodes
+# given with --nodes: a boot weighs groups of alike hosts, not each host,
+# but building the fleet and sampling it read every host, so a few events
+# on a large fleet take seconds.
 PROGRESS_FROM = 20000
-PROGRESS_FROM_WORK = 10 ** 7
+PROGRESS_FROM_NODES = 100000
 # Events replayed between two progress updates.
 EVENTS_PER_UPDATE = 1000
 
 
 # The most nodes a simulation places VMs on (--nodes, in all): a fleet
-# beyond it is refused before it is built.
-MAX_NODES = 100000
+# beyond it is refused before it is built. A million take seconds and a
+# few hundred MB.
+MAX_NODES = 1000000
 
 
 def _pairs(option, values, convert, limit=None):
@@ -186,18 +188,19 @@ class Simulate(base.ShortTableLister):
                                             seed=parsed_args.seed)
         line = progress.for_command(self, parsed_args, 'simulate')
         total = len(events) if events else 0
-        hosts = sum(nodes.values()) if nodes else 1
-        if total < PROGRESS_FROM and total * hosts < PROGRESS_FROM_WORK:
+        hosts = sum(nodes.values()) if nodes else 0
+        if total < PROGRESS_FROM and hosts < PROGRESS_FROM_NODES:
             line.enabled = False
 
         def replayed(count):
-            if (count % EVENTS_PER_UPDATE == 0 or count == total
-                    or count % max(1, PROGRESS_FROM_WORK // hosts) == 0):
+            if count % EVENTS_PER_UPDATE == 0 or count == total:
                 line.update('events replayed', count, total)
 
         with line:
             if nodes is None and parsed_args.fleet is None:
                 line.update('the optimiser\'s fleet for the mix')
+            elif hosts >= PROGRESS_FROM_NODES:
+                line.update('the fleet of %d hosts' % hosts)
             run = simulate.run(scen, nodes=nodes,
                                fleet_dir=parsed_args.fleet, events=events,
                                mix=mix, days=days, lifetime_days=lifetime,

@@ -27,8 +27,9 @@ as Nova places it, with ``host_subset_size = 1``:
    each normalised as ``nova.weights.normalize`` does and multiplied by its
    multiplier; the first host of the highest weight wins.
 
-The state of the fleet is a set of arrays, one entry per host, so a
-placement costs a few vector operations whatever the fleet's size.
+The state of the fleet is a set of arrays, one entry per host; a
+placement costs a few vector operations over the groups of alike hosts
+(same kind, same usage), whatever the fleet's size.
 
 Hosts have no NUMA cells here: :func:`run` refuses workloads with
 ``numa_nodes`` (``hw:numa_nodes`` flavors) rather than replay them

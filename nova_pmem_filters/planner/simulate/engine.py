@@ -15,8 +15,10 @@ A boot is placed as Nova places it with ``host_subset_size = 1``:
 Placement's allocation candidates, then the filters PmemModeFilter and
 PmemCacheFilter through the core's rules, then the weighers in Nova's order
 and arithmetic. The state of the fleet is a set of arrays, one entry per
-host, so a placement costs a few vector operations whatever the fleet's
-size.
+host; a placement is decided on the groups of alike hosts (same kind, same
+usage), which pass the same filters and weigh the same floats, so that it
+costs a few vector operations over the groups: a fleet of a million hosts,
+most of them empty, is a handful of groups.
 
 Each host's near memory is charged as the scheduler's ledger charges it:
 the hot RAM and the whole RAM of its instances, and the same of those
@@ -29,7 +31,13 @@ cell (:data:`HOST_CELL`) and the rules, given no cells, decide host-wide,
 which is what the scheduler decides on a host of one cell.
 """
 
+import bisect
+import collections.abc
 import dataclasses
+import heapq
+import itertools
+import operator
+import types
 
 import numpy as np
 import pandas as pd
@@ -179,67 +187,249 @@ class _Request(object):
             self.tier.append(decide.tier_score(self.request, prof))
         self.mode_ok = np.array(self.mode_ok, dtype=bool)
         self.tier = np.array(self.tier, dtype=float)
+        # What an instance adds to each of Fleet.USAGE; None: nothing.
+        bound = (self.hot_mb, self.ram_mb) if self.binds else (None, None)
+        self.amounts = (flavor.vcpus, flavor.memory_mb, self.near_mb,
+                        self.hot_mb, self.ram_mb) + bound
+        self._profiles = [kind.profile for kind in host_kinds]
+        self._ratio = scheduler.cache_overcommit_ratio
+        self._rules = {}
+
+    def cache_rule(self, k):
+        """PmemCacheFilter's rule on hosts of kind ``k``, made once.
+
+        :func:`decide.cache_check` is this rule applied to one host.
+        """
+        key = ('cache', int(k))
+        if key not in self._rules:
+            self._rules[key] = decide.cache_rule(
+                self._profiles[key[1]], self._ratio, self.request,
+                self.flavor.memory_mb, self.accounted, self.fit is not None)
+        return self._rules[key]
+
+    def headroom_rule(self, k):
+        """PmemCacheHeadroomWeigher's score on hosts of kind ``k``, once.
+
+        :func:`decide.headroom_score` is this score of one host.
+        """
+        key = ('headroom', int(k))
+        if key not in self._rules:
+            self._rules[key] = decide.headroom_rule(
+                self._profiles[key[1]], self._ratio, self.request,
+                self.flavor.memory_mb)
+        return self._rules[key]
+
+
+class HostNames(collections.abc.Sequence):
+    """The hosts' names, ``<kind>-<serial>``, made when asked for.
+
+    A fleet of a million hosts would otherwise hold a million strings that
+    a replay reads only for the hosts it places VMs on.
+    """
+
+    def __init__(self, host_kinds):
+        self._kinds = tuple(host_kinds)
+        self._ends = list(itertools.accumulate(k.count for k in self._kinds))
+
+    def __len__(self):
+        return self._ends[-1] if self._ends else 0
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        index = operator.index(index)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError('host index out of range')
+        k = bisect.bisect_right(self._ends, index)
+        kind = self._kinds[k]
+        serial = index - (self._ends[k] - kind.count) + 1
+        return '%s-%0*d' % (kind.name, len(str(kind.count)), serial)
+
+
+def _hot_ram(table, idx):
+    """The :class:`nearmem.HotRam` of the rows ``idx`` of a table.
+
+    As the scheduler's ledger records it, the bound instances on
+    :data:`HOST_CELL`. A table is the fleet (a row per host) or its
+    :class:`_Groups` (a row per group of alike hosts).
+    """
+    return nearmem.HotRam(table.hot_used[idx],
+                          {HOST_CELL: table.bound_hot_used[idx]},
+                          table.ram_used[idx],
+                          {HOST_CELL: table.bound_ram_used[idx]})
+
+
+def _candidates(table, req):
+    """Placement on the rows of a table: those whose inventories hold it."""
+    f = req.flavor
+    ok = ((table.vcpu_used + f.vcpus <= table.vcpu_cap)
+          & (f.vcpus <= table.vcpus)
+          & (table.mem_used + f.memory_mb <= table.mem_cap)
+          & (f.memory_mb <= table.memory_mb))
+    if req.near_mb:
+        ok &= ((table.near_used + req.near_mb <= table.near_cap)
+               & (req.near_mb <= table.near_max_unit))
+    return ok
+
+
+def _filtered(table, req, ok):
+    """The filters on the candidate rows: (passing, reason if none)."""
+    if not ok.any():
+        return ok, NO_RESOURCES
+    if req.request is None or decide.flavor_conflict(req.request):
+        return ok & False, decide.REJECT_CONFLICT
+    after_mode = ok & req.mode_ok[table.kind]
+    if not after_mode.any():
+        reasons = {req.mode_reason[k] for k in set(table.kind[ok])}
+        return after_mode, (decide.REJECT_MODE
+                            if decide.REJECT_MODE in reasons
+                            else decide.REJECT_UNKNOWN)
+    # PmemCacheFilter, kind by kind on the rows' hot RAM.
+    passing = after_mode.copy()
+    reasons = set()
+    for k in set(table.kind[after_mode]):
+        idx = np.flatnonzero(after_mode & (table.kind == k))
+        passes, reason, _view = req.cache_rule(k)(
+            _hot_ram(table, idx), None, req.fit)
+        if np.ndim(passes):
+            failed = idx[~passes]
+        else:
+            # One verdict for the kind, whatever the rows hold.
+            failed = idx[:0] if passes else idx
+        if len(failed):
+            passing[failed] = False
+            reasons.add(reason)
+    if not passing.any():
+        return passing, (decide.REJECT_CACHE
+                         if decide.REJECT_CACHE in reasons
+                         else decide.REJECT_UNKNOWN)
+    return passing, None
+
+
+def _weights(fleet, table, req, idx):
+    """Nova's weighed sum over the rows ``idx`` of a table (two or more).
+
+    Each row's sum is the same float whatever the other rows are, but for
+    the largest free RAM and free vCPUs of the rows, by which RAMWeigher
+    and CPUWeigher normalise.
+    """
+    sched = fleet.scheduler
+    total = np.zeros(len(idx))
+    for weigher in WEIGHERS:
+        if weigher == 'ram':
+            raw = (table.memory_mb[idx] - table.reserved_mb[idx]
+                   - table.mem_used[idx])
+            norm = _normalize(raw, low=0.0)
+        elif weigher == 'cpu':
+            raw = (table.vcpus[idx] * table.cpu_ratio[idx]
+                   - table.vcpu_used[idx])
+            norm = _normalize(raw, low=0.0)
+        elif weigher == 'tier':
+            norm = req.tier[table.kind[idx]]
+        else:
+            norm = np.zeros(len(idx))
+            if req.request is not None:
+                mm = table.memory_mode[idx]
+                for k in set(table.kind[idx[mm]]):
+                    sel = mm & (table.kind[idx] == k)
+                    norm[sel] = req.headroom_rule(k)(
+                        _hot_ram(table, idx[sel]), None, req.fit)
+        total = total + sched.multiplier(weigher) * norm
+    return total
 
 
 class Fleet(object):
-    """The hosts' inventories and usage, as arrays."""
+    """The hosts' inventories and usage, as arrays.
+
+    A row per host, and the same hosts grouped by kind and usage
+    (:class:`_Groups`): a boot is decided on the groups, whose rows hold
+    the same numbers as their hosts' rows.
+    """
+
+    # What a host holds: the columns a claim or a release changes.
+    USAGE = ('vcpu_used', 'mem_used', 'near_used', 'hot_used', 'ram_used',
+             'bound_hot_used', 'bound_ram_used')
+    # What a host is: the same for the hosts of a kind.
+    FIXED = ('vcpus', 'cpu_ratio', 'memory_mb', 'reserved_mb', 'ram_ratio',
+             'near_total', 'near_ratio', 'near_max_unit', 'cache_mb',
+             'memory_mode', 'vcpu_cap', 'mem_cap', 'near_cap')
 
     def __init__(self, host_kinds, scheduler=None):
         if not host_kinds or not sum(k.count for k in host_kinds):
             raise errors.PlannerError('the fleet to simulate has no hosts')
         self.kinds = tuple(host_kinds)
         self.scheduler = scheduler or Scheduler()
-        kind_of = []
-        for i, kind in enumerate(self.kinds):
-            kind_of.extend([i] * kind.count)
-        self.kind = np.array(kind_of, dtype=int)
-        self.names = []
-        for kind in self.kinds:
-            width = len(str(kind.count))
-            self.names.extend('%s-%0*d' % (kind.name, width, n + 1)
-                              for n in range(kind.count))
-
-        def per_host(values, dtype=float):
-            return np.array(values, dtype=dtype)[self.kind]
-
+        counts = np.array([k.count for k in self.kinds], dtype=int)
+        self.kind = np.repeat(np.arange(len(self.kinds)), counts)
+        # The hosts of kind k are the rows starts[k]:starts[k + 1].
+        self._starts = np.concatenate(([0], np.cumsum(counts)))
+        self.names = HostNames(self.kinds)
+        # Each column per kind, then per host: the same numbers, since the
+        # capacities are the same arithmetic on either.
         ks = self.kinds
-        self.vcpus = per_host([k.vcpus for k in ks])
-        self.cpu_ratio = per_host([k.cpu_allocation_ratio for k in ks])
-        self.memory_mb = per_host([k.memory_mb for k in ks])
-        self.reserved_mb = per_host([k.reserved_host_memory_mb for k in ks])
-        self.ram_ratio = per_host([k.ram_allocation_ratio for k in ks])
+        per_kind = {
+            'vcpus': np.array([k.vcpus for k in ks], dtype=float),
+            'cpu_ratio': np.array([k.cpu_allocation_ratio for k in ks],
+                                  dtype=float),
+            'memory_mb': np.array([k.memory_mb for k in ks], dtype=float),
+            'reserved_mb': np.array([k.reserved_host_memory_mb for k in ks],
+                                    dtype=float),
+            'ram_ratio': np.array([k.ram_allocation_ratio for k in ks],
+                                  dtype=float)}
         near = [placement.near_memory_inventory(
             k.profile.mode, profile.near_memory_gb(
                 k.profile.mode, k.dram_gb, k.profile.dram_cache_gb),
             cache_overcommit_ratio=self.scheduler.cache_overcommit_ratio,
             ram_allocation_ratio=k.ram_allocation_ratio) for k in ks]
-        self.near_total = per_host([n['total'] for n in near])
-        self.near_ratio = per_host([n['allocation_ratio'] for n in near])
-        self.near_max_unit = per_host([n['max_unit'] for n in near])
-        caps = [k.profile.cache_capacity_mb(
-            self.scheduler.cache_overcommit_ratio) or 0.0 for k in ks]
-        self.cache_mb = per_host(caps)
-        self.memory_mode = per_host([k.profile.tiered for k in ks], bool)
+        per_kind['near_total'] = np.array([n['total'] for n in near],
+                                          dtype=float)
+        per_kind['near_ratio'] = np.array([n['allocation_ratio']
+                                           for n in near], dtype=float)
+        per_kind['near_max_unit'] = np.array([n['max_unit'] for n in near],
+                                             dtype=float)
+        per_kind['cache_mb'] = np.array([k.profile.cache_capacity_mb(
+            self.scheduler.cache_overcommit_ratio) or 0.0 for k in ks],
+            dtype=float)
+        per_kind['memory_mode'] = np.array([k.profile.tiered for k in ks],
+                                           dtype=bool)
         # Placement's capacities.
-        self.vcpu_cap = placement.capacity(self.vcpus, 0, self.cpu_ratio)
-        self.mem_cap = placement.capacity(self.memory_mb, self.reserved_mb,
-                                          self.ram_ratio)
-        self.near_cap = placement.capacity(self.near_total, 0,
-                                           self.near_ratio)
+        per_kind['vcpu_cap'] = placement.capacity(
+            per_kind['vcpus'], 0, per_kind['cpu_ratio'])
+        per_kind['mem_cap'] = placement.capacity(
+            per_kind['memory_mb'], per_kind['reserved_mb'],
+            per_kind['ram_ratio'])
+        per_kind['near_cap'] = placement.capacity(
+            per_kind['near_total'], 0, per_kind['near_ratio'])
+        self._per_kind = per_kind
+        for name in self.FIXED:
+            setattr(self, name, per_kind[name][self.kind])
         n = len(self.kind)
-        self.vcpu_used = np.zeros(n)
-        self.mem_used = np.zeros(n)
-        self.near_used = np.zeros(n)
-        self.hot_used = np.zeros(n)
-        # Whole RAM, and the hot and whole RAM of the bound instances.
-        self.ram_used = np.zeros(n)
-        self.bound_hot_used = np.zeros(n)
-        self.bound_ram_used = np.zeros(n)
+        for name in self.USAGE:
+            setattr(self, name, np.zeros(n))
+        self._usage = tuple(getattr(self, name) for name in self.USAGE)
         self.instances = np.zeros(n, dtype=int)
+        # Instances per kind; what the samples reuse.
+        self._kind_instances = [0] * len(self.kinds)
+        self._memo = {}
         self._requests = {}
+        self._groups = _Groups(self)
+        # Each host's charged near memory over its cache, kept up to date
+        # where every host is tiered with a cache (pressure()).
+        self._chargers = [charging.charger(k.profile) for k in ks]
+        self._cache_of = [float(c) for c in per_kind['cache_mb']]
+        self._pressure = None
+        if all(k.profile.tiered and c > 0
+               for k, c in zip(ks, self._cache_of) if k.count):
+            self._pressure = np.zeros(n)
 
     def __len__(self):
         return len(self.kind)
+
+    def hosts_of(self, k):
+        """The rows of the hosts of kind ``k``, as a slice."""
+        return slice(int(self._starts[k]), int(self._starts[k + 1]))
 
     def hot_ram(self, idx):
         """The :class:`nearmem.HotRam` of the hosts ``idx`` (an array).
@@ -247,10 +437,7 @@ class Fleet(object):
         As the scheduler's ledger records it, the bound instances on
         :data:`HOST_CELL`.
         """
-        return nearmem.HotRam(self.hot_used[idx],
-                              {HOST_CELL: self.bound_hot_used[idx]},
-                              self.ram_used[idx],
-                              {HOST_CELL: self.bound_ram_used[idx]})
+        return _hot_ram(self, idx)
 
     def charged_mb(self):
         """Near-memory MB each host's instances charge, as the rules do.
@@ -260,102 +447,61 @@ class Fleet(object):
         """
         charged = self.hot_used.copy()
         for k, kind in enumerate(self.kinds):
-            idx = np.flatnonzero(self.kind == k)
-            charged[idx] = charging.charged(kind.profile,
-                                            self.hot_ram(idx)).total
+            if charging.charger(kind.profile) is not None:
+                rows = self.hosts_of(k)
+                charged[rows] = charging.charged(kind.profile,
+                                                 self.hot_ram(rows)).total
         return charged
 
     def prepare(self, flavor):
         req = self._requests.get(flavor.name)
-        if req is None or req.flavor != flavor:
+        if req is None or (req.flavor is not flavor and req.flavor != flavor):
             req = _Request(flavor, self.scheduler, self.kinds)
             self._requests[flavor.name] = req
         return req
 
-    # -- the three stages --------------------------------------------------
+    # -- the three stages, host by host -------------------------------------
 
     def candidates(self, req):
         """Placement: hosts whose inventories hold the flavor."""
-        f = req.flavor
-        ok = ((self.vcpu_used + f.vcpus <= self.vcpu_cap)
-              & (f.vcpus <= self.vcpus)
-              & (self.mem_used + f.memory_mb <= self.mem_cap)
-              & (f.memory_mb <= self.memory_mb))
-        if req.near_mb:
-            ok &= ((self.near_used + req.near_mb <= self.near_cap)
-                   & (req.near_mb <= self.near_max_unit))
-        return ok
+        return _candidates(self, req)
 
     def filtered(self, req, ok):
         """The filters on the candidates: (passing, reason if none)."""
-        if not ok.any():
-            return ok, NO_RESOURCES
-        if req.request is None or decide.flavor_conflict(req.request):
-            return ok & False, decide.REJECT_CONFLICT
-        after_mode = ok & req.mode_ok[self.kind]
-        if not after_mode.any():
-            reasons = {req.mode_reason[k] for k in set(self.kind[ok])}
-            return after_mode, (decide.REJECT_MODE
-                                if decide.REJECT_MODE in reasons
-                                else decide.REJECT_UNKNOWN)
-        # PmemCacheFilter, kind by kind on the hosts' hot RAM.
-        passing = after_mode.copy()
-        reasons = set()
-        for k in set(self.kind[after_mode]):
-            idx = np.flatnonzero(after_mode & (self.kind == k))
-            passes, reason, _view = decide.cache_check(
-                self.kinds[k].profile, self.scheduler.cache_overcommit_ratio,
-                self.hot_ram(idx), req.request, req.flavor.memory_mb,
-                fit=req.fit, accounted=req.accounted)
-            passes = np.broadcast_to(passes, idx.shape)
-            passing[idx[~passes]] = False
-            if not passes.all():
-                reasons.add(reason)
-        if not passing.any():
-            return passing, (decide.REJECT_CACHE
-                             if decide.REJECT_CACHE in reasons
-                             else decide.REJECT_UNKNOWN)
-        return passing, None
+        return _filtered(self, req, ok)
 
     def weights(self, req, idx):
         """Nova's weighed sum over the passing hosts ``idx``."""
-        sched = self.scheduler
-        total = np.zeros(len(idx))
         if len(idx) <= 1:
-            return total
-        for weigher in WEIGHERS:
-            if weigher == 'ram':
-                raw = (self.memory_mb[idx] - self.reserved_mb[idx]
-                       - self.mem_used[idx])
-                norm = _normalize(raw, low=0.0)
-            elif weigher == 'cpu':
-                raw = (self.vcpus[idx] * self.cpu_ratio[idx]
-                       - self.vcpu_used[idx])
-                norm = _normalize(raw, low=0.0)
-            elif weigher == 'tier':
-                norm = req.tier[self.kind[idx]]
-            else:
-                norm = np.zeros(len(idx))
-                if req.request is not None:
-                    mm = self.memory_mode[idx]
-                    for k in set(self.kind[idx[mm]]):
-                        sel = mm & (self.kind[idx] == k)
-                        norm[sel] = decide.headroom_score(
-                            self.kinds[k].profile,
-                            sched.cache_overcommit_ratio,
-                            self.hot_ram(idx[sel]), req.request,
-                            req.flavor.memory_mb, fit=req.fit)
-            total = total + sched.multiplier(weigher) * norm
-        return total
+            return np.zeros(len(idx))
+        return _weights(self, self, req, idx)
+
+    # -- a boot, on the groups of alike hosts -------------------------------
 
     def choose(self, flavor):
-        """(host index or None, reason when None)."""
+        """(host index or None, reason when None).
+
+        The host Nova's weight handler puts first: the first host of the
+        highest weight. Alike hosts weigh the same, so the stages run on the
+        groups of alike hosts; the first host of the highest weight is then
+        the first host of the groups of the highest weight.
+        """
         req = self.prepare(flavor)
-        passing, reason = self.filtered(req, self.candidates(req))
+        groups = self._groups.table()
+        passing, reason = _filtered(
+            groups, req, _candidates(groups, req) & groups.live)
         idx = np.flatnonzero(passing)
         if not len(idx):
             return None, reason
-        return int(idx[int(np.argmax(self.weights(req, idx)))]), None
+        if len(idx) == 1:
+            # One host, or alike hosts of equal weights.
+            return int(groups.first[idx[0]]), None
+        weights = _weights(self, groups, req, idx)
+        # np.argmax's choice among hosts: the first NaN, if any, else the
+        # first of the largest.
+        nan = np.isnan(weights)
+        best = nan if nan.any() else weights == weights.max()
+        return int(groups.first[idx[best]].min()), None
 
     def claim(self, host, flavor):
         req = self.prepare(flavor)
@@ -365,20 +511,309 @@ class Fleet(object):
         self._charge(host, self.prepare(flavor), -1)
 
     def _charge(self, host, req, sign):
-        self.vcpu_used[host] += sign * req.flavor.vcpus
-        self.mem_used[host] += sign * req.flavor.memory_mb
-        self.near_used[host] += sign * req.near_mb
-        self.hot_used[host] += sign * req.hot_mb
-        self.ram_used[host] += sign * req.ram_mb
-        if req.binds:
-            self.bound_hot_used[host] += sign * req.hot_mb
-            self.bound_ram_used[host] += sign * req.ram_mb
+        # The host's usage is its group's key: the same floats as its rows,
+        # and the same sums as the columns' (Python's and numpy's float64
+        # additions are IEEE's).
+        old = self._groups.key_of(host)
+        usage = tuple(used if amount is None else used + sign * amount
+                      for used, amount in zip(old[1:], req.amounts))
+        for column, used in zip(self._usage, usage):
+            column[host] = used
         self.instances[host] += sign
+        self._kind_instances[old[0]] += sign
+        if self._pressure is not None:
+            self._pressure[host] = self._pressure_of(old[0], usage)
+        self._groups.move(host, old[:1] + usage)
 
     def usable(self, flavor):
         """Hosts where one more VM of the flavor would be placed."""
-        req = self.prepare(flavor)
-        return self.filtered(req, self.candidates(req))[0]
+        return self._usable_groups([flavor])[self._groups.of]
+
+    def _usable_groups(self, flavors):
+        """Per group: whether one more VM of any of ``flavors`` is placed."""
+        groups = self._groups.table()
+        live = groups.live
+        usable = np.zeros(len(live), dtype=bool)
+        for flavor in flavors:
+            req = self.prepare(flavor)
+            usable |= _filtered(groups, req,
+                                _candidates(groups, req) & live)[0]
+        return usable
+
+    # -- what a sample reads --------------------------------------------------
+
+    def kind_instances(self, k):
+        """Instances on the hosts of kind ``k``."""
+        return self._kind_instances[k]
+
+    def share(self, used, capacity, kind_ids):
+        """``used`` over ``capacity`` summed over the hosts of ``kind_ids``.
+
+        The sums numpy takes over those hosts' rows, to the last bit: the
+        capacity's once, the usage from the groups where it is whole
+        numbers (:func:`_exact_sum`), else from the rows.
+        """
+        key = (capacity, tuple(kind_ids))
+        if key not in self._memo:
+            self._memo[key] = getattr(self, capacity)[
+                self._rows_of(kind_ids)].sum()
+        groups = self._groups.table()
+        sel = groups.live & self._kinds_in(kind_ids)[groups.kind]
+        total = _exact_sum(getattr(groups, used)[sel],
+                           self._groups.counts()[sel])
+        if total is None:
+            total = getattr(self, used)[self._rows_of(kind_ids)].sum()
+        return _share(total, self._memo[key])
+
+    def _kinds_in(self, kind_ids):
+        """Per kind, whether it is one of ``kind_ids``."""
+        key = ('kinds', tuple(kind_ids))
+        if key not in self._memo:
+            chosen = np.zeros(len(self.kinds), dtype=bool)
+            chosen[list(kind_ids)] = True
+            self._memo[key] = chosen
+        return self._memo[key]
+
+    def _rows_of(self, kind_ids):
+        key = ('rows', tuple(kind_ids))
+        if key not in self._memo:
+            self._memo[key] = self._kinds_in(kind_ids)[self.kind]
+        return self._memo[key]
+
+    def pressure(self):
+        """(mean, max) of charged near memory over the cache, tiered hosts.
+
+        numpy's mean, over the hosts' rows in order, of
+        ``charged_mb()[memory_mode] / cache_mb[memory_mode]``, and its max.
+        On a fleet all tiered, with a cache on every host, each host's share
+        is kept as its usage changes (:meth:`_charge`): a sample adds them
+        up, and takes the max over the groups, which hold the same values.
+        """
+        if self._pressure is None:
+            rows = self.memory_mode
+            values = self.charged_mb()[rows] / self.cache_mb[rows]
+            return float(values.mean()), float(values.max())
+        groups = self._groups.table()
+        rows = np.flatnonzero(groups.live)
+        charged = groups.hot_used[rows]
+        for k in set(groups.kind[rows]):
+            if self._chargers[k] is not None:
+                sel = groups.kind[rows] == k
+                charged[sel] = charging.charged(
+                    self.kinds[k].profile, _hot_ram(groups, rows[sel])).total
+        return (float(self._pressure.mean()),
+                float((charged / groups.cache_mb[rows]).max()))
+
+    def _pressure_of(self, k, usage):
+        """A host's charged near memory over its cache, from its usage.
+
+        The arithmetic of :meth:`charged_mb` and of the division, on one
+        host's floats.
+        """
+        hot = usage[3]
+        if self._chargers[k] is not None:
+            hot = self._chargers[k](nearmem.HotRam(
+                hot, {HOST_CELL: usage[5]}, usage[4],
+                {HOST_CELL: usage[6]})).total
+        return hot / self._cache_of[k]
+
+    def fragmentation(self, flavors):
+        """Free memory on hosts where no flavor of ``flavors`` is placed.
+
+        As a share of all free memory; numpy's sums over the hosts' rows, to
+        the last bit (:meth:`share`).
+        """
+        usable = self._usable_groups(flavors)
+        groups = self._groups.table()
+        stuck = groups.live & ~usable
+        if not stuck.any():
+            # 0 over the free memory, or 0 when there is none.
+            return 0.0
+        free = np.maximum(groups.mem_cap - groups.mem_used, 0.0)
+        counts = self._groups.counts()
+        total = _exact_sum(free[groups.live], counts[groups.live])
+        part = _exact_sum(free[stuck], counts[stuck])
+        if total is None or part is None:
+            free = np.maximum(self.mem_cap - self.mem_used, 0.0)
+            total = free.sum()
+            part = free[~usable[self._groups.of]].sum()
+        return float(part / total) if total else 0.0
+
+
+# Whole numbers below this add up to the same float in any order.
+_EXACT_BELOW = 2.0 ** 52
+
+
+def _exact_sum(values, counts):
+    """``sum(values x counts)`` when any order of adding gives it, or None.
+
+    Whole numbers whose magnitudes sum below 2**52 add up without rounding,
+    so the sum over groups is numpy's sum over their hosts, to the last bit.
+    """
+    if not len(values):
+        return 0.0
+    if (not np.all(np.isfinite(values)) or np.any(values != np.floor(values))
+            or float(np.sum(np.abs(values) * counts)) >= _EXACT_BELOW):
+        return None
+    return float(np.sum(values.astype(np.int64) * counts.astype(np.int64)))
+
+
+class _Groups(object):
+    """The fleet's hosts grouped by kind and usage: alike hosts.
+
+    Hosts of a kind that hold the same usage pass the same filters and
+    weigh the same, so a boot needs one row per group, not one per host:
+    a fleet of a million empty hosts is one group. A row holds the fleet's
+    columns for its hosts (the same floats), whether it has hosts
+    (``live``) and its first host (``first``), which a tie goes to.
+
+    A claim or a release moves one host to the group of its new usage.
+    Rows whose group emptied are reused. A group finds its first host again
+    when it loses it: from a heap of the hosts that joined it (stale entries
+    dropped as they surface) and, for a kind's initial group, from the range
+    of the kind's hosts, scanned forward once.
+    """
+
+    # Float columns, one array row each, so that a group is set in one go.
+    FLOATS = tuple(name for name in Fleet.FIXED if name != 'memory_mode')
+    COLUMNS = FLOATS + Fleet.USAGE
+    # A heap with more stale entries than this is rebuilt.
+    SLACK = 32
+
+    def __init__(self, fleet):
+        # Per kind, the fixed float columns.
+        self._fixed = [[float(fleet._per_kind[name][k])
+                        for name in self.FLOATS]
+                       for k in range(len(fleet.kinds))]
+        self._tiered = [kind.profile.tiered for kind in fleet.kinds]
+        n = len(fleet)
+        self.of = np.empty(n, dtype=np.int32 if n < 2 ** 31 else np.int64)
+        self._rows = 0
+        self._data = np.zeros((len(self.COLUMNS), 0))
+        self._kind = np.zeros(0, dtype=int)
+        self._mm = np.zeros(0, dtype=bool)
+        self._live = np.zeros(0, dtype=bool)
+        self._first = np.zeros(0, dtype=int)
+        self._table = None
+        self._index = {}
+        self._keys, self._count, self._heaps = [], [], []
+        # The range lo:hi of a kind's initial group.
+        self._lo, self._hi = [], []
+        self._free = []
+        for k, kind in enumerate(fleet.kinds):
+            if not kind.count:
+                continue
+            rows = fleet.hosts_of(k)
+            g = self._new((k,) + (0.0,) * len(Fleet.USAGE))
+            self._lo[g], self._hi[g] = rows.start, rows.stop
+            self._count[g] = kind.count
+            self._live[g] = True
+            self._first[g] = rows.start
+            self.of[rows] = g
+
+    def table(self):
+        """The rows in use, with the fleet's column names, as views."""
+        if self._table is None:
+            rows = self._rows
+            columns = {name: self._data[j, :rows]
+                       for j, name in enumerate(self.COLUMNS)}
+            self._table = types.SimpleNamespace(
+                kind=self._kind[:rows], memory_mode=self._mm[:rows],
+                live=self._live[:rows], first=self._first[:rows],
+                **columns)
+        return self._table
+
+    def counts(self):
+        """The number of hosts of each row in use."""
+        return np.array(self._count, dtype=int)
+
+    def _new(self, key):
+        if self._free:
+            g = self._free.pop()
+        else:
+            g = self._rows
+            if g == self._data.shape[1]:
+                self._grow(max(16, 2 * g))
+            self._rows += 1
+            self._table = None
+            self._keys.append(None)
+            self._count.append(0)
+            self._heaps.append([])
+            self._lo.append(0)
+            self._hi.append(0)
+        k = key[0]
+        self._kind[g] = k
+        self._mm[g] = self._tiered[k]
+        self._data[:, g] = self._fixed[k] + list(key[1:])
+        self._index[key] = g
+        self._keys[g] = key
+        return g
+
+    def _grow(self, capacity):
+        old = self._rows
+        data = np.zeros((len(self.COLUMNS), capacity))
+        data[:, :old] = self._data[:, :old]
+        self._data = data
+        for name in ('_kind', '_mm', '_live', '_first'):
+            values = getattr(self, name)
+            grown = np.zeros(capacity, dtype=values.dtype)
+            grown[:old] = values[:old]
+            setattr(self, name, grown)
+
+    def key_of(self, host):
+        """(kind, usage...) of a host: its group's."""
+        return self._keys[self.of[host]]
+
+    def move(self, host, key):
+        """Host ``host`` now holds the usage of ``key``."""
+        old = int(self.of[host])
+        new = self._index.get(key)
+        if new == old:
+            return
+        if new is None:
+            new = self._new(key)
+        count = self._count
+        self.of[host] = new
+        heap = self._heaps[new]
+        heapq.heappush(heap, host)
+        if not count[new]:
+            self._live[new] = True
+            self._first[new] = host
+        elif host < self._first[new]:
+            self._first[new] = host
+        count[new] += 1
+        if len(heap) > 2 * count[new] + self.SLACK:
+            # Stale entries: hosts that left since.
+            heap[:] = sorted({h for h in heap if self.of[h] == new})
+        count[old] -= 1
+        if not count[old]:
+            self._drop(old)
+        elif self._first[old] == host:
+            self._first[old] = self._first_of(old)
+
+    def _first_of(self, g):
+        of = self.of
+        lo, hi = self._lo[g], self._hi[g]
+        while lo < hi and of[lo] != g:
+            # Hosts of the initial range that left: skip them by the block.
+            block = np.flatnonzero(of[lo:min(hi, lo + 1024)] == g)
+            lo = lo + int(block[0]) if len(block) else min(hi, lo + 1024)
+        self._lo[g] = lo
+        heap = self._heaps[g]
+        while heap and of[heap[0]] != g:
+            heapq.heappop(heap)
+        found = [lo] if lo < hi else []
+        if heap:
+            found.append(heap[0])
+        return min(found)
+
+    def _drop(self, g):
+        del self._index[self._keys[g]]
+        self._keys[g] = None
+        self._heaps[g] = []
+        self._lo[g] = self._hi[g] = 0
+        self._live[g] = False
+        self._free.append(g)
 
 
 def _normalize(raw, low=None, high=None):
@@ -493,33 +928,24 @@ def _share(used, total):
 
 
 def _sample(fleet, flavors, when, refused):
-    row = {'day': when / SECONDS_PER_DAY,
-           'vms': int(fleet.instances.sum())}
-    for i, kind in enumerate(fleet.kinds):
-        row['vms:%s' % kind.name] = int(
-            fleet.instances[fleet.kind == i].sum())
+    counts = [fleet.kind_instances(i) for i in range(len(fleet.kinds))]
+    row = {'day': when / SECONDS_PER_DAY, 'vms': sum(counts)}
+    for kind, count in zip(fleet.kinds, counts):
+        row['vms:%s' % kind.name] = count
     for mode in kinds.ALL_MODES:
-        sel = np.array([k.profile.mode == mode for k in fleet.kinds])[
-            fleet.kind]
-        if not sel.any():
+        ids = [i for i, kind in enumerate(fleet.kinds)
+               if kind.profile.mode == mode and kind.count]
+        if not ids:
             continue
-        row['memory_util:%s' % mode] = _share(fleet.mem_used[sel].sum(),
-                                              fleet.mem_cap[sel].sum())
-        row['vcpu_util:%s' % mode] = _share(fleet.vcpu_used[sel].sum(),
-                                            fleet.vcpu_cap[sel].sum())
-    mm = fleet.memory_mode
-    if mm.any():
-        pressure = fleet.charged_mb()[mm] / fleet.cache_mb[mm]
-        row['cache_pressure_mean'] = float(pressure.mean())
-        row['cache_pressure_max'] = float(pressure.max())
+        row['memory_util:%s' % mode] = fleet.share('mem_used', 'mem_cap',
+                                                   ids)
+        row['vcpu_util:%s' % mode] = fleet.share('vcpu_used', 'vcpu_cap',
+                                                 ids)
+    if any(kind.profile.tiered and kind.count for kind in fleet.kinds):
+        (row['cache_pressure_mean'],
+         row['cache_pressure_max']) = fleet.pressure()
     # Free memory on hosts where no flavor of the mix fits any more.
-    free = np.maximum(fleet.mem_cap - fleet.mem_used, 0.0)
-    usable = np.zeros(len(fleet), dtype=bool)
-    for flavor in flavors.values():
-        usable |= fleet.usable(flavor)
-    total_free = free.sum()
-    row['fragmentation'] = (float(free[~usable].sum() / total_free)
-                            if total_free else 0.0)
+    row['fragmentation'] = fleet.fragmentation(flavors.values())
     # Boots Nova refused so far (all reasons).
     row['rejected'] = refused
     return row

@@ -322,7 +322,7 @@ class ReportProgressTestCase(testtools.TestCase):
 
 
 class SimulateProgressTestCase(testtools.TestCase):
-    """simulate's replay shows progress by the work: events x nodes."""
+    """simulate's replay shows progress by its events or its fleet's size."""
 
     ARGV = ['simulate', '--nodes', 'mm-192-512=40', '--mix', 'redis=50',
             '--days', '20', '--lifetime-days', '2', '-f', 'value', '-c',
@@ -339,14 +339,16 @@ class SimulateProgressTestCase(testtools.TestCase):
         self.assertEqual([], self.replay_lines())
 
     def test_few_events_on_many_nodes_shown(self):
-        # The same few events on a fleet that makes them long enough: the
-        # bound is in host evaluations, so lowering it stands for a fleet
-        # of 100000 nodes.
+        # The same few events on a fleet large enough to take seconds to
+        # build and sample: lowering the bound to the 40 nodes stands for a
+        # fleet of 100000.
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_pmem_filters.planner.commands.simulate.PROGRESS_FROM_WORK',
-            40 * 100))
-        lines = self.replay_lines()
-        self.assertTrue(lines)
+            'nova_pmem_filters.planner.commands.simulate.'
+            'PROGRESS_FROM_NODES', 40))
+        status, out, err = clitools.run_cli(self, self.ARGV)
+        self.assertEqual(0, status, err)
+        lines = err.splitlines()
+        self.assertEqual('simulate: the fleet of 40 hosts', lines[0])
         total = lines[-1].split('/')[1].split(']')[0]
         self.assertEqual('simulate: [%s/%s] events replayed' % (total, total),
                          lines[-1])

@@ -126,7 +126,11 @@ class RefusedOptionTest(RefusedInputTest):
     def test_nodes_bounded(self):
         self.assert_refused(
             ['simulate', '--nodes', 'mm-192-512=100000000'],
-            '--nodes mm-192-512=100000000', 'at most 100000')
+            '--nodes mm-192-512=100000000', 'at most 1000000')
+        self.assert_refused(
+            ['simulate', '--nodes', 'mm-192-512=600000', '--nodes',
+             'dram-384=400001'],
+            '--nodes dram-384=400001', 'more than 1000000 in all')
 
     def test_header_only_trace(self):
         path = self.write('trace.csv', 'time,event,instance,flavor\n')
