@@ -31,13 +31,7 @@ cell (:data:`HOST_CELL`) and the rules, given no cells, decide host-wide,
 which is what the scheduler decides on a host of one cell.
 """
 
-import bisect
-import collections.abc
 import dataclasses
-import heapq
-import itertools
-import operator
-import types
 
 import numpy as np
 import pandas as pd
@@ -52,6 +46,8 @@ from nova_pmem_filters.core.rules import nearmem
 from nova_pmem_filters.core.rules import placement
 from nova_pmem_filters.core.rules import profile
 from nova_pmem_filters.planner import errors
+from nova_pmem_filters.planner.simulate import boots
+from nova_pmem_filters.planner.simulate import groups as alike
 
 
 BOOT = 'boot'
@@ -59,7 +55,7 @@ DELETE = 'delete'
 EVENTS = (BOOT, DELETE)
 
 # Why a boot found no host: the stage that removed the last candidates.
-NO_RESOURCES = 'placement'
+NO_RESOURCES = boots.NO_RESOURCES
 REASONS = (NO_RESOURCES, decide.REJECT_CONFLICT, decide.REJECT_MODE,
            decide.REJECT_UNKNOWN, decide.REJECT_CACHE)
 
@@ -69,9 +65,9 @@ SECONDS_PER_DAY = 86400.0
 # end.
 MAX_SAMPLES = 100000
 # The weighers, in the order of their sum.
-WEIGHERS = ('ram', 'cpu', 'tier', 'headroom')
+WEIGHERS = boots.WEIGHERS
 # The one NUMA cell a simulated host's bound instances are counted on.
-HOST_CELL = 0
+HOST_CELL = boots.HOST_CELL
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,202 +146,13 @@ class Event:
     flavor: str
 
 
-class _Request(object):
-    """What the simulator needs of one flavor, worked out once."""
-
-    def __init__(self, flavor, scheduler, host_kinds):
-        self.flavor = flavor
-        self.request, self.error = flavor.request(scheduler)
-        self.near_mb = flavor.requested_near_memory_mb() or 0
-        if scheduler.near_memory and not self.near_mb and self.request:
-            self.near_mb = placement.instance_near_memory_mb(
-                flavor.memory_mb, self.request.hot_ratio)
-        self.accounted = bool(self.near_mb)
-        self.hot_mb = (self.request.hot_mb(flavor.memory_mb)
-                       if self.request else 0.0)
-        self.ram_mb = float(flavor.memory_mb) if self.request else 0.0
-        # Nova binds its memory to the cells it fits it on: on a host of
-        # one cell, all of it on that cell.
-        self.binds = charging.binds_memory(flavor.extra_specs) is not None
-        self.fit = ((lambda: {HOST_CELL: flavor.memory_mb})
-                    if self.binds else None)
-        # Per kind: the mode rule and the tier weigher's raw weight, from
-        # the shared rules; the cache rule depends on each host's usage and
-        # is decided per placement (Fleet.filtered).
-        self.mode_ok, self.mode_reason = [], []
-        self.tier = []
-        for kind in host_kinds:
-            prof = kind.profile
-            if self.request is None:
-                self.mode_ok.append(False)
-                self.mode_reason.append(decide.REJECT_CONFLICT)
-                self.tier.append(0.0)
-                continue
-            ok, reason = decide.mode_passes(self.request, prof)
-            self.mode_ok.append(ok)
-            self.mode_reason.append(reason)
-            self.tier.append(decide.tier_score(self.request, prof))
-        self.mode_ok = np.array(self.mode_ok, dtype=bool)
-        self.tier = np.array(self.tier, dtype=float)
-        # What an instance adds to each of Fleet.USAGE; None: nothing.
-        bound = (self.hot_mb, self.ram_mb) if self.binds else (None, None)
-        self.amounts = (flavor.vcpus, flavor.memory_mb, self.near_mb,
-                        self.hot_mb, self.ram_mb) + bound
-        self._profiles = [kind.profile for kind in host_kinds]
-        self._ratio = scheduler.cache_overcommit_ratio
-        self._rules = {}
-
-    def cache_rule(self, k):
-        """PmemCacheFilter's rule on hosts of kind ``k``, made once.
-
-        :func:`decide.cache_check` is this rule applied to one host.
-        """
-        key = ('cache', int(k))
-        if key not in self._rules:
-            self._rules[key] = decide.cache_rule(
-                self._profiles[key[1]], self._ratio, self.request,
-                self.flavor.memory_mb, self.accounted, self.fit is not None)
-        return self._rules[key]
-
-    def headroom_rule(self, k):
-        """PmemCacheHeadroomWeigher's score on hosts of kind ``k``, once.
-
-        :func:`decide.headroom_score` is this score of one host.
-        """
-        key = ('headroom', int(k))
-        if key not in self._rules:
-            self._rules[key] = decide.headroom_rule(
-                self._profiles[key[1]], self._ratio, self.request,
-                self.flavor.memory_mb)
-        return self._rules[key]
-
-
-class HostNames(collections.abc.Sequence):
-    """The hosts' names, ``<kind>-<serial>``, made when asked for.
-
-    A fleet of a million hosts would otherwise hold a million strings that
-    a replay reads only for the hosts it places VMs on.
-    """
-
-    def __init__(self, host_kinds):
-        self._kinds = tuple(host_kinds)
-        self._ends = list(itertools.accumulate(k.count for k in self._kinds))
-
-    def __len__(self):
-        return self._ends[-1] if self._ends else 0
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        index = operator.index(index)
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError('host index out of range')
-        k = bisect.bisect_right(self._ends, index)
-        kind = self._kinds[k]
-        serial = index - (self._ends[k] - kind.count) + 1
-        return '%s-%0*d' % (kind.name, len(str(kind.count)), serial)
-
-
-def _hot_ram(table, idx):
-    """The :class:`nearmem.HotRam` of the rows ``idx`` of a table.
-
-    As the scheduler's ledger records it, the bound instances on
-    :data:`HOST_CELL`. A table is the fleet (a row per host) or its
-    :class:`_Groups` (a row per group of alike hosts).
-    """
-    return nearmem.HotRam(table.hot_used[idx],
-                          {HOST_CELL: table.bound_hot_used[idx]},
-                          table.ram_used[idx],
-                          {HOST_CELL: table.bound_ram_used[idx]})
-
-
-def _candidates(table, req):
-    """Placement on the rows of a table: those whose inventories hold it."""
-    f = req.flavor
-    ok = ((table.vcpu_used + f.vcpus <= table.vcpu_cap)
-          & (f.vcpus <= table.vcpus)
-          & (table.mem_used + f.memory_mb <= table.mem_cap)
-          & (f.memory_mb <= table.memory_mb))
-    if req.near_mb:
-        ok &= ((table.near_used + req.near_mb <= table.near_cap)
-               & (req.near_mb <= table.near_max_unit))
-    return ok
-
-
-def _filtered(table, req, ok):
-    """The filters on the candidate rows: (passing, reason if none)."""
-    if not ok.any():
-        return ok, NO_RESOURCES
-    if req.request is None or decide.flavor_conflict(req.request):
-        return ok & False, decide.REJECT_CONFLICT
-    after_mode = ok & req.mode_ok[table.kind]
-    if not after_mode.any():
-        reasons = {req.mode_reason[k] for k in set(table.kind[ok])}
-        return after_mode, (decide.REJECT_MODE
-                            if decide.REJECT_MODE in reasons
-                            else decide.REJECT_UNKNOWN)
-    # PmemCacheFilter, kind by kind on the rows' hot RAM.
-    passing = after_mode.copy()
-    reasons = set()
-    for k in set(table.kind[after_mode]):
-        idx = np.flatnonzero(after_mode & (table.kind == k))
-        passes, reason, _view = req.cache_rule(k)(
-            _hot_ram(table, idx), None, req.fit)
-        if np.ndim(passes):
-            failed = idx[~passes]
-        else:
-            # One verdict for the kind, whatever the rows hold.
-            failed = idx[:0] if passes else idx
-        if len(failed):
-            passing[failed] = False
-            reasons.add(reason)
-    if not passing.any():
-        return passing, (decide.REJECT_CACHE
-                         if decide.REJECT_CACHE in reasons
-                         else decide.REJECT_UNKNOWN)
-    return passing, None
-
-
-def _weights(fleet, table, req, idx):
-    """Nova's weighed sum over the rows ``idx`` of a table (two or more).
-
-    Each row's sum is the same float whatever the other rows are, but for
-    the largest free RAM and free vCPUs of the rows, by which RAMWeigher
-    and CPUWeigher normalise.
-    """
-    sched = fleet.scheduler
-    total = np.zeros(len(idx))
-    for weigher in WEIGHERS:
-        if weigher == 'ram':
-            raw = (table.memory_mb[idx] - table.reserved_mb[idx]
-                   - table.mem_used[idx])
-            norm = _normalize(raw, low=0.0)
-        elif weigher == 'cpu':
-            raw = (table.vcpus[idx] * table.cpu_ratio[idx]
-                   - table.vcpu_used[idx])
-            norm = _normalize(raw, low=0.0)
-        elif weigher == 'tier':
-            norm = req.tier[table.kind[idx]]
-        else:
-            norm = np.zeros(len(idx))
-            if req.request is not None:
-                mm = table.memory_mode[idx]
-                for k in set(table.kind[idx[mm]]):
-                    sel = mm & (table.kind[idx] == k)
-                    norm[sel] = req.headroom_rule(k)(
-                        _hot_ram(table, idx[sel]), None, req.fit)
-        total = total + sched.multiplier(weigher) * norm
-    return total
-
-
 class Fleet(object):
     """The hosts' inventories and usage, as arrays.
 
     A row per host, and the same hosts grouped by kind and usage
-    (:class:`_Groups`): a boot is decided on the groups, whose rows hold
-    the same numbers as their hosts' rows.
+    (:class:`~nova_pmem_filters.planner.simulate.groups.Groups`): a boot
+    is decided on the groups, whose rows hold the same numbers as their
+    hosts' rows.
     """
 
     # What a host holds: the columns a claim or a release changes.
@@ -365,7 +172,7 @@ class Fleet(object):
         self.kind = np.repeat(np.arange(len(self.kinds)), counts)
         # The hosts of kind k are the rows starts[k]:starts[k + 1].
         self._starts = np.concatenate(([0], np.cumsum(counts)))
-        self.names = HostNames(self.kinds)
+        self.names = boots.HostNames(self.kinds)
         # Each column per kind, then per host: the same numbers, since the
         # capacities are the same arithmetic on either.
         ks = self.kinds
@@ -414,7 +221,7 @@ class Fleet(object):
         self._kind_instances = [0] * len(self.kinds)
         self._memo = {}
         self._requests = {}
-        self._groups = _Groups(self)
+        self._groups = alike.Groups(self)
         # Each host's charged near memory over its cache, kept up to date
         # where every host is tiered with a cache (pressure()).
         self._chargers = [charging.charger(k.profile) for k in ks]
@@ -437,7 +244,7 @@ class Fleet(object):
         As the scheduler's ledger records it, the bound instances on
         :data:`HOST_CELL`.
         """
-        return _hot_ram(self, idx)
+        return boots.hot_ram(self, idx)
 
     def charged_mb(self):
         """Near-memory MB each host's instances charge, as the rules do.
@@ -456,7 +263,7 @@ class Fleet(object):
     def prepare(self, flavor):
         req = self._requests.get(flavor.name)
         if req is None or (req.flavor is not flavor and req.flavor != flavor):
-            req = _Request(flavor, self.scheduler, self.kinds)
+            req = boots.Request(flavor, self.scheduler, self.kinds)
             self._requests[flavor.name] = req
         return req
 
@@ -464,17 +271,17 @@ class Fleet(object):
 
     def candidates(self, req):
         """Placement: hosts whose inventories hold the flavor."""
-        return _candidates(self, req)
+        return boots.candidates(self, req)
 
     def filtered(self, req, ok):
         """The filters on the candidates: (passing, reason if none)."""
-        return _filtered(self, req, ok)
+        return boots.filtered(self, req, ok)
 
     def weights(self, req, idx):
         """Nova's weighed sum over the passing hosts ``idx``."""
         if len(idx) <= 1:
             return np.zeros(len(idx))
-        return _weights(self, self, req, idx)
+        return boots.weights(self, self, req, idx)
 
     # -- a boot, on the groups of alike hosts -------------------------------
 
@@ -488,15 +295,15 @@ class Fleet(object):
         """
         req = self.prepare(flavor)
         groups = self._groups.table()
-        passing, reason = _filtered(
-            groups, req, _candidates(groups, req) & groups.live)
+        passing, reason = boots.filtered(
+            groups, req, boots.candidates(groups, req) & groups.live)
         idx = np.flatnonzero(passing)
         if not len(idx):
             return None, reason
         if len(idx) == 1:
             # One host, or alike hosts of equal weights.
             return int(groups.first[idx[0]]), None
-        weights = _weights(self, groups, req, idx)
+        weights = boots.weights(self, groups, req, idx)
         # np.argmax's choice among hosts: the first NaN, if any, else the
         # first of the largest.
         nan = np.isnan(weights)
@@ -536,8 +343,8 @@ class Fleet(object):
         usable = np.zeros(len(live), dtype=bool)
         for flavor in flavors:
             req = self.prepare(flavor)
-            usable |= _filtered(groups, req,
-                                _candidates(groups, req) & live)[0]
+            usable |= boots.filtered(
+                groups, req, boots.candidates(groups, req) & live)[0]
         return usable
 
     # -- what a sample reads --------------------------------------------------
@@ -551,7 +358,9 @@ class Fleet(object):
 
         The sums numpy takes over those hosts' rows, to the last bit: the
         capacity's once, the usage from the groups where it is whole
-        numbers (:func:`_exact_sum`), else from the rows.
+        numbers
+        (:func:`~nova_pmem_filters.planner.simulate.groups.exact_sum`),
+        else from the rows.
         """
         key = (capacity, tuple(kind_ids))
         if key not in self._memo:
@@ -559,8 +368,8 @@ class Fleet(object):
                 self._rows_of(kind_ids)].sum()
         groups = self._groups.table()
         sel = groups.live & self._kinds_in(kind_ids)[groups.kind]
-        total = _exact_sum(getattr(groups, used)[sel],
-                           self._groups.counts()[sel])
+        total = alike.exact_sum(getattr(groups, used)[sel],
+                                self._groups.counts()[sel])
         if total is None:
             total = getattr(self, used)[self._rows_of(kind_ids)].sum()
         return _share(total, self._memo[key])
@@ -600,7 +409,8 @@ class Fleet(object):
             if self._chargers[k] is not None:
                 sel = groups.kind[rows] == k
                 charged[sel] = charging.charged(
-                    self.kinds[k].profile, _hot_ram(groups, rows[sel])).total
+                    self.kinds[k].profile,
+                    boots.hot_ram(groups, rows[sel])).total
         return (float(self._pressure.mean()),
                 float((charged / groups.cache_mb[rows]).max()))
 
@@ -631,204 +441,13 @@ class Fleet(object):
             return 0.0
         free = np.maximum(groups.mem_cap - groups.mem_used, 0.0)
         counts = self._groups.counts()
-        total = _exact_sum(free[groups.live], counts[groups.live])
-        part = _exact_sum(free[stuck], counts[stuck])
+        total = alike.exact_sum(free[groups.live], counts[groups.live])
+        part = alike.exact_sum(free[stuck], counts[stuck])
         if total is None or part is None:
             free = np.maximum(self.mem_cap - self.mem_used, 0.0)
             total = free.sum()
             part = free[~usable[self._groups.of]].sum()
         return float(part / total) if total else 0.0
-
-
-# Whole numbers below this add up to the same float in any order.
-_EXACT_BELOW = 2.0 ** 52
-
-
-def _exact_sum(values, counts):
-    """``sum(values x counts)`` when any order of adding gives it, or None.
-
-    Whole numbers whose magnitudes sum below 2**52 add up without rounding,
-    so the sum over groups is numpy's sum over their hosts, to the last bit.
-    """
-    if not len(values):
-        return 0.0
-    if (not np.all(np.isfinite(values)) or np.any(values != np.floor(values))
-            or float(np.sum(np.abs(values) * counts)) >= _EXACT_BELOW):
-        return None
-    return float(np.sum(values.astype(np.int64) * counts.astype(np.int64)))
-
-
-class _Groups(object):
-    """The fleet's hosts grouped by kind and usage: alike hosts.
-
-    Hosts of a kind that hold the same usage pass the same filters and
-    weigh the same, so a boot needs one row per group, not one per host:
-    a fleet of a million empty hosts is one group. A row holds the fleet's
-    columns for its hosts (the same floats), whether it has hosts
-    (``live``) and its first host (``first``), which a tie goes to.
-
-    A claim or a release moves one host to the group of its new usage.
-    Rows whose group emptied are reused. A group finds its first host again
-    when it loses it: from a heap of the hosts that joined it (stale entries
-    dropped as they surface) and, for a kind's initial group, from the range
-    of the kind's hosts, scanned forward once.
-    """
-
-    # Float columns, one array row each, so that a group is set in one go.
-    FLOATS = tuple(name for name in Fleet.FIXED if name != 'memory_mode')
-    COLUMNS = FLOATS + Fleet.USAGE
-    # A heap with more stale entries than this is rebuilt.
-    SLACK = 32
-
-    def __init__(self, fleet):
-        # Per kind, the fixed float columns.
-        self._fixed = [[float(fleet._per_kind[name][k])
-                        for name in self.FLOATS]
-                       for k in range(len(fleet.kinds))]
-        self._tiered = [kind.profile.tiered for kind in fleet.kinds]
-        n = len(fleet)
-        self.of = np.empty(n, dtype=np.int32 if n < 2 ** 31 else np.int64)
-        self._rows = 0
-        self._data = np.zeros((len(self.COLUMNS), 0))
-        self._kind = np.zeros(0, dtype=int)
-        self._mm = np.zeros(0, dtype=bool)
-        self._live = np.zeros(0, dtype=bool)
-        self._first = np.zeros(0, dtype=int)
-        self._table = None
-        self._index = {}
-        self._keys, self._count, self._heaps = [], [], []
-        # The range lo:hi of a kind's initial group.
-        self._lo, self._hi = [], []
-        self._free = []
-        for k, kind in enumerate(fleet.kinds):
-            if not kind.count:
-                continue
-            rows = fleet.hosts_of(k)
-            g = self._new((k,) + (0.0,) * len(Fleet.USAGE))
-            self._lo[g], self._hi[g] = rows.start, rows.stop
-            self._count[g] = kind.count
-            self._live[g] = True
-            self._first[g] = rows.start
-            self.of[rows] = g
-
-    def table(self):
-        """The rows in use, with the fleet's column names, as views."""
-        if self._table is None:
-            rows = self._rows
-            columns = {name: self._data[j, :rows]
-                       for j, name in enumerate(self.COLUMNS)}
-            self._table = types.SimpleNamespace(
-                kind=self._kind[:rows], memory_mode=self._mm[:rows],
-                live=self._live[:rows], first=self._first[:rows],
-                **columns)
-        return self._table
-
-    def counts(self):
-        """The number of hosts of each row in use."""
-        return np.array(self._count, dtype=int)
-
-    def _new(self, key):
-        if self._free:
-            g = self._free.pop()
-        else:
-            g = self._rows
-            if g == self._data.shape[1]:
-                self._grow(max(16, 2 * g))
-            self._rows += 1
-            self._table = None
-            self._keys.append(None)
-            self._count.append(0)
-            self._heaps.append([])
-            self._lo.append(0)
-            self._hi.append(0)
-        k = key[0]
-        self._kind[g] = k
-        self._mm[g] = self._tiered[k]
-        self._data[:, g] = self._fixed[k] + list(key[1:])
-        self._index[key] = g
-        self._keys[g] = key
-        return g
-
-    def _grow(self, capacity):
-        old = self._rows
-        data = np.zeros((len(self.COLUMNS), capacity))
-        data[:, :old] = self._data[:, :old]
-        self._data = data
-        for name in ('_kind', '_mm', '_live', '_first'):
-            values = getattr(self, name)
-            grown = np.zeros(capacity, dtype=values.dtype)
-            grown[:old] = values[:old]
-            setattr(self, name, grown)
-
-    def key_of(self, host):
-        """(kind, usage...) of a host: its group's."""
-        return self._keys[self.of[host]]
-
-    def move(self, host, key):
-        """Host ``host`` now holds the usage of ``key``."""
-        old = int(self.of[host])
-        new = self._index.get(key)
-        if new == old:
-            return
-        if new is None:
-            new = self._new(key)
-        count = self._count
-        self.of[host] = new
-        heap = self._heaps[new]
-        heapq.heappush(heap, host)
-        if not count[new]:
-            self._live[new] = True
-            self._first[new] = host
-        elif host < self._first[new]:
-            self._first[new] = host
-        count[new] += 1
-        if len(heap) > 2 * count[new] + self.SLACK:
-            # Stale entries: hosts that left since.
-            heap[:] = sorted({h for h in heap if self.of[h] == new})
-        count[old] -= 1
-        if not count[old]:
-            self._drop(old)
-        elif self._first[old] == host:
-            self._first[old] = self._first_of(old)
-
-    def _first_of(self, g):
-        of = self.of
-        lo, hi = self._lo[g], self._hi[g]
-        while lo < hi and of[lo] != g:
-            # Hosts of the initial range that left: skip them by the block.
-            block = np.flatnonzero(of[lo:min(hi, lo + 1024)] == g)
-            lo = lo + int(block[0]) if len(block) else min(hi, lo + 1024)
-        self._lo[g] = lo
-        heap = self._heaps[g]
-        while heap and of[heap[0]] != g:
-            heapq.heappop(heap)
-        found = [lo] if lo < hi else []
-        if heap:
-            found.append(heap[0])
-        return min(found)
-
-    def _drop(self, g):
-        del self._index[self._keys[g]]
-        self._keys[g] = None
-        self._heaps[g] = []
-        self._lo[g] = self._hi[g] = 0
-        self._live[g] = False
-        self._free.append(g)
-
-
-def _normalize(raw, low=None, high=None):
-    """``nova.weights.normalize`` on an array.
-
-    RAMWeigher and CPUWeigher set ``minval = 0``: their weights are the
-    free amounts, raised to 0 as ``weigh_objects`` does, over the largest.
-    """
-    if low is not None:
-        raw = np.maximum(raw, low)
-    low = float(raw.min()) if low is None else float(low)
-    high = float(raw.max()) if high is None else float(high)
-    if low == high:
-        return np.zeros(len(raw))
-    return (raw - low) / (high - low)
 
 
 @dataclasses.dataclass
