@@ -60,7 +60,6 @@ from nova_pmem_filters.planner.optimize import clock
 from nova_pmem_filters.planner.optimize import fleetplan
 from nova_pmem_filters.planner.optimize import master as master_mod
 from nova_pmem_filters.planner.optimize import pricing
-from nova_pmem_filters.planner import patterns
 
 
 # The objectives this bound serves.
@@ -296,13 +295,8 @@ def separate(problem, master, t, counts, want, deadline):
             return 'packs', None
         upper, added = {}, 0
         for ci in nu:
-            cand = problem.candidates[ci]
-            left = max(deadline - time.monotonic(), 0.5)
-            value, best, top = clock.timed(
-                'pricing', left, patterns.best_pattern, cand.capacity,
-                problem.demands, list(pi), cand.limits,
-                gap=master.pricing_gap, time_limit=left)
-            upper[ci] = max(top, value)
+            value, best, upper[ci] = pricing.best_by(problem, master, ci,
+                                                     pi, deadline)
             if value > nu[ci] + 1e-9 and master.add(ci, t, best):
                 added += 1
         if sum(upper[ci] * counts[ci] for ci in upper) < (

@@ -44,7 +44,6 @@ from scipy import sparse
 from nova_pmem_filters.planner.optimize import budgets
 from nova_pmem_filters.planner.optimize import clock
 from nova_pmem_filters.planner.optimize import pricing
-from nova_pmem_filters.planner import patterns
 
 
 # Pricing rounds per packing LP before the round's cut is taken as is.
@@ -123,13 +122,8 @@ def separate(problem, master, counts, deadline):
             return 'packs', None
         upper, added = {}, 0
         for ci in counts:
-            cand = problem.candidates[ci]
-            left = max(deadline - time.monotonic(), 0.5)
-            value, best, top = clock.timed(
-                'pricing', left, patterns.best_pattern, cand.capacity,
-                problem.demands, list(pi), cand.limits,
-                gap=master.pricing_gap, time_limit=left)
-            upper[ci] = max(top, value)
+            _value, best, upper[ci] = pricing.best_by(problem, master, ci,
+                                                      pi, deadline)
             if master.add(ci, 0, best):
                 added += 1
         if sum(upper[ci] * n for ci, n in counts.items()) < (

@@ -12,6 +12,7 @@
 """Pricing: the node patterns worth adding; the bound that none is left."""
 
 import dataclasses
+import time
 
 import numpy as np
 
@@ -320,3 +321,19 @@ def price_all(problem, master, res, priced, per_call, incumbent):
     lower = res.fun - sum(limits[key] * max(0.0, upper[key] - priced[key][0])
                           for key in priced)
     return added, lower
+
+
+def best_by(problem, master, ci, values, deadline):
+    """The best pattern of configuration ``ci`` at ``values``, by the deadline.
+
+    :returns: (its value, its counts, an upper bound on the best value):
+        the pricing problem of :func:`patterns.best_pattern`, solved to the
+        master's pricing gap with the time left (half a second at least).
+    """
+    cand = problem.candidates[ci]
+    left = max(deadline - time.monotonic(), 0.5)
+    value, best, top = clock.timed(
+        'pricing', left, patterns.best_pattern, cand.capacity,
+        problem.demands, list(values), cand.limits,
+        gap=master.pricing_gap, time_limit=left)
+    return value, best, max(top, value)
