@@ -473,6 +473,9 @@ class Cloud(object):
                                                  extra_specs))
         now = datetime.datetime.now(datetime.timezone.utc)
         self.hosts = []
+        # The ComputeNode of each host, for a HostManager to build its
+        # HostStates from (benchmarks/scheduler_request.py).
+        self.computes = []
         self.mode_of = {}
         self.modes = collections.Counter()
         self.aggregate_counts = collections.Counter()
@@ -495,10 +498,11 @@ class Cloud(object):
                 # HostManager._get_instances_by_host, verbatim.
                 inst_dict[uuid] = objects.Instance(cctxt, uuid=uuid)
             total_mb = HOST_MEMORY_MB[mode]
-            _compute, host_state = _host_state(
+            compute, host_state = _host_state(
                 cctxt, index, host, '10.0', total_mb, used_mb, 112,
                 INSTANCES_PER_HOST * 2, None, aggregates, inst_dict, now)
             self.hosts.append(host_state)
+            self.computes.append(compute)
             self.mode_of[host] = mode
             self.modes[mode] += 1
             self.aggregate_counts[len(aggregates)] += 1
@@ -573,6 +577,7 @@ class NumaCloud(object):
         total_mb = HOST_MEMORY_MB['memory_mode']
         cell_memory_mb = total_mb // NUMA_CELLS
         self.hosts = []
+        self.computes = []
         self.candidates = []
         self.caps = {}
         self.floating = {}
@@ -636,6 +641,7 @@ class NumaCloud(object):
                 # A string field: HostState.update() deserialises it.
                 numa_topology._to_json(), aggregates, inst_dict, now)
             self.hosts.append(host_state)
+            self.computes.append(compute)
             # One Placement allocation candidate, as the scheduler's
             # HostManager gives every host of a request without request
             # groups.
@@ -1119,17 +1125,16 @@ def bench_numa(size, args, database, ctxt, out):
     return failures
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        description='Per-host cost of the nova-pmem-filters filters and '
-                    'weighers against AggregateInstanceExtraSpecsFilter and '
-                    'RAMWeigher, and their database access.')
+def cloud_arguments(parser, repeats_help):
+    """Add the options of the benchmarks on a :class:`Cloud`.
+
+    Its size, its cells, its seed, the rounds, the timer and whether a
+    missed target fails the run.
+    """
     parser.add_argument('--sizes', default='1000,10000',
                         help='comma-separated host counts (default: '
                              '%(default)s)')
-    parser.add_argument('--repeats', type=int, default=0,
-                        help='timed rounds per size (default: 15 up to '
-                             '2,000 hosts, 5 above)')
+    parser.add_argument('--repeats', type=int, default=0, help=repeats_help)
     parser.add_argument('--cells', type=int, default=2,
                         help='cells the hosts are spread over (default: '
                              '%(default)s)')
@@ -1139,18 +1144,32 @@ def parse_args(argv):
                         help='time with time.thread_time instead of '
                              'time.perf_counter, for a machine busy with '
                              'other work')
-    parser.add_argument('--profile', action='store_true',
-                        help='also print a cProfile of each of our classes')
     parser.add_argument('--no-fail', action='store_true',
                         help='report only; always exit 0')
+
+
+def check_cloud_args(parser, args):
+    """Parse ``--sizes`` and check it against ``--cells``."""
+    args.sizes = [int(s) for s in args.sizes.split(',') if s.strip()]
+    if args.cells < 1 or any(s < args.cells for s in args.sizes):
+        parser.error('need at least one cell and one host per cell')
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description='Per-host cost of the nova-pmem-filters filters and '
+                    'weighers against AggregateInstanceExtraSpecsFilter and '
+                    'RAMWeigher, and their database access.')
+    cloud_arguments(parser, 'timed rounds per size (default: 15 up to '
+                            '2,000 hosts, 5 above)')
+    parser.add_argument('--profile', action='store_true',
+                        help='also print a cProfile of each of our classes')
     parser.add_argument('--no-numa', action='store_true',
                         help='skip the NUMA case (NUMA-bound requests on '
                              'hosts with NUMA cells, against '
                              'NUMATopologyFilter)')
     args = parser.parse_args(argv)
-    args.sizes = [int(s) for s in args.sizes.split(',') if s.strip()]
-    if args.cells < 1 or any(s < args.cells for s in args.sizes):
-        parser.error('need at least one cell and one host per cell')
+    check_cloud_args(parser, args)
     return args
 
 

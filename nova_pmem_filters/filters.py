@@ -18,6 +18,8 @@ decide each host with the core's rules
 understood is rejected with a log line, never with an exception.
 """
 
+import itertools
+
 from oslo_log import log as logging
 
 from nova.scheduler import filters
@@ -160,40 +162,66 @@ class PmemCacheFilter(_PmemFilter):
                 reads.add(group)
             else:
                 verdicts[group] = group.check(None)
+        read_at = request_memo.positions(groups, reads)
         inputs_ = request_memo.hot_ram(hosts, groups, spec_obj, request,
-                                       memo, reads, keep=True)
+                                       memo, reads, keep=True,
+                                       read_at=read_at)
+        # Whether each host passes: its group's verdict where its usage is
+        # not read (most hosts of a cloud, in C), its own where it is.
+        fixed = {group: verdict[0] for group, verdict in verdicts.items()}
+        passes = list(map(fixed.get, groups))
+        cells_rejected = False
+        for index in read_at:
+            hot, cells = inputs_[index]
+            passes[index], reason, _view = groups[index].check(
+                hot, cells, numa.fit_of(hosts[index], spec_obj, memo.fits)
+                if bound else None)
+            if reason == decide.REJECT_CELLS:
+                cells_rejected = True
         # Rejections are logged at debug level, a bad cell label once as a
         # warning: the rest of a production scheduler's time is not spent
         # formatting lines that are dropped.
+        if cells_rejected or LOG.isEnabledFor(logging.DEBUG):
+            self._log_hosts(hosts, groups, inputs_, verdicts, spec_obj,
+                            memo.fits if bound else None, request,
+                            memory_mb, ratio, accounted_mb)
+        passing = list(itertools.compress(hosts, passes))
+        # The weighers of the pass weigh these hosts, if this filter is
+        # the last: their inputs in their order.
+        memo.kept.passing = passing
+        memo.kept.passing_result = list(itertools.compress(inputs_, passes))
+        return passing
+
+    @classmethod
+    def _log_hosts(cls, hosts, groups, inputs_, verdicts, spec_obj, fits,
+                   request, memory_mb, ratio, accounted_mb):
+        """Log the hosts' verdicts, worked out again (it is rare).
+
+        :param fits: the request's NUMA fits if the flavor is NUMA-bound,
+            else None.
+        """
         debug = LOG.isEnabledFor(logging.DEBUG)
-        passing = []
         for host_state, group, inputs in zip(hosts, groups, inputs_):
+            prof = group.prof
             if inputs is None:
                 hot = None
                 passes, reason, view = verdicts[group]
-                if passes and not debug:
-                    passing.append(host_state)
-                    continue
             else:
                 hot, cells = inputs
                 passes, reason, view = group.check(
-                    hot, cells, numa.fit_of(
-                        host_state, spec_obj, memo.fits) if bound else None)
-            prof = group.prof
+                    hot, cells, None if fits is None
+                    else numa.fit_of(host_state, spec_obj, fits))
             if passes:
-                if debug and accounted and prof.tiered and not view:
+                if debug and accounted_mb and prof.tiered and not view:
                     LOG.debug("%(host_state)s passes pmem cache check: "
                               "Placement accounts this flavor's hot RAM "
                               "(%(key)s=%(mb)d)",
                               {'host_state': host_state,
                                'key': placement.NEAR_MEMORY_KEY,
                                'mb': accounted_mb})
-                passing.append(host_state)
-                continue
-            if debug or reason == decide.REJECT_CELLS:
-                self._log_reject(host_state, prof, reason, view, hot,
-                                 request, memory_mb, ratio)
-        return passing
+            elif debug or reason == decide.REJECT_CELLS:
+                cls._log_reject(host_state, prof, reason, view, hot,
+                                request, memory_mb, ratio)
 
     @staticmethod
     def _log_reject(host_state, prof, reason, view, hot, request, memory_mb,

@@ -253,10 +253,11 @@ class HotRamLedger(object):
         walked = []
         pushed = set()
         missing = {}
+        record_of = records.get
         for index, host_state in enumerate(host_states):
             host = host_state.host
             instances = host_state.instances or {}
-            record = records.get(host)
+            record = record_of(host)
             # The host holds the instances it held when its total was
             # summed, none of them has expired, and none is being moved:
             # the total stands, without a look at each instance.

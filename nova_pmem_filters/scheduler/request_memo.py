@@ -16,18 +16,21 @@ filter and weigher of a request (and, in a multi-create, to every pass). Its
 flavor's ``pmem:`` request, the hosts' profiles, their hot RAM from the
 ledger and the NUMA fits are worked out by the first class that needs them
 and reused by the others, in a memo that lives as long as the RequestSpec.
-Within it, hosts are known by the identity of their HostState: the objects
-outlive the request (HostManager keeps them), and their aggregates do not
-change during it.
+Within it, hosts are known by the identity of their HostState: HostManager
+builds them for the request, the memo keeps those it has seen alive (so that
+no other object takes their id), and their aggregates do not change during
+the request.
 
 Nova schedules the instances of a multi-create one by one and consumes each
 chosen host's ``free_ram_mb`` (and, for a NUMA-bound flavor, its cells'
 ``memory_usage``) in memory, but does not add them to
 ``host_state.instances``: the drop since the request's first pass is what
-the request has already put on the host (``HostEntry.base_free``).
+the request has already put on the host (``HostEntry.base_free``). A
+request for one instance (``num_instances`` 1) has one pass, and keeps no
+such entry.
 """
 
-import typing
+import itertools
 import weakref
 
 from nova_pmem_filters.core.rules import decide
@@ -95,13 +98,46 @@ class Memo(object):
         self.kept = None
 
 
-class Kept(typing.NamedTuple):
-    """What a filter's pass read: its instance, groups and inputs."""
+class Kept(object):
+    """What a filter's pass read: its instance, groups and inputs.
 
-    instance: str
-    reads: frozenset
-    # {id(host state): inputs}
-    inputs: dict
+    Unpacks as ``(instance, reads, inputs)``, ``inputs`` being ``{id(host
+    state): inputs}`` of the filter's hosts. That dict is made only when a
+    weigher asks for other hosts than the filter's, or than those it
+    passed (``hosts``, ``result``; ``passing``, ``passing_result``): Nova
+    weighs the hosts the last filter returned, in its order.
+    """
+
+    __slots__ = ('instance', 'reads', 'hosts', 'result', 'passing',
+                 'passing_result', '_inputs')
+
+    def __init__(self, instance, reads, inputs=None, hosts=(), result=()):
+        self.instance = instance
+        self.reads = reads
+        self._inputs = inputs
+        self.hosts = hosts
+        self.result = result
+        self.passing = None
+        self.passing_result = None
+
+    @property
+    def inputs(self):
+        if self._inputs is None:
+            self._inputs = dict(zip(map(id, self.hosts), self.result))
+        return self._inputs
+
+    def __iter__(self):
+        return iter((self.instance, self.reads, self.inputs))
+
+    def of(self, host_states):
+        """The inputs kept for ``host_states``, in order."""
+        # List equality compares identical elements without calling
+        # their __eq__: in C, without a look at each host.
+        if host_states == self.passing:
+            return list(self.passing_result)
+        if host_states == self.hosts:
+            return list(self.result)
+        return list(map(self.inputs.get, map(id, host_states)))
 
 
 # RequestSpec -> Memo.
@@ -173,6 +209,18 @@ def profiles(spec_obj, host_states, memo=None):
     return [group.prof for group in host_groups(spec_obj, host_states, memo)]
 
 
+def positions(groups_, reads):
+    """Indexes of the hosts whose group is in ``reads``, found in C.
+
+    Most hosts of a cloud are not tiered: the loops of a request run over
+    the others only.
+
+    :param groups_: the hosts' groups (:func:`host_groups`).
+    """
+    return list(itertools.compress(itertools.count(),
+                                   map(reads.__contains__, groups_)))
+
+
 # The cells of a host without a NUMA topology (never changed).
 _NO_CELLS = {}
 # An entry's ledger usage not read for the request's current instance.
@@ -209,6 +257,20 @@ class HostEntry(object):
         self.cells = cells
 
 
+def _cells(host_state, usage, bound):
+    """The ids of the host's NUMA cells, if the rules may use them.
+
+    The cache rules check a host cell by cell only for a NUMA-bound
+    request or next to NUMA-bound instances (:func:`decide.uses_cells`;
+    ``bound_ram`` is what kernel-tiered hosts charge for them); elsewhere
+    the host-wide bound decides the same and the host's topology is not
+    read: None.
+    """
+    if bound or (usage is not None and (usage.bound or usage.bound_ram)):
+        return numa.cell_ids(host_state)
+    return None
+
+
 def pending_cell_mb(entry, topology):
     """RAM, in MB, this request already placed on each NUMA cell."""
     base = entry.base_cells
@@ -220,8 +282,71 @@ def pending_cell_mb(entry, topology):
     return pending
 
 
+def _sort(host_states, read_at, entries, result):
+    """The hosts to read of a request that has entries, by what they need.
+
+    Fills ``result`` for the hosts whose entry holds.
+
+    :returns: (indexes of the hosts without an entry, ``(index, host
+        state, entry)`` of those the request placed something on since
+        they were read, ``(host state, entry)`` of the latter whose ledger
+        usage this instance has not read yet).
+    """
+    new = []
+    stale = []
+    unread = []
+    get_entry = entries.get
+    for index in read_at:
+        host_state = host_states[index]
+        entry = get_entry(id(host_state))
+        if entry is None:
+            new.append(index)
+        elif entry.free == host_state.free_ram_mb:
+            result[index] = entry.inputs
+        else:
+            if entry.ledger is _UNREAD:
+                unread.append((host_state, entry))
+            stale.append((index, host_state, entry))
+    return new, stale, unread
+
+
+def _read(host_states, new, unread, spec_obj, exclude, entries, result):
+    """The ledger's usage of the hosts ``new`` and ``unread``, in one batch.
+
+    Fills ``result`` for the new hosts and, unless the request has one
+    pass, gives them an entry.
+    """
+    new_hosts = list(map(host_states.__getitem__, new))
+    usages = ledger.LEDGER.usage_of(
+        new_hosts + [host_state for host_state, _entry in unread],
+        exclude_uuid=exclude)
+    # Nova passes over the hosts once per instance of a request (and once
+    # more for the alternates of a multi-create): a request for one
+    # instance places nothing that another pass counts, so its hosts need
+    # no entry. An unset count keeps them.
+    one_pass = ovo.loaded(spec_obj, 'num_instances') == 1
+    bound = numa.requested_topology(spec_obj) is not None
+    for index, host_state, usage in zip(new, new_hosts, usages):
+        # First read: nothing of this request is on the host yet.
+        if one_pass:
+            result[index] = (usage, _cells(host_state, usage, bound))
+            continue
+        topology = getattr(host_state, 'numa_topology', None)
+        free = host_state.free_ram_mb
+        if topology is None:
+            entry = HostEntry(free, _NO_CELLS, None)
+        else:
+            entry = HostEntry(free, _cell_memory_usage(topology),
+                              numa.cell_ids(host_state))
+        entry.ledger = usage
+        entry.inputs = result[index] = (usage, entry.cells)
+        entries[id(host_state)] = entry
+    for (_host_state, entry), usage in zip(unread, usages[len(new):]):
+        entry.ledger = usage
+
+
 def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None,
-            keep=False, reuse=False):
+            keep=False, reuse=False, read_at=None):
     """The inputs of the cache rules for the hosts whose usage is read.
 
     Counts the instances already on the host (through the ledger) plus the
@@ -240,6 +365,7 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None,
         read the same groups (a weigher's call): Nova changes no host
         between the filters and the weighers of a pass, and each pass of a
         multi-create has its own instance.
+    :param read_at: ``positions(groups_, reads)``, if the caller has it.
     :returns: in the order of the hosts, ``(HotRam or None when unreadable,
         ids of the NUMA cells with CPUs or None)``, or None for the hosts
         whose usage is not read.
@@ -261,42 +387,18 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None,
     if (reuse and kept is not None and kept.instance == exclude
             and kept.reads == reads):
         # In C: the weigher's hosts are some of the filter's.
-        return list(map(kept.inputs.get, map(id, host_states)))
+        return kept.of(host_states)
     result = [None] * len(host_states)
-    # (index, host state, entry) of the hosts whose usage the ledger gives
-    # now, and of those the request placed something on since it was read.
-    unread = []
-    stale = []
-    for index, (host_state, group) in enumerate(zip(host_states, groups_)):
-        if group not in reads:
-            continue
-        entry = entries.get(id(host_state))
-        if entry is None:
-            # First read: nothing of this request is on the host yet.
-            free = host_state.free_ram_mb
-            topology = getattr(host_state, 'numa_topology', None)
-            if topology is None:
-                entry = HostEntry(free, _NO_CELLS, None)
-            else:
-                entry = HostEntry(free, _cell_memory_usage(topology),
-                                  numa.cell_ids(host_state))
-            entries[id(host_state)] = entry
-            unread.append((index, host_state, entry))
-        elif entry.free == host_state.free_ram_mb:
-            result[index] = entry.inputs
-        else:
-            if entry.ledger is _UNREAD:
-                unread.append((index, host_state, None))
-            stale.append((index, host_state, entry))
-    if unread:
-        usages = ledger.LEDGER.usage_of([item[1] for item in unread],
-                                        exclude_uuid=exclude)
-        for (index, host_state, new), usage in zip(unread, usages):
-            entry = new or entries[id(host_state)]
-            entry.ledger = usage
-            if new is not None:
-                # Up to date: the request has placed nothing there yet.
-                entry.inputs = result[index] = (usage, entry.cells)
+    if read_at is None:
+        read_at = positions(groups_, reads)
+    if entries:
+        new, stale, unread = _sort(host_states, read_at, entries, result)
+    else:
+        # The request's first read, or a one-pass request: no host has an
+        # entry.
+        new, stale, unread = read_at, [], []
+    if new or unread:
+        _read(host_states, new, unread, spec_obj, exclude, entries, result)
     for index, host_state, entry in stale:
         usage = entry.ledger
         free = host_state.free_ram_mb
@@ -311,6 +413,6 @@ def hot_ram(host_states, groups_, spec_obj, request_, memo, reads=None,
         entry.free = free
         entry.inputs = result[index] = (usage, entry.cells)
     if keep:
-        memo.kept = Kept(exclude, frozenset(reads),
-                         dict(zip(map(id, host_states), result)))
+        memo.kept = Kept(exclude, frozenset(reads), hosts=host_states,
+                         result=result)
     return result

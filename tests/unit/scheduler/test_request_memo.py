@@ -16,9 +16,11 @@ from unittest import mock
 from oslo_utils.fixture import uuidsentinel as uuids
 
 from nova_pmem_filters import filters
+from nova_pmem_filters.scheduler import numa
 from nova_pmem_filters.scheduler import request_memo
 from nova_pmem_filters import weighers
 from tests.unit import fakes
+from tests.unit import test_numa_cells
 
 
 class RequestMemoTestCase(fakes.PmemTestCase):
@@ -142,3 +144,91 @@ class RequestMemoTestCase(fakes.PmemTestCase):
         patcher = mock.patch.object(self.ledger, 'usage_of', usage_of)
         patcher.start()
         self.addCleanup(patcher.stop)
+
+
+class OnePassTestCase(test_numa_cells._NumaHostTestCase):
+    """A request for one instance keeps no entry, and decides the same."""
+
+    def hosts(self):
+        return [
+            # Cell 0's cache full of a NUMA-bound instance.
+            self.full_cell0_host('host1'),
+            # NUMA cells, floating instances only.
+            test_numa_cells.numa_host(
+                'host2', [test_numa_cells.MM4_CELLS],
+                [self.instance(uuids.f, 3072, {'pmem:hot_ratio': '1'})]),
+            test_numa_cells.numa_host('host3', [test_numa_cells.MM4]),
+            fakes.host('mm4', [fakes.memory_mode(4)], free_ram_mb=100000),
+            fakes.host('dram1', [fakes.DRAM], free_ram_mb=100000),
+        ]
+
+    def run_request(self, spec_obj, instances):
+        hosts = self.hosts()
+        if instances is not None:
+            spec_obj.num_instances = instances
+        passing = self._passing(hosts, spec_obj)
+        scores = self._scores(weighers.PmemCacheHeadroomWeigher(), hosts,
+                              spec_obj)
+        return passing, scores, request_memo.of(spec_obj)
+
+    def test_same_verdicts_and_scores_without_entries(self):
+        requests = [
+            lambda: fakes.request_spec({'pmem:hot_ratio': '1'}),
+            lambda: fakes.request_spec({'pmem:hot_ratio': '0.25'},
+                                       memory_mb=2048),
+            lambda: test_numa_cells.numa_spec({'pmem:hot_ratio': '1'}),
+            lambda: test_numa_cells.numa_spec({'pmem:hot_ratio': '0.5'},
+                                              memory_mb=2048),
+        ]
+        rejected = set()
+        for make in requests:
+            # Unset (a RequestSpec of an older conductor) and 2: entries.
+            passing, scores, memo = self.run_request(make(), None)
+            rejected.update({'host1', 'host2', 'host3', 'mm4'} - set(passing))
+            self.assertNotEqual({}, memo.entries)
+            self.assertEqual((passing, scores),
+                             self.run_request(make(), 2)[:2])
+            one = self.run_request(make(), 1)
+            self.assertEqual((passing, scores), one[:2])
+            self.assertEqual({}, one[2].entries)
+        # Decisions, not a no-op: full cells and full caches.
+        self.assertEqual({'host1', 'host2'}, rejected)
+
+    def test_cells_read_only_where_the_rules_use_them(self):
+        cell_ids = mock.Mock(wraps=numa.cell_ids)
+        with mock.patch.object(numa, 'cell_ids', cell_ids):
+            self.run_request(
+                fakes.request_spec({'pmem:hot_ratio': '1'}), 1)
+            # A floating request: only next to NUMA-bound instances.
+            self.assertEqual(['host1'], [call[0][0].host
+                                         for call in cell_ids.call_args_list])
+            cell_ids.reset_mock()
+            self.run_request(
+                test_numa_cells.numa_spec({'pmem:hot_ratio': '1'}), 1)
+            # A NUMA-bound one: on every tiered host.
+            self.assertEqual(['host1', 'host2', 'host3', 'mm4'],
+                             sorted({call[0][0].host
+                                     for call in cell_ids.call_args_list}))
+
+
+class KeptTestCase(fakes.PmemTestCase):
+
+    def test_inputs_of_any_hosts_are_those_of_the_dict(self):
+        hosts = [
+            fakes.host('mm1', [fakes.memory_mode(4)],
+                       [self.instance(uuids.a, 3072,
+                                      {'pmem:hot_ratio': '1'})],
+                       free_ram_mb=100000),
+            fakes.host('mm2', [fakes.memory_mode(4)], free_ram_mb=100000),
+            fakes.host('dram1', [fakes.DRAM], free_ram_mb=100000),
+        ]
+        spec_obj = fakes.request_spec({'pmem:hot_ratio': '1'},
+                                      memory_mb=2048)
+        passing = filters.PmemCacheFilter().filter_all(hosts, spec_obj)
+        self.assertEqual(['mm2', 'dram1'], [h.host for h in passing])
+        kept = request_memo.of(spec_obj).kept
+        for some in (passing, hosts, hosts[::-1], hosts[1:], []):
+            self.assertEqual([kept.inputs.get(id(h)) for h in some],
+                             kept.of(list(some)))
+        self.assertIsNone(kept.of([hosts[2]])[0])
+        self.assertEqual(3072.0, kept.of([hosts[0]])[0][0].total)
