@@ -33,6 +33,8 @@ rules (:mod:`nova_pmem_filters.core.rules.decide`) and reuse what the filters
 of the same request computed (:mod:`nova_pmem_filters.scheduler.request_memo`).
 """
 
+import threading
+
 from oslo_log import log as logging
 
 from nova.scheduler import utils as scheduler_utils
@@ -56,14 +58,44 @@ class _PmemWeigher(weights.BaseHostWeigher):
     multiplier_option = None
     multiplier_key = None
 
+    def __init__(self):
+        super(_PmemWeigher, self).__init__()
+        # {host's aggregate objects: multiplier} of the pass this thread
+        # (or greenthread) is weighing. Nova asks for the multiplier of
+        # every host right after weigh_objects(), and hosts with the same
+        # aggregates have the same one: it is read once per set of
+        # aggregates, not once per host. Per thread, because
+        # nova-scheduler weighs several requests at once with one weigher
+        # object.
+        self._pass = threading.local()
+
     def weight_multiplier(self, host_state):
         # As Nova's own weighers (nova/scheduler/weights/ram.py): the
         # host's aggregates override the option, the smallest value wins.
-        return scheduler_utils.get_weight_multiplier(
+        known = getattr(self._pass, 'multipliers', None)
+        key = None
+        if known is not None:
+            try:
+                # Aggregate objects hash by identity, and the key keeps
+                # them alive: within a pass an aggregate object does not
+                # change.
+                key = tuple(host_state.aggregates or ())
+                return known[key]
+            except KeyError:
+                pass
+            except Exception:
+                key = None
+        value = scheduler_utils.get_weight_multiplier(
             host_state, self.multiplier_key,
             getattr(CONF.pmem, self.multiplier_option))
+        if key is not None:
+            known[key] = value
+        return value
 
     def weigh_objects(self, weighed_obj_list, weight_properties):
+        # A new pass: the aggregates or the option may have changed since
+        # the last.
+        self._pass.multipliers = {}
         hosts = [obj.obj for obj in weighed_obj_list]
         try:
             memo = request_memo.of(weight_properties)

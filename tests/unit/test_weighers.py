@@ -11,8 +11,12 @@
 #    under the License.
 """Tests of PmemTierWeigher and PmemCacheHeadroomWeigher."""
 
+import threading
+from unittest import mock
+
 from oslo_utils.fixture import uuidsentinel as uuids
 
+from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 
 from nova_pmem_filters import weighers
@@ -214,6 +218,47 @@ class PmemCacheHeadroomWeigherTestCase(_WeigherTestCase):
             [cls().weight_multiplier(host) for cls in (
                 weighers.PmemTierWeigher, weighers.PmemCacheHeadroomWeigher,
                 weighers.PmemNumaCellWeigher)])
+
+    def test_multiplier_read_once_per_set_of_aggregates(self):
+        self.flags(cache_headroom_weight_multiplier=4.0, group='pmem')
+        shared = fakes.host('mm1', [fakes.memory_mode(2)]).aggregates
+        override = fakes.host('mm9', [dict(
+            fakes.memory_mode(2),
+            pmem_cache_headroom_weight_multiplier='2')]).aggregates
+        hosts = [fakes.host('mm%d' % i) for i in (1, 2, 3, 4, 9)]
+        for host in hosts[:4]:
+            host.aggregates = list(shared)
+        hosts[4].aggregates = list(override)
+        weigher = weighers.PmemCacheHeadroomWeigher()
+        reads = mock.Mock(wraps=scheduler_utils.get_weight_multiplier)
+        with mock.patch.object(scheduler_utils, 'get_weight_multiplier',
+                               reads):
+            weighed = self._weighed(hosts, fakes.request_spec(), [weigher])
+            # One read per set of aggregates, whatever the hosts' number.
+            self.assertEqual(2, reads.call_count)
+            self.assertEqual(dict({'mm%d' % i: 3.0 for i in range(1, 5)},
+                                  mm9=1.5), weighed)
+            # A new pass reads again: the option changed since.
+            self.flags(cache_headroom_weight_multiplier=8.0, group='pmem')
+            weighed = self._weighed(hosts, fakes.request_spec(), [weigher])
+            self.assertEqual(4, reads.call_count)
+            self.assertEqual(6.0, weighed['mm1'])
+            self.assertEqual(1.5, weighed['mm9'])
+
+    def test_multiplier_of_another_thread_pass_not_shared(self):
+        # nova-scheduler weighs several requests at once with one weigher:
+        # what one thread's pass read is not another's.
+        weigher = weighers.PmemCacheHeadroomWeigher()
+        host = fakes.host('mm1', [fakes.memory_mode(2)])
+        self._weighed([host, fakes.host('mm2', [fakes.memory_mode(2)])],
+                      fakes.request_spec(), [weigher])
+        self.flags(cache_headroom_weight_multiplier=5.0, group='pmem')
+        seen = []
+        thread = threading.Thread(
+            target=lambda: seen.append(weigher.weight_multiplier(host)))
+        thread.start()
+        thread.join()
+        self.assertEqual([5.0], seen)
 
     def test_negative_multiplier_packs(self):
         self.flags(cache_headroom_weight_multiplier=-1.0, group='pmem')
