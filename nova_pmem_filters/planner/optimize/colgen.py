@@ -98,7 +98,7 @@ def generate_columns(problem, master, deadline, cg_deadline, gap,
             clock.cut('column generation')
         if not generate:
             break
-        duals = -res.ineqlin.marginals
+        duals = pricing.lp_duals(master, res, layout)
         if pricing.farley_applies(problem, master):
             duals = pricing.cover_duals(problem, master, duals)
         points = [(duals, float(res.fun))]
@@ -154,15 +154,19 @@ def _price(problem, master, res, duals, value, out_of_time, deadline,
     """One round's pricing at ``duals`` (their dual objective ``value``).
 
     Greedy first; exact pricing when greedy finds nothing, for the bound
-    too. Returns (patterns added, lower bound or -inf, priced exactly).
+    too. Several periods: a configuration is priced in the periods its
+    patterns found so far do not pay in (:func:`pricing.price_all`), and
+    in all once past the time of column generation; the round is exact
+    (and bounds) when it priced them all. Returns (patterns added, lower
+    bound or -inf, priced exactly).
     """
     priced, added = price_greedily(problem, master, duals, out_of_time)
     if added:
         return added, -np.inf, False
     # Greedy found nothing: price exactly, for the bound too.
     added, lower = _price_exactly(problem, master, res, duals, value,
-                                  priced, deadline, incumbent)
-    return added, lower, True
+                                  priced, deadline, incumbent, out_of_time)
+    return added, lower, bool(np.isfinite(lower)) or not added
 
 
 def price_greedily(problem, master, duals, out_of_time):
@@ -199,7 +203,7 @@ def price_greedily(problem, master, duals, out_of_time):
 
 
 def _price_exactly(problem, master, res, duals, value, priced, deadline,
-                   incumbent):
+                   incumbent, out_of_time):
     """(patterns added, lower bound) of exact pricing at ``duals``.
 
     The Lagrangian bound (no Farley) holds at the LP's own duals only:
@@ -211,7 +215,7 @@ def _price_exactly(problem, master, res, duals, value, priced, deadline,
         return pricing.price_farley(problem, master, duals, value, priced,
                                     per_call)
     return pricing.price_all(problem, master, res, priced, per_call,
-                             incumbent)
+                             incumbent, every=out_of_time)
 
 
 def _cut_nodes(problem, master, res, out_of_time, rounds):

@@ -100,37 +100,80 @@ def node_limits(problem, master, incumbent, hard_caps=False):
     A fleet needs no node that serves nothing when it is bought, so it has
     at most a node per VM of the periods so far; with TCO, no more nodes
     than a fleet at hand (``incumbent``) pays for; under a cap, no more
-    than the cap holds. ``hard_caps``: count the caps even where the master
-    problem lets them grow (the integer stage holds them).
+    than the cap holds (:func:`node_rows`). ``hard_caps``: count the caps
+    even where the master problem lets them grow (the integer stage holds
+    them).
     """
     limits = {}
     most = 0.0
     for t, period in enumerate(problem.periods):
         most = max(most, float(sum(period.vms.values())))
-        for ci, cand in enumerate(problem.candidates):
+        rows = node_rows(problem, master, t, incumbent, hard_caps)
+        for ci in range(len(problem.candidates)):
             k = most
-            if problem.objective == 'tco' or master.keep_served is not None:
-                if incumbent is not None:
-                    # A node bought for period t stays: it costs its capex
-                    # and its energy from t on, and the optimum costs no
-                    # more than the fleet at hand.
-                    per_node = cand.capex + sum(
-                        problem.energy(cand, p)
-                        for p in problem.periods[t:])
-                    if per_node > 0:
-                        k = min(k, incumbent / per_node)
-            if hard_caps or not master.elastic:
-                for kind, tt, value in master.caps:
-                    if kind == 'budget' and cand.capex > 0:
-                        k = min(k, value / cand.capex)
-                    elif (kind == 'power_kw' and tt >= t
-                          and problem.kw(cand)):
-                        # Nodes of period t stay on in the later ones.
-                        k = min(k, value / problem.kw(cand))
-                    elif kind == 'rack_units' and cand.rack_units:
-                        k = min(k, value / cand.rack_units)
+            for weights, room in rows:
+                if weights[ci] > 0:
+                    k = min(k, room / weights[ci])
             limits[ci, t] = k
     return limits
+
+
+def node_rows(problem, master, t, incumbent, hard_caps=False):
+    """[(what a node of each configuration takes, the room)] in period t.
+
+    Rows that every node count N[.,t] of some optimal fleet meets:
+    sum_c weights[c] N[c,t] <= room. A node bought for period t stays: it
+    costs its capex and its energy from t on, and the optimum costs no
+    more than the fleet at hand (TCO); the capex budget and the rack
+    units count every node of the last period, the power cap of a period
+    from t on those of t (nodes of t stay on in the later ones).
+    """
+    rows = []
+    if incumbent is not None and (problem.objective == 'tco'
+                                  or master.keep_served is not None):
+        rows.append(([c.capex + sum(problem.energy(c, p)
+                                    for p in problem.periods[t:])
+                      for c in problem.candidates], incumbent))
+    if hard_caps or not master.elastic:
+        for kind, tt, value in master.caps:
+            if kind == 'budget':
+                rows.append(([c.capex for c in problem.candidates], value))
+            elif kind == 'power_kw' and tt >= t:
+                rows.append(([problem.kw(c) for c in problem.candidates],
+                             value))
+            elif kind == 'rack_units':
+                rows.append(([c.rack_units for c in problem.candidates],
+                             value))
+    return rows
+
+
+def most_gain(problem, master, gains, limits, incumbent, hard_caps=False):
+    """The most that patterns not in the master could lower its LP by.
+
+    ``gains``: {(c, t): an upper bound on the best pattern's value less
+    the node's dual, where positive}. With all the other rows relaxed at
+    the LP's duals (Lagrange), each node of c in t is worth at most its
+    gain, and the nodes of period t are at most ``limits`` (K[c,t]) and
+    meet every row of :func:`node_rows`, and no more nodes than the VMs
+    of the periods so far (each node of c bought in t serves a VM then,
+    or an idle node of c from before would do): the least of the
+    fractional knapsacks of each such row bounds what they are worth.
+    """
+    total = 0.0
+    nc = len(problem.candidates)
+    vms = 0.0
+    for t, period in enumerate(problem.periods):
+        vms += float(sum(period.vms.values()))
+        gain = [max(0.0, gains.get((ci, t), 0.0)) for ci in range(nc)]
+        if not any(gain):
+            continue
+        most = [limits[ci, t] for ci in range(nc)]
+        worth = sum(g * k for g, k in zip(gain, most))
+        rows = node_rows(problem, master, t, incumbent, hard_caps)
+        for weights, room in rows + [([1.0] * nc, vms)]:
+            worth = min(worth, _fractional(gain, weights, most, room))
+        total += worth
+    return total
 
 
 def known_bound(problem, master, ci, t, values):
@@ -187,6 +230,29 @@ def _exact(problem, master, ci, values, mu, per_call, known=None):
         if known is not None:
             known[key] = (value, counts, top)
     return value > mu + RC_TOL * max(mu, 1e-6), counts, top
+
+
+def lp_duals(master, res, layout):
+    """The duals of the master's LP ``res``, the VMs' slots at their worth.
+
+    The LP may value a slot of workload w on a node of c in period t (the
+    dual v of its serve row) above what a VM served there is worth when it
+    serves none there (s[w,c,t] at 0, with a reduced cost d > 0): a
+    pattern then seems to pay only because of that, and column generation
+    stalls on such patterns. s is in its serve row with coefficient 1, so
+    v lowered by d (not below 0) leaves its reduced cost at 0 or more, and
+    every pattern's no lower; the serve rows' right-hand sides are 0, so
+    the objective is the same: these are optimal duals of the same LP,
+    for which pricing and the Lagrangian bound hold as for the LP's own.
+    ``layout``: the LP's (:meth:`master.Master.layout`).
+    """
+    duals = -res.ineqlin.marginals
+    reduced = res.lower.marginals
+    s0 = layout[1]
+    for j, key in enumerate(master.serve):
+        row = master.serve_row[key]
+        duals[row] = max(0.0, duals[row] - max(0.0, reduced[s0 + j]))
+    return duals
 
 
 def farley_applies(problem, master):
@@ -302,14 +368,26 @@ def node_cut(problem, master, res, per_call):
     return nodes if nodes > have + 1e-6 else None
 
 
-def price_all(problem, master, res, priced, per_call, incumbent):
-    """Exact pricing of every configuration, with the Lagrangian bound."""
+def price_all(problem, master, res, priced, per_call, incumbent,
+              every=True):
+    """Exact pricing of every configuration, with the Lagrangian bound.
+
+    A configuration's patterns are the same in every period, only the
+    VMs' values differ: a pattern found for one period joins every other
+    period where it pays too. ``every`` False: a period that got one so
+    is not priced itself this round (one pricing problem per
+    configuration then, where its periods' values are alike); the bound
+    is then -inf, unless nothing was added (every one priced).
+    """
     upper = {}
     added = 0
     known = {}
+    shared = set()
     for (ci, t), entry in priced.items():
         if entry[1] is not None:
             upper[ci, t] = entry[1]
+            continue
+        if (ci, t) in shared and not every:
             continue
         pays, counts, top = _exact(problem, master, ci, entry[2], entry[0],
                                    per_call, known)
@@ -317,10 +395,32 @@ def price_all(problem, master, res, priced, per_call, incumbent):
         upper[ci, t] = top
         if pays and master.add(ci, t, counts):
             added += 1
-    limits = node_limits(problem, master, incumbent)
-    lower = res.fun - sum(limits[key] * max(0.0, upper[key] - priced[key][0])
-                          for key in priced)
+        if pays:
+            for key in _pays_elsewhere(priced, ci, t, counts):
+                shared.add(key)
+                if master.add(key[0], key[1], counts):
+                    added += 1
+    if len(upper) < len(priced):
+        return added, -np.inf
+    limits = node_limits(problem, master, incumbent, hard_caps=True)
+    lower = res.fun - most_gain(
+        problem, master, {key: upper[key] - priced[key][0] for key in priced},
+        limits, incumbent, hard_caps=True)
     return added, lower
+
+
+def _pays_elsewhere(priced, ci, t, counts):
+    """The other periods of ``ci`` where the pattern ``counts`` pays.
+
+    Those whose pricing is pending (``priced`` with values, no quick
+    bound that shows nothing pays there).
+    """
+    for (cj, tt), entry in priced.items():
+        if cj == ci and tt != t and entry[1] is None:
+            mu = entry[0]
+            value = sum(c * v for c, v in zip(counts, entry[2]))
+            if value > mu + RC_TOL * max(mu, 1e-6):
+                yield cj, tt
 
 
 def best_by(problem, master, ci, values, deadline):

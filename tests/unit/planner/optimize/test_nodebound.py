@@ -25,6 +25,7 @@ case of each kind.
 import time
 from unittest import mock
 
+import numpy as np
 import testtools
 
 from nova_pmem_filters.planner import optimize
@@ -32,6 +33,7 @@ from nova_pmem_filters.planner.optimize import colgen
 from nova_pmem_filters.planner.optimize import master as master_mod
 from nova_pmem_filters.planner.optimize import nodebound
 from nova_pmem_filters.planner.optimize import pricing
+from nova_pmem_filters.planner import patterns
 from tests.unit.planner.optimize import base
 from tests.unit.planner.optimize import test_oracle
 
@@ -77,6 +79,7 @@ class NodeBoundTestCase(testtools.TestCase):
         bound = nodebound.raise_bound(problem, master, None,
                                       generated.bound, deadline, 0.0,
                                       found.append, generated.res)
+        self.assertLessEqual(generated.bound, optimum + slack)
         self.assertLessEqual(bound, optimum + slack)
         self.assertGreaterEqual(bound, generated.bound - slack)
         for fleet in found:
@@ -128,3 +131,71 @@ class NodeBoundTestCase(testtools.TestCase):
     def test_one_period_under_a_cap(self):
         self.check('tco', periods={'redis': 41, 'mysql': 13},
                    rack_units=10.0)
+
+
+class PricingInPeriodsTestCase(NodeBoundTestCase):
+    """Column generation over several periods: its duals, its patterns."""
+
+    def master(self, objective, **caps):
+        _scen, problem, _answer, optimum = self.problem(objective, **caps)
+        master = master_mod.Master(problem)
+        master.pricing_gap = pricing.pricing_gap(0.0)
+        colgen.seed(problem, master)
+        return problem, master, optimum
+
+    def test_lp_duals_are_optimal_duals(self):
+        # The serve rows' duals lowered by their VMs' reduced costs: as
+        # feasible in the dual of the LP, with the same objective.
+        for objective in ('tco', 'vms', 'throughput'):
+            caps = ({'budget': 0.8 * self.least_budget()}
+                    if objective != 'tco' else {})
+            problem, master, _optimum = self.master(objective, **caps)
+            res, layout = master.solve_lp()
+            duals = pricing.lp_duals(master, res, layout)
+            cost, a_ub, b_ub, _layout = master._build()
+            self.assertTrue(np.all(duals >= 0.0))
+            reduced = cost + a_ub.T @ duals
+            self.assertGreaterEqual(reduced.min(),
+                                    -1e-6 * max(abs(res.fun), 1.0))
+            self.assertAlmostEqual(res.fun, float(-b_ub @ duals),
+                                   delta=1e-6 * max(abs(res.fun), 1.0))
+            # Never above the LP's own.
+            own = -res.ineqlin.marginals
+            self.assertTrue(np.all(duals <= np.maximum(own, 0.0) + 1e-9))
+
+    def test_a_pattern_joins_the_periods_where_it_pays(self):
+        _scen, problem, _answer, _optimum = self.problem('tco')
+        master = master_mod.Master(problem)
+        values = [1000.0] * len(problem.workloads)
+        priced = {(ci, t): (0.0, None, values)
+                  for ci in range(master.nc) for t in range(master.nt)}
+        with mock.patch.object(patterns, 'best_pattern',
+                               wraps=patterns.best_pattern) as call:
+            added, lower = pricing.price_all(problem, master,
+                                             mock.Mock(fun=0.0), priced,
+                                             5.0, None, every=False)
+        # One pricing problem per configuration; its pattern in both
+        # periods; no bound from a round that did not price them all.
+        self.assertEqual(master.nc, call.call_count)
+        self.assertEqual(master.nc * master.nt, added)
+        for ci in range(master.nc):
+            self.assertEqual(
+                [c for cj, t, c in master.columns if cj == ci and t == 0],
+                [c for cj, t, c in master.columns if cj == ci and t == 1])
+        self.assertEqual(-np.inf, lower)
+        # Priced in every period: a bound.
+        master = master_mod.Master(problem)
+        _added, lower = pricing.price_all(problem, master,
+                                          mock.Mock(fun=0.0), priced, 5.0,
+                                          None, every=True)
+        self.assertTrue(np.isfinite(lower))
+
+    def test_every_period_priced_bounds(self):
+        problem, master, optimum = self.master('tco')
+        res, layout = master.solve_lp()
+        duals = pricing.lp_duals(master, res, layout)
+        priced, _added = colgen.price_greedily(problem, master, duals, True)
+        _added, lower = pricing.price_all(problem, master, res, priced, 5.0,
+                                          None, every=True)
+        self.assertTrue(np.isfinite(lower))
+        self.assertLessEqual(lower, min(res.fun, optimum) + 1e-6 * optimum)
