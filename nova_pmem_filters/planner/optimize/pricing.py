@@ -210,11 +210,12 @@ def shape(cand):
     return (dataclasses.replace(cand.capacity, name=''), cand.limits)
 
 
-def _exact(problem, master, ci, values, mu, per_call, known=None):
+def _exact(problem, master, ci, values, mu, per_call, known=None, gap=None):
     """Exact pricing of one configuration; adds its best pattern if it pays.
 
     ``known``: {(shape, values): answer} of the pricing problems solved in
-    this round, which configurations of the same shape reuse.
+    this round, which configurations of the same shape reuse; ``gap``:
+    how close to its optimum (default: the master's pricing gap).
 
     Returns (pays, counts, upper bound on the best pattern's value).
     """
@@ -225,11 +226,17 @@ def _exact(problem, master, ci, values, mu, per_call, known=None):
     else:
         value, counts, top = clock.timed(
             'pricing', per_call, patterns.best_pattern, cand.capacity,
-            problem.demands, values, cand.limits, gap=master.pricing_gap,
+            problem.demands, values, cand.limits,
+            gap=master.pricing_gap if gap is None else gap,
             time_limit=per_call)
         if known is not None:
             known[key] = (value, counts, top)
-    return value > mu + RC_TOL * max(mu, 1e-6), counts, top
+    return _pays(value, mu), counts, top
+
+
+def _pays(value, mu):
+    """Whether a pattern of this value pays for a node of dual ``mu``."""
+    return value > mu + RC_TOL * max(mu, 1e-6)
 
 
 def lp_duals(master, res, layout):
@@ -368,6 +375,12 @@ def node_cut(problem, master, res, per_call):
     return nodes if nodes > have + 1e-6 else None
 
 
+# Column generation's rounds that need no bound solve the pricing
+# problems this close to their optimum first: a pattern within 1% of the
+# best still pays, and they are solved several times faster.
+LOOSE_PRICING_GAP = 1e-2
+
+
 def price_all(problem, master, res, priced, per_call, incumbent,
               every=True):
     """Exact pricing of every configuration, with the Lagrangian bound.
@@ -376,21 +389,51 @@ def price_all(problem, master, res, priced, per_call, incumbent,
     VMs' values differ: a pattern found for one period joins every other
     period where it pays too. ``every`` False: a period that got one so
     is not priced itself this round (one pricing problem per
-    configuration then, where its periods' values are alike); the bound
-    is then -inf, unless nothing was added (every one priced).
+    configuration then, where its periods' values are alike), and the
+    pricing problems are solved to :data:`LOOSE_PRICING_GAP` first, then,
+    when no pattern pays, those whose bound leaves a doubt to the
+    master's pricing gap. The bound is -inf when some were not priced.
     """
-    upper = {}
+    upper = {key: entry[1] for key, entry in priced.items()
+             if entry[1] is not None}
+    pending = [key for key, entry in priced.items() if entry[1] is None]
+    added = 0
+    if not every and master.pricing_gap < LOOSE_PRICING_GAP:
+        added = _price_pass(problem, master, priced, pending, per_call,
+                            upper, LOOSE_PRICING_GAP)
+        if added:
+            return added, -np.inf
+        # None paid: those whose bound leaves a doubt, closer.
+        pending = [key for key in pending
+                   if _pays(upper[key], priced[key][0])]
+    added = _price_pass(problem, master, priced, pending, per_call, upper,
+                        master.pricing_gap, every)
+    if len(upper) < len(priced):
+        return added, -np.inf
+    limits = node_limits(problem, master, incumbent, hard_caps=True)
+    lower = res.fun - most_gain(
+        problem, master, {key: upper[key] - priced[key][0] for key in priced},
+        limits, incumbent, hard_caps=True)
+    return added, lower
+
+
+def _price_pass(problem, master, priced, pending, per_call, upper, gap,
+                every=False):
+    """Price the (configuration, period) ``pending`` to ``gap``.
+
+    ``upper`` gets the upper bound of each one priced. Returns the number
+    of patterns added.
+    """
     added = 0
     known = {}
     shared = set()
-    for (ci, t), entry in priced.items():
-        if entry[1] is not None:
-            upper[ci, t] = entry[1]
-            continue
+    for ci, t in pending:
         if (ci, t) in shared and not every:
+            upper.pop((ci, t), None)
             continue
+        entry = priced[ci, t]
         pays, counts, top = _exact(problem, master, ci, entry[2], entry[0],
-                                   per_call, known)
+                                   per_call, known, gap)
         _remember(master, ci, t, entry[2], top)
         upper[ci, t] = top
         if pays and master.add(ci, t, counts):
@@ -400,13 +443,7 @@ def price_all(problem, master, res, priced, per_call, incumbent,
                 shared.add(key)
                 if master.add(key[0], key[1], counts):
                     added += 1
-    if len(upper) < len(priced):
-        return added, -np.inf
-    limits = node_limits(problem, master, incumbent, hard_caps=True)
-    lower = res.fun - most_gain(
-        problem, master, {key: upper[key] - priced[key][0] for key in priced},
-        limits, incumbent, hard_caps=True)
-    return added, lower
+    return added
 
 
 def _pays_elsewhere(priced, ci, t, counts):
@@ -417,9 +454,8 @@ def _pays_elsewhere(priced, ci, t, counts):
     """
     for (cj, tt), entry in priced.items():
         if cj == ci and tt != t and entry[1] is None:
-            mu = entry[0]
             value = sum(c * v for c, v in zip(counts, entry[2]))
-            if value > mu + RC_TOL * max(mu, 1e-6):
+            if _pays(value, entry[0]):
                 yield cj, tt
 
 

@@ -199,3 +199,22 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
                                           None, every=True)
         self.assertTrue(np.isfinite(lower))
         self.assertLessEqual(lower, min(res.fun, optimum) + 1e-6 * optimum)
+
+    def test_no_pattern_pays_at_the_loose_gap(self):
+        # Nothing pays and the loose bounds leave no doubt: one pass at
+        # the loose gap, and its bounds make the round's bound.
+        _scen, problem, _answer, _optimum = self.problem('tco')
+        master = master_mod.Master(problem)
+        master.pricing_gap = pricing.pricing_gap(0.0)
+        values = [1000.0] * len(problem.workloads)
+        priced = {(ci, t): (1e9, None, values)
+                  for ci in range(master.nc) for t in range(master.nt)}
+        with mock.patch.object(patterns, 'best_pattern',
+                               wraps=patterns.best_pattern) as call:
+            added, lower = pricing.price_all(problem, master,
+                                             mock.Mock(fun=0.0), priced,
+                                             5.0, None, every=False)
+        self.assertEqual(0, added)
+        self.assertEqual(0.0, lower)
+        self.assertEqual({pricing.LOOSE_PRICING_GAP},
+                         {each.kwargs['gap'] for each in call.call_args_list})
