@@ -163,17 +163,27 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
             own = -res.ineqlin.marginals
             self.assertTrue(np.all(duals <= np.maximum(own, 0.0) + 1e-9))
 
-    def test_a_pattern_joins_the_periods_where_it_pays(self):
+    def price(self, mu, every):
+        """(master, call mock, added, lower) of pricing every period at mu.
+
+        Every workload worth 1000 in every period; the master without
+        patterns.
+        """
         _scen, problem, _answer, _optimum = self.problem('tco')
         master = master_mod.Master(problem)
+        master.pricing_gap = pricing.pricing_gap(0.0)
         values = [1000.0] * len(problem.workloads)
-        priced = {(ci, t): (0.0, None, values)
+        priced = {(ci, t): (mu, None, values)
                   for ci in range(master.nc) for t in range(master.nt)}
         with mock.patch.object(patterns, 'best_pattern',
                                wraps=patterns.best_pattern) as call:
             added, lower = pricing.price_all(problem, master,
                                              mock.Mock(fun=0.0), priced,
-                                             5.0, None, every=False)
+                                             5.0, None, every=every)
+        return master, call, added, lower
+
+    def test_a_pattern_joins_the_periods_where_it_pays(self):
+        master, call, added, lower = self.price(0.0, False)
         # One pricing problem per configuration; its pattern in both
         # periods; no bound from a round that did not price them all.
         self.assertEqual(master.nc, call.call_count)
@@ -184,10 +194,7 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
                 [c for cj, t, c in master.columns if cj == ci and t == 1])
         self.assertEqual(-np.inf, lower)
         # Priced in every period: a bound.
-        master = master_mod.Master(problem)
-        _added, lower = pricing.price_all(problem, master,
-                                          mock.Mock(fun=0.0), priced, 5.0,
-                                          None, every=True)
+        _master, _call, _added, lower = self.price(0.0, True)
         self.assertTrue(np.isfinite(lower))
 
     def test_every_period_priced_bounds(self):
@@ -203,17 +210,7 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
     def test_no_pattern_pays_at_the_loose_gap(self):
         # Nothing pays and the loose bounds leave no doubt: one pass at
         # the loose gap, and its bounds make the round's bound.
-        _scen, problem, _answer, _optimum = self.problem('tco')
-        master = master_mod.Master(problem)
-        master.pricing_gap = pricing.pricing_gap(0.0)
-        values = [1000.0] * len(problem.workloads)
-        priced = {(ci, t): (1e9, None, values)
-                  for ci in range(master.nc) for t in range(master.nt)}
-        with mock.patch.object(patterns, 'best_pattern',
-                               wraps=patterns.best_pattern) as call:
-            added, lower = pricing.price_all(problem, master,
-                                             mock.Mock(fun=0.0), priced,
-                                             5.0, None, every=False)
+        _master, call, added, lower = self.price(1e9, False)
         self.assertEqual(0, added)
         self.assertEqual(0.0, lower)
         self.assertEqual({pricing.LOOSE_PRICING_GAP},
