@@ -98,7 +98,7 @@ def generate_columns(problem, master, deadline, cg_deadline, gap,
             clock.cut('column generation')
         if not generate:
             break
-        duals = pricing.lp_duals(master, res, layout)
+        duals = pricing.lp_duals(master, res)
         if pricing.farley_applies(problem, master):
             duals = pricing.cover_duals(problem, master, duals)
         points = [(duals, float(res.fun))]

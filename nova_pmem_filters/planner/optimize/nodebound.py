@@ -357,13 +357,15 @@ def first_cuts(problem, master, lp_res, cuts):
     """The cuts to start from: the LP's values of the VMs, and one each.
 
     The LP's own values of a VM (the duals of its demand rows with
-    ``tco``; of its serve rows, per configuration, otherwise): the cut the
-    LP itself meets. And a VM worth 1 (no node holds more VMs than its best
+    ``tco``; of its serve rows, per configuration, otherwise, each slot at
+    its worth as column generation priced them, :func:`pricing.lp_duals`,
+    so that the last pricing's bounds hold for them as they are): the cut
+    the LP itself meets. And a VM worth 1 (no node holds more VMs than its best
     pattern) and, per configuration, a VM worth its throughput there.
     """
     nw = len(problem.workloads)
     if lp_res is not None:
-        duals = -lp_res.ineqlin.marginals
+        duals = pricing.lp_duals(master, lp_res)
         for t in range(len(problem.periods)):
             if not cuts.per_config:
                 pi = np.array([max(0.0, duals[master.demand_row[w, t]])

@@ -239,7 +239,7 @@ def _pays(value, mu):
     return value > mu + RC_TOL * max(mu, 1e-6)
 
 
-def lp_duals(master, res, layout):
+def lp_duals(master, res):
     """The duals of the master's LP ``res``, the VMs' slots at their worth.
 
     The LP may value a slot of workload w on a node of c in period t (the
@@ -251,11 +251,13 @@ def lp_duals(master, res, layout):
     every pattern's no lower; the serve rows' right-hand sides are 0, so
     the objective is the same: these are optimal duals of the same LP,
     for which pricing and the Lagrangian bound hold as for the LP's own.
-    ``layout``: the LP's (:meth:`master.Master.layout`).
+    ``res`` may be of fewer patterns than the master has now.
     """
     duals = -res.ineqlin.marginals
     reduced = res.lower.marginals
-    s0 = layout[1]
+    # The variables: N, the patterns, s, then the caps' growth.
+    s0 = len(res.x) - len(master.serve) - (len(master.caps)
+                                           if master.elastic else 0)
     for j, key in enumerate(master.serve):
         row = master.serve_row[key]
         duals[row] = max(0.0, duals[row] - max(0.0, reduced[s0 + j]))

@@ -150,8 +150,8 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
             caps = ({'budget': 0.8 * self.least_budget()}
                     if objective != 'tco' else {})
             problem, master, _optimum = self.master(objective, **caps)
-            res, layout = master.solve_lp()
-            duals = pricing.lp_duals(master, res, layout)
+            res, _layout = master.solve_lp()
+            duals = pricing.lp_duals(master, res)
             cost, a_ub, b_ub, _layout = master._build()
             self.assertTrue(np.all(duals >= 0.0))
             reduced = cost + a_ub.T @ duals
@@ -199,8 +199,8 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
 
     def test_every_period_priced_bounds(self):
         problem, master, optimum = self.master('tco')
-        res, layout = master.solve_lp()
-        duals = pricing.lp_duals(master, res, layout)
+        res, _layout = master.solve_lp()
+        duals = pricing.lp_duals(master, res)
         priced, _added = colgen.price_greedily(problem, master, duals, True)
         _added, lower = pricing.price_all(problem, master, res, priced, 5.0,
                                           None, every=True)
