@@ -154,19 +154,31 @@ def _price(problem, master, res, duals, value, out_of_time, deadline,
     """One round's pricing at ``duals`` (their dual objective ``value``).
 
     Greedy first; exact pricing when greedy finds nothing, for the bound
-    too. Several periods: a configuration is priced in the periods its
-    patterns found so far do not pay in (:func:`pricing.price_all`), and
-    in all once past the time of column generation; the round is exact
-    (and bounds) when it priced them all. Returns (patterns added, lower
-    bound or -inf, priced exactly).
+    too, or (without Farley's bound) when greedy finds patterns for fewer
+    than :data:`GREEDY_ENOUGH` of the configurations and periods: the
+    others are priced exactly in the same round, which saves the LP a
+    round that would move little. Several periods: a configuration is
+    priced in the periods its patterns found so far do not pay in
+    (:func:`pricing.price_all`), and in all once past the time of column
+    generation; the round is exact (and bounds) when it priced them all.
+    Returns (patterns added, lower bound or -inf, priced exactly).
     """
-    priced, added = price_greedily(problem, master, duals, out_of_time)
-    if added:
-        return added, -np.inf, False
-    # Greedy found nothing: price exactly, for the bound too.
+    priced, greedy = price_greedily(problem, master, duals, out_of_time)
+    enough = (pricing.farley_applies(problem, master)
+              or greedy >= GREEDY_ENOUGH * master.nc * master.nt)
+    if greedy and enough:
+        return greedy, -np.inf, False
+    # Greedy found nothing, or little: price exactly, for the bound too.
     added, lower = _price_exactly(problem, master, res, duals, value,
                                   priced, deadline, incumbent, out_of_time)
+    if greedy:
+        return greedy + added, -np.inf, False
     return added, lower, bool(np.isfinite(lower)) or not added
+
+
+# The share of the (configuration, period) pairs that greedy pricing must
+# find patterns for, or the others are priced exactly in the same round.
+GREEDY_ENOUGH = 0.1
 
 
 def price_greedily(problem, master, duals, out_of_time):

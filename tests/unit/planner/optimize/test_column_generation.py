@@ -219,3 +219,30 @@ class CoverDualsTestCase(testtools.TestCase):
             master.solve_lp()[0].x[master._n(ci, 0)]
             for ci in range(master.nc)))) + 1
         self._check(problem, master)
+
+
+class FewGreedyPatternsTestCase(testtools.TestCase):
+    """Greedy pricing that finds little: the rest priced in the round."""
+
+    def _price(self, farley, greedy):
+        master = mock.Mock(nc=10, nt=3)
+        priced = {(0, 0): (1.0, None, [1.0])}
+        with mock.patch.object(colgen, 'price_greedily',
+                               return_value=(priced, greedy)), \
+                mock.patch.object(colgen, '_price_exactly',
+                                  return_value=(2, 123.0)) as exactly, \
+                mock.patch.object(pricing, 'farley_applies',
+                                  return_value=farley):
+            out = colgen._price(None, master, None, None, 0.0, False, 0.0,
+                                None)
+        return out, exactly.call_count
+
+    def test_few_patterns_price_the_rest_without_a_bound(self):
+        # 1 of 30 pairs: the others priced too; no bound (not all were).
+        self.assertEqual(((3, -np.inf, False), 1), self._price(False, 1))
+        # Enough: the LP first.
+        self.assertEqual(((3, -np.inf, False), 0), self._price(False, 3))
+        # Farley's bound: the LP first, as before.
+        self.assertEqual(((1, -np.inf, False), 0), self._price(True, 1))
+        # None: exact pricing, its bound.
+        self.assertEqual(((2, 123.0, True), 1), self._price(False, 0))
