@@ -90,7 +90,9 @@ def generate_columns(problem, master, deadline, cg_deadline, gap,
     history = []
     while True:
         rounds += 1
-        res, layout = master.solve_lp()
+        # Farley's bound has its own stabilisation (smoothing).
+        res, layout = master.solve_lp(
+            interior=not pricing.farley_applies(problem, master))
         incumbent = rounding.rounded_incumbent(problem, master, res, layout,
                                                incumbent)
         out_of_time = time.monotonic() > cg_deadline

@@ -215,3 +215,22 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
         self.assertEqual(0.0, lower)
         self.assertEqual({pricing.LOOSE_PRICING_GAP},
                          {each.kwargs['gap'] for each in call.call_args_list})
+
+    def test_the_lp_by_interior_point(self):
+        # The same LP value; the simplex method where it fails.
+        _problem, master, _optimum = self.master('tco')
+        simplex, _layout = master.solve_lp()
+        interior, _layout = master.solve_lp(interior=True)
+        self.assertAlmostEqual(simplex.fun, interior.fun,
+                               delta=1e-7 * abs(simplex.fun))
+        real = master_mod.sp_optimize.linprog
+
+        def failing(*args, **kwargs):
+            if kwargs['method'] == 'highs-ipm':
+                return mock.Mock(status=4)
+            return real(*args, **kwargs)
+
+        with mock.patch.object(master_mod.sp_optimize, 'linprog',
+                               failing):
+            res, _layout = master.solve_lp(interior=True)
+        self.assertEqual(simplex.fun, res.fun)
