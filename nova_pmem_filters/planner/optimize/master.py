@@ -217,8 +217,8 @@ class Master(object):
         the same LP, other optimal duals where it is degenerate (several
         periods, caps). Column generation priced at those converges in
         far fewer rounds (20 workloads x 100 configurations, 3 periods
-        under caps: the LP where the simplex method's duals get in 400 s,
-        in 80 s).
+        under caps: the LP the simplex method's duals reach in about
+        190 s, in 80 s).
         """
         cost, a_ub, b_ub, layout = self._build()
         res = None
