@@ -22,6 +22,7 @@ whole solve must give the oracle's answer, proven. The property tests of
 case of each kind.
 """
 
+import itertools
 import time
 from unittest import mock
 
@@ -145,12 +146,14 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
 
     def test_lp_duals_are_optimal_duals(self):
         # The serve rows' duals lowered by their VMs' reduced costs: as
-        # feasible in the dual of the LP, with the same objective.
-        for objective in ('tco', 'vms', 'throughput'):
+        # feasible in the dual of the LP, with the same objective; by the
+        # simplex method and by the interior point's.
+        for objective, interior in itertools.product(
+                ('tco', 'vms', 'throughput'), (False, True)):
             caps = ({'budget': 0.8 * self.least_budget()}
                     if objective != 'tco' else {})
             problem, master, _optimum = self.master(objective, **caps)
-            res, _layout = master.solve_lp()
+            res, _layout = master.solve_lp(interior=interior)
             duals = pricing.lp_duals(master, res)
             cost, a_ub, b_ub, _layout = master._build()
             self.assertTrue(np.all(duals >= 0.0))
