@@ -37,7 +37,7 @@ from scipy import optimize as sp_optimize
 from nova_pmem_filters.core.rules import charging
 from nova_pmem_filters.core.rules import kinds
 from nova_pmem_filters.core.rules import nearmem
-
+from nova_pmem_filters.planner import solverout
 from nova_pmem_filters.planner import vmsizing
 
 
@@ -313,10 +313,12 @@ def best_pattern(capacity, demands, values, limits=None, gap=0.0,
         options = {'mip_rel_gap': gap}
         if time_limit is not None:
             options['time_limit'] = time_limit
-        res = sp_optimize.milp(
-            c, integrality=np.ones(len(bounds_ub)),
-            bounds=sp_optimize.Bounds(np.zeros(len(bounds_ub)), bounds_ub),
-            constraints=constraints, options=options)
+        with solverout.to_stderr():
+            res = sp_optimize.milp(
+                c, integrality=np.ones(len(bounds_ub)),
+                bounds=sp_optimize.Bounds(np.zeros(len(bounds_ub)),
+                                          bounds_ub),
+                constraints=constraints, options=options)
         # Minimising -value: the dual bound is minus an upper bound.
         bound = (-res.mip_dual_bound
                  if getattr(res, 'mip_dual_bound', None) is not None

@@ -26,6 +26,8 @@ import time
 
 from scipy import optimize as sp_optimize
 
+from nova_pmem_filters.planner import solverout
+
 # scipy.optimize.milp's status when HiGHS stops at a limit: the optimiser
 # sets no other limit than time.
 _LIMIT_REACHED = 1
@@ -55,8 +57,12 @@ def cut(what):
 
 
 def milp(what, *args, **kwargs):
-    """``scipy.optimize.milp``, recording when it stopped at its limit."""
-    res = sp_optimize.milp(*args, **kwargs)
+    """``scipy.optimize.milp``, recording when it stopped at its limit.
+
+    HiGHS's own lines go to standard error (``planner.solverout``).
+    """
+    with solverout.to_stderr():
+        res = sp_optimize.milp(*args, **kwargs)
     if res.status == _LIMIT_REACHED:
         cut(what)
     return res
