@@ -202,11 +202,7 @@ def _milp(problem, master, cost, a_ub, b_ub, layout, blocks, cols, limits,
     integrality[:s0] = 1
     lower_bounds = np.zeros(cols)
     upper_bounds = np.full(cols, np.inf)
-    for ci in range(master.nc):
-        for t in range(master.nt):
-            k = limits.get((ci, t))
-            if k is not None and np.isfinite(k):
-                upper_bounds[master._n(ci, t)] = np.floor(k + 1e-9)
+    master.bound_node_counts(upper_bounds, limits)
     if hard_caps and master.elastic:
         upper_bounds[k0:nvar] = 0.0
     for ci, t, k, use, base, rows, row_lbs, row_ubs, var_ubs in blocks:

@@ -185,22 +185,40 @@ class Master(object):
             self.cap_row.append(row([(c, v * scale) for c, v in entries],
                                     float(value) * scale, 'cap'))
 
-    def cap_entries(self, kind, t):
-        """[(N variable, what a node takes of the cap)] of one cap.
+    def cap_period(self, kind, t):
+        """The period whose nodes a cap of period ``t`` counts.
 
         The capex budget and the rack units count the nodes of the last
         period (nodes bought stay); the power cap those of its period.
         """
+        return t if kind == 'power_kw' else self.nt - 1
+
+    def cap_weights(self, kind):
+        """What a node of each configuration takes of a cap, in order."""
         p = self.p
-        last = self.nt - 1
         if kind == 'budget':
-            return [(self._n(ci, last), c.capex)
-                    for ci, c in enumerate(p.candidates)]
+            return [c.capex for c in p.candidates]
         if kind == 'power_kw':
-            return [(self._n(ci, t), p.kw(c))
-                    for ci, c in enumerate(p.candidates)]
-        return [(self._n(ci, last), c.rack_units)
-                for ci, c in enumerate(p.candidates)]
+            return [p.kw(c) for c in p.candidates]
+        return [c.rack_units for c in p.candidates]
+
+    def cap_entries(self, kind, t):
+        """[(N variable, what a node takes of the cap)] of one cap."""
+        counted = self.cap_period(kind, t)
+        return [(self._n(ci, counted), weight)
+                for ci, weight in enumerate(self.cap_weights(kind))]
+
+    def bound_node_counts(self, upper_bounds, limits, position=None):
+        """Bound each node count N[c,t] by its limit, rounded down.
+
+        ``limits``: {(c, t): K} (:func:`pricing.node_limits`);
+        ``position``: where N[c,t] is among the variables (default: in
+        the master's own layout).
+        """
+        position = position or self._n
+        for (ci, t), k in limits.items():
+            if k is not None and np.isfinite(k):
+                upper_bounds[position(ci, t)] = np.floor(k + 1e-9)
 
     def layout(self):
         n_n = self.nc * self.nt

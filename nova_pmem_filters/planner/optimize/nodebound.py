@@ -209,11 +209,7 @@ class Bound(object):
         matrix = sparse.csr_matrix((v, (r, c)), shape=(len(rows), nvar))
         lower_bounds = np.zeros(nvar)
         upper_bounds = np.full(nvar, np.inf)
-        for ci in range(self.nc):
-            for t in range(self.nt):
-                k = limits.get((ci, t))
-                if k is not None and np.isfinite(k):
-                    upper_bounds[self._n(ci, t)] = np.floor(k + 1e-9)
+        self.m.bound_node_counts(upper_bounds, limits, self._n)
         for (w, _ci, t), j in self.index.items():
             upper_bounds[j] = self.demand[t, w]
             if p.objective == 'tco':

@@ -136,14 +136,10 @@ def node_rows(problem, master, t, incumbent, hard_caps=False):
                       for c in problem.candidates], incumbent))
     if hard_caps or not master.elastic:
         for kind, tt, value in master.caps:
-            if kind == 'budget':
-                rows.append(([c.capex for c in problem.candidates], value))
-            elif kind == 'power_kw' and tt >= t:
-                rows.append(([problem.kw(c) for c in problem.candidates],
-                             value))
-            elif kind == 'rack_units':
-                rows.append(([c.rack_units for c in problem.candidates],
-                             value))
+            # A cap that counts the nodes of period t or a later one
+            # holds N[.,t]: node counts never fall.
+            if master.cap_period(kind, tt) >= t:
+                rows.append((master.cap_weights(kind), value))
     return rows
 
 
