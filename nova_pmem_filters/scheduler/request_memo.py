@@ -260,13 +260,10 @@ class HostEntry(object):
 def _cells(host_state, usage, bound):
     """The ids of the host's NUMA cells, if the rules may use them.
 
-    The cache rules check a host cell by cell only for a NUMA-bound
-    request or next to NUMA-bound instances (:func:`decide.uses_cells`;
-    ``bound_ram`` is what kernel-tiered hosts charge for them); elsewhere
-    the host-wide bound decides the same and the host's topology is not
-    read: None.
+    Elsewhere (:func:`decide.cells_needed`) the host-wide bound decides
+    the same and the host's topology is not read: None.
     """
-    if bound or (usage is not None and (usage.bound or usage.bound_ram)):
+    if decide.cells_needed(usage, bound):
         return numa.cell_ids(host_state)
     return None
 

@@ -107,6 +107,23 @@ def uses_cells(prof, cells, used, bound):
             and (bound or (used is not None and bool(used.bound))))
 
 
+def cells_needed(used, bound):
+    """Whether :func:`uses_cells` may need a host's cells, before charging.
+
+    A caller that reads the ledger's usage can leave a host's NUMA
+    topology unread where this is False: the flavor floats, and the host
+    holds no NUMA-bound instance, counted by their hot RAM (``bound``) or
+    by their whole RAM (``bound_ram``, which kernel-tiered hosts charge,
+    :func:`charging.charger`).
+
+    :param used: the host's :class:`nearmem.HotRam` as the ledger counts
+        it, None if unreadable.
+    :param bound: the flavor is NUMA-bound.
+    """
+    return bool(bound or (used is not None
+                          and (used.bound or used.bound_ram)))
+
+
 def cell_view(prof, ratio, cells, used, request, memory_mb, fit=None):
     """The per-cell picture of a tiered host (:class:`CellView`).
 

@@ -96,6 +96,28 @@ class CacheCheckTestCase(testtools.TestCase):
             MM, 1.0, nearmem.HotRam(3072.0), ALL_HOT, 1024, fit=call))
         self.assertEqual(0, call.calls)
 
+    def test_cells_needed_wherever_the_charged_usage_uses_them(self):
+        # What a caller may leave unread before charging agrees with what
+        # the rule checks after it, whichever charge the host applies
+        # (charging.charger: as counted, as_ram, bound_as_ram).
+        usages = [None, nearmem.HotRam(1024.0),
+                  nearmem.HotRam(1024.0, {0: 512.0}),
+                  nearmem.HotRam(1024.0, {}, 4096.0, {1: 2048.0}),
+                  nearmem.HotRam(1024.0, {0: 512.0}, 4096.0, {0: 2048.0})]
+        charges = [lambda used: used, nearmem.HotRam.as_ram,
+                   nearmem.HotRam.bound_as_ram]
+        needed = []
+        for used in usages:
+            for bound in (False, True):
+                for charge in charges:
+                    charged = None if used is None else charge(used)
+                    if decide.uses_cells(MM, [0, 1], charged, bound):
+                        self.assertTrue(decide.cells_needed(used, bound),
+                                        (used, bound))
+                needed.append(decide.cells_needed(used, bound))
+        # Not always: floating flavors next to floating instances only.
+        self.assertEqual([False, True] * 2 + [True] * 6, needed)
+
     def test_bound_request_on_its_cells(self):
         # Cell 0 holds 2048 of its 2048 MB; the host has room, cell 1 too.
         used = nearmem.HotRam(2048.0, {0: 2048.0})
