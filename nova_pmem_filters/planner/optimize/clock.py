@@ -18,10 +18,16 @@ allowed: on a faster or less loaded machine the same inputs can give
 another fleet, or prove more. Where the clock stopped nothing, the answer
 depends on the inputs and the limits alone. A solve records what the clock
 cut (:func:`watch`), so that its plan can say which of the two it is.
+
+Independent solves (the pricing problems of a round) run side by side
+(:func:`each`); their answers are taken in the order they were asked, so
+the threads change how long a round takes, not what it finds.
 """
 
+from concurrent import futures
 import contextlib
 import contextvars
+import os
 import time
 
 from scipy import optimize as sp_optimize
@@ -31,6 +37,9 @@ from nova_pmem_filters.planner import solverout
 # scipy.optimize.milp's status when HiGHS stops at a limit: the optimiser
 # sets no other limit than time.
 _LIMIT_REACHED = 1
+
+# Threads :func:`each` runs at most, whatever the CPUs.
+MAX_THREADS = 8
 
 # The lists of the watches open, innermost last.
 _WATCHES = contextvars.ContextVar('planner_optimize_watches', default=())
@@ -79,3 +88,35 @@ def timed(what, seconds, call, *args, **kwargs):
     if seconds is not None and time.monotonic() - started >= seconds:
         cut(what)
     return result
+
+
+def threads():
+    """How many solves :func:`each` runs side by side: the CPUs it may use."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_THREADS))
+
+
+def each(call, items):
+    """``[call(item) for item in items]``, the calls side by side.
+
+    HiGHS releases the GIL while it solves, and each thread that calls it
+    gets its own HiGHS workers (its task executor is per thread), so
+    independent solves run on as many CPUs as the process may use
+    (:func:`threads`). Each call runs in the caller's context (what the
+    time limit cuts short is recorded in the caller's :func:`watch`); the
+    results come in the order of ``items``, whatever order the calls end
+    in, and the first exception raised is raised here.
+    """
+    items = list(items)
+    workers = min(len(items), threads())
+    if workers <= 1:
+        return [call(item) for item in items]
+    with futures.ThreadPoolExecutor(
+            max_workers=workers,
+            thread_name_prefix='planner-solve') as pool:
+        jobs = [pool.submit(contextvars.copy_context().run, call, item)
+                for item in items]
+        return [job.result() for job in jobs]

@@ -290,9 +290,10 @@ def separate(problem, master, t, counts, want, deadline):
         if slack <= _PACKS:
             return 'packs', None
         upper, added = {}, 0
-        for ci in nu:
-            value, best, upper[ci] = pricing.best_by(problem, master, ci,
-                                                     pi, deadline)
+        answers = clock.each(
+            lambda ci: pricing.best_by(problem, master, ci, pi, deadline),
+            nu)
+        for ci, (value, best, upper[ci]) in zip(nu, answers):
             if value > nu[ci] + 1e-9 and master.add(ci, t, best):
                 added += 1
         if sum(upper[ci] * counts[ci] for ci in upper) < (

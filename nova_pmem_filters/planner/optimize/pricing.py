@@ -305,7 +305,8 @@ def price_farley(problem, master, duals, value, priced, per_call):
     row of the master problem, nonnegative). Configurations are priced
     in the order of their quick bound, and pricing stops once no
     configuration left can lower theta; the patterns found on the way
-    join the master problem.
+    join the master problem. The next few are solved side by side
+    (:func:`clock.each`): the answers are those of one after another.
     """
     cost = [problem.node_cost(c) for c in problem.candidates]
     sigma = (max(0.0, duals[master.cut_row])
@@ -321,15 +322,28 @@ def price_farley(problem, master, duals, value, priced, per_call):
     theta = 1.0
     added = 0
     known = {}
-    for ratio, ci, t, entry in order:
+    answers = {}
+
+    def solve(i):
+        _ratio, ci, _t, entry = order[i]
+        return _exact(problem, master, ci, entry[2], entry[0], per_call,
+                      known)
+
+    for i, (ratio, ci, t, entry) in enumerate(order):
         if ratio >= theta:
             break
         if entry[1] is not None:
             # The quick bound already showed no pattern pays.
             theta = min(theta, ratio)
             continue
-        pays, counts, top = _exact(problem, master, ci, entry[2], entry[0],
-                                   per_call, known)
+        if i not in answers:
+            # This one and the next ones that may lower theta now, side by
+            # side; an answer past where pricing stops is not used.
+            ahead = [j for j in range(i, len(order))
+                     if order[j][3][1] is None and order[j][0] < theta]
+            ahead = ahead[:clock.threads()]
+            answers.update(zip(ahead, clock.each(solve, ahead)))
+        pays, counts, top = answers.pop(i)
         _remember(master, ci, t, entry[2], top)
         if pays and master.add(ci, t, counts):
             added += 1
@@ -420,25 +434,44 @@ def _price_pass(problem, master, priced, pending, per_call, upper, gap,
     """Price the (configuration, period) ``pending`` to ``gap``.
 
     ``upper`` gets the upper bound of each one priced. Returns the number
-    of patterns added.
+    of patterns added. The configurations are priced side by side
+    (:func:`clock.each`), each one's periods in turn (a pattern found for
+    one period may spare another its pricing); their patterns join the
+    master in the order of ``pending``, as if priced one after another.
     """
-    added = 0
     known = {}
-    shared = set()
+    periods = {}
     for ci, t in pending:
-        if (ci, t) in shared and not every:
-            upper.pop((ci, t), None)
-            continue
-        entry = priced[ci, t]
-        pays, counts, top = _exact(problem, master, ci, entry[2], entry[0],
-                                   per_call, known, gap)
-        _remember(master, ci, t, entry[2], top)
-        upper[ci, t] = top
-        if pays and master.add(ci, t, counts):
-            added += 1
-        if pays:
-            for key in _pays_elsewhere(priced, ci, t, counts):
-                shared.add(key)
+        periods.setdefault(ci, []).append(t)
+
+    def price(ci):
+        # [(period, None: spared, or (pays, counts, top, elsewhere))]
+        shared, out = set(), []
+        for t in periods[ci]:
+            if (ci, t) in shared and not every:
+                out.append((t, None))
+                continue
+            entry = priced[ci, t]
+            pays, counts, top = _exact(problem, master, ci, entry[2],
+                                       entry[0], per_call, known, gap)
+            elsewhere = (list(_pays_elsewhere(priced, ci, t, counts))
+                         if pays else [])
+            shared.update(elsewhere)
+            out.append((t, (pays, counts, top, elsewhere)))
+        return out
+
+    added = 0
+    for ci, out in zip(periods, clock.each(price, periods)):
+        for t, answer in out:
+            if answer is None:
+                upper.pop((ci, t), None)
+                continue
+            pays, counts, top, elsewhere = answer
+            _remember(master, ci, t, priced[ci, t][2], top)
+            upper[ci, t] = top
+            if pays and master.add(ci, t, counts):
+                added += 1
+            for key in elsewhere:
                 if master.add(key[0], key[1], counts):
                     added += 1
     return added
