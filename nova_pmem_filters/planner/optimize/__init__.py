@@ -54,9 +54,11 @@ pricing problem finds the node pattern of highest value (a small integer
 program); a pattern worth more than a node costs joins. When none does,
 the LP value is the bound of the LP relaxation over *all* patterns, a
 valid bound on the optimum. In one period without caps, node budgets
-(``budgets``) give a fleet close to the bound; otherwise, or when they
-find none close enough, the integer program over the generated patterns
-gives one; the bound of whole node counts (``nodecuts``) raises the
+(``budgets``) give a fleet close to the bound; with several periods or
+caps (TCO), the fleet bought in tranches (``tranches``): the last
+period's nodes first, each earlier period's among them; otherwise, or
+when they find none close enough, the integer program over the generated
+patterns gives one; the bound of whole node counts (``nodecuts``) raises the
 bound; then the exact integer stage (``exact``), where
 nodes may also run patterns column generation never produced, improves it
 or proves it within the requested gap.
@@ -66,13 +68,15 @@ One module per idea: ``problem`` (the candidates, the demand and the caps),
 (the patterns worth adding and the bounds that prove none is left),
 ``complete`` (every maximal pattern, when they are few), ``budgets``
 (node counts per configuration, the demand packed onto them),
-``nodecuts`` (the bound of whole node counts), ``exact`` (the integer
+``nodecuts`` (the bound of whole node counts), ``nodebound`` (the same
+over every period, under the caps), ``tranches`` (a fleet bought in
+tranches: several periods or caps), ``exact`` (the integer
 program with free nodes), ``solver`` (the stages of a solve and the
 caps' least values), ``colgen`` (column generation), ``rounding`` (fleets
 of whole nodes from the LP), ``incumbents`` (the best fleet of the
 patterns), ``fleetplan`` (the plan and its proven gap), ``clock`` (what
-the time limit cut short) and ``tabulate`` (the plan as the rows of a
-table).
+the time limit cut short; solves side by side) and ``tabulate`` (the plan
+as the rows of a table).
 """
 
 from nova_pmem_filters.planner.optimize import fleetplan

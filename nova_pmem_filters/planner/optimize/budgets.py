@@ -82,6 +82,30 @@ def node_budgets(problem, master, most, time_limit, above=None):
             if res.x[nvar + ci] > 0.5}
 
 
+def least_budget(problem, master, at_most, time_limit):
+    """The cheapest whole node counts {ci: n} the LP packs onto, or None.
+
+    The patterns stay fractional (over the master's columns); at most
+    ``at_most[ci]`` nodes of each configuration.
+    """
+    cost, a_ub, b_ub, layout = master._build()
+    nvar = layout[3]
+    integrality = np.zeros(nvar)
+    upper = np.full(nvar, np.inf)
+    for ci in range(master.nc):
+        integrality[master._n(ci, 0)] = 1
+        upper[master._n(ci, 0)] = at_most[ci]
+    res = clock.milp(
+        'the least node budget', cost, integrality=integrality,
+        bounds=sp_optimize.Bounds(0, upper),
+        constraints=sp_optimize.LinearConstraint(a_ub, -np.inf, b_ub),
+        options={'time_limit': max(time_limit, 0.5), 'mip_rel_gap': 1e-9})
+    if res.x is None:
+        return None
+    return {ci: int(round(res.x[master._n(ci, 0)]))
+            for ci in range(master.nc) if res.x[master._n(ci, 0)] > 0.5}
+
+
 def floor_within(problem, master, budget):
     """The LP within ``budget``, its patterns rounded down.
 

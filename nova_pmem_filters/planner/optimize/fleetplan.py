@@ -14,6 +14,8 @@
 import dataclasses
 import time
 
+import numpy as np
+
 from nova_pmem_filters.planner.optimize import master as master_mod
 
 
@@ -75,6 +77,39 @@ class Solution(object):
         """Indexes of the configurations the fleet has nodes of."""
         return {ci for ci in range(master.nc) for t in range(master.nt)
                 if self.x[master._n(ci, t)] > 0.5}
+
+
+def of_runs(problem, master, whole, runs, message):
+    """The :class:`Solution` of a fleet of whole patterns, or None.
+
+    ``whole``: nodes per (configuration, period), an array; ``runs``:
+    [(ci, t, pattern, nodes)], patterns the master lacks joining it. Each
+    workload's VMs of a period go to its slots there, in order. None where
+    the fleet breaks a row of the master (a cap, held; demand unserved).
+    """
+    for ci, t, pattern, _n in runs:
+        master.add(ci, t, pattern)
+    cost, a_ub, b_ub, layout = master._build()
+    x0, s0, _k0, nvar = layout
+    vec = np.zeros(nvar)
+    for ci in range(master.nc):
+        for t in range(master.nt):
+            vec[master._n(ci, t)] = whole[ci, t]
+    index = {key: j for j, key in enumerate(master.columns)}
+    slots = {}
+    for ci, t, pattern, n in runs:
+        vec[x0 + index[ci, t, tuple(pattern)]] += n
+        for w, a in enumerate(pattern):
+            slots[w, ci, t] = slots.get((w, ci, t), 0) + a * n
+    left = {(w, t): float(period.vms.get(name, 0))
+            for t, period in enumerate(problem.periods)
+            for w, name in enumerate(problem.workloads)}
+    for j, (w, ci, t) in enumerate(master.serve):
+        vec[s0 + j] = min(slots.get((w, ci, t), 0), left[w, t])
+        left[w, t] -= vec[s0 + j]
+    if master_mod.over(a_ub, vec, b_ub):
+        return None
+    return Solution(vec, float(cost @ vec), layout, message)
 
 
 def is_proven(best, bound, gap):

@@ -60,6 +60,7 @@ from nova_pmem_filters.planner.optimize import clock
 from nova_pmem_filters.planner.optimize import fleetplan
 from nova_pmem_filters.planner.optimize import master as master_mod
 from nova_pmem_filters.planner.optimize import pricing
+from nova_pmem_filters.planner.optimize import tranches
 
 
 # The objectives this bound serves.
@@ -319,35 +320,14 @@ def fleet(problem, master, counts, deadline):
             if any(period.vms.values()):
                 return None
             continue
-        alone = dataclasses.replace(problem, periods=(period,),
-                                    objective='tco', budget=None,
-                                    power_kw=None, rack_units=None)
-        sub = master_mod.Master(alone)
-        for ci, tt, cnt in master.columns:
-            if tt == t:
-                sub.add(ci, 0, cnt)
+        alone, sub = tranches.period_alone(problem, master, t,
+                                           range(len(counts)))
         found = budgets.fleet_of(alone, sub, budget, deadline)
         if found is None:
             return None
         runs.extend((ci, t, cnt, n) for (ci, cnt), n in found[0].items())
-    for ci, t, cnt, _n in runs:
-        master.add(ci, t, cnt)
-    cost, a_ub, b_ub, layout = master._build()
-    x0, s0, _k0, nvar = layout
-    vec = np.zeros(nvar)
-    for ci in range(len(counts)):
-        for t in range(len(problem.periods)):
-            vec[master._n(ci, t)] = counts[ci, t]
-    index = {key: j for j, key in enumerate(master.columns)}
-    for ci, t, cnt, n in runs:
-        vec[x0 + index[ci, t, tuple(cnt)]] += n
-    for j, (w, ci, t) in enumerate(master.serve):
-        vec[s0 + j] = sum(cnt[w] * n for cci, tt, cnt, n in runs
-                          if cci == ci and tt == t)
-    if master_mod.over(a_ub, vec, b_ub):
-        return None
-    return fleetplan.Solution(vec, float(cost @ vec), layout,
-                              'whole patterns on the nodes of the bound')
+    return fleetplan.of_runs(problem, master, counts, runs,
+                             'whole patterns on the nodes of the bound')
 
 
 def first_cuts(problem, master, lp_res, cuts):

@@ -28,6 +28,7 @@ from nova_pmem_filters.planner.optimize import master as master_mod
 from nova_pmem_filters.planner.optimize import nodebound
 from nova_pmem_filters.planner.optimize import pricing
 from nova_pmem_filters.planner.optimize import problem as problem_mod
+from nova_pmem_filters.planner.optimize import tranches
 from nova_pmem_filters.planner import tables
 
 
@@ -72,8 +73,10 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
         return _solve_complete(problem, scen, master, pool, started,
                                deadline, gap, stage)
     colgen.seed(problem, master)
+    share = (_TRANCHES_CG_SHARE if generate and tranches.applies(
+        problem, master) else colgen.CG_SHARE)
     generated = colgen.generate_columns(
-        problem, master, deadline, started + colgen.CG_SHARE * time_limit, gap,
+        problem, master, deadline, started + share * time_limit, gap,
         generate, progress)
     bound = generated.bound
 
@@ -88,12 +91,25 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
     # With TCO the master problem lets a cap grow (so that column
     # generation always has a fleet); the integer stages hold it.
     hard = master.elastic and bool(master.caps)
-    best, bound = incumbents.best_of_patterns(
-        problem, master, generated.res, generated.layout, bound, deadline,
-        gap, generate, tell)
-    if best is not None and hard and incumbents.grows_a_cap(master, best):
-        best = None
-    tell('fleet from the patterns', best)
+    best = None
+    if generate and tranches.applies(problem, master):
+        best = tranches.fleet(
+            problem, master, generated.res, generated.layout,
+            time.monotonic() + _TRANCHES_SHARE * max(
+                deadline - time.monotonic(), 0.0), gap)
+        tell('fleet bought in tranches', best)
+    if best is None:
+        # The fleet in tranches is far closer than the integer program over
+        # the patterns gets on large problems: the time goes to the bound.
+        found, bound = incumbents.best_of_patterns(
+            problem, master, generated.res, generated.layout, bound,
+            deadline, gap, generate, tell)
+        if (found is not None and hard
+                and incumbents.grows_a_cap(master, found)):
+            found = None
+        if found is not None and (best is None or found.fun < best.fun):
+            best = found
+        tell('fleet from the patterns', best)
     seen = set()
     if generate and _node_bound_applies(problem, master, best, bound, gap):
         best, bound = _node_bound(problem, master, best, bound, deadline,
@@ -144,6 +160,17 @@ def _solve_complete(problem, scen, master, pool, started, deadline, gap,
     return fleetplan.build(problem, master, best.vector(master),
                            master.layout(),
                            bound, out.bound is not None, started, 0, gap)
+
+
+# Share of the time limit column generation may use where the fleet comes
+# in tranches: it takes seconds, where the integer program over the
+# patterns took the rest of the time, and the bound is the LP's.
+_TRANCHES_CG_SHARE = 0.75
+
+
+# Share of the time left after column generation that the fleet bought in
+# tranches may take (it takes a few seconds where it finds one).
+_TRANCHES_SHARE = 0.5
 
 
 # Share of the time left that the bound of whole node counts may take

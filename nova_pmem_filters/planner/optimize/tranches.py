@@ -1,0 +1,204 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""A fleet bought in tranches: the last period's nodes first (TCO).
+
+With several periods (or caps) the integer program over the patterns of
+every period is too large to give a fleet close to the LP in the time left
+(20 workloads x 100 configurations, 3 periods: 2-5% over it). Nodes bought
+stay, so the fleet of the last period holds every node ever bought, and
+the nodes running in an earlier period are some of them. So:
+
+1. the last period alone, on the configurations the LP buys, each node
+   costing its capex, its energy in the last period and its energy in
+   each earlier one times the share of the LP's nodes of that
+   configuration that run then: a one-period problem, whose fleet the node
+   budgets find (:func:`budgets.fleet_within`, a few tenths of a second),
+   or, where whole nodes cost far more than the LP's (few nodes), the
+   least budget grown as below;
+2. then each earlier period, latest first, alone: the nodes that run in
+   it cost their energy then, and are at most those of the period after
+   (:func:`budgets.least_budget` within those limits, then
+   :func:`budgets.fleet_of`); a budget that does not pack gets one node
+   more, where the limits leave room.
+
+Patterns are the same in every period, so each period's problem gets the
+patterns column generation found for any period. A heuristic: the fleet is
+checked against every row of the master problem (the caps included, held),
+so its TCO is an upper bound and its gap to the bound is proven; finding
+none proves nothing, and the integer program over the patterns follows.
+"""
+
+import dataclasses
+import time
+
+import numpy as np
+
+from nova_pmem_filters.planner.optimize import budgets
+from nova_pmem_filters.planner.optimize import clock
+from nova_pmem_filters.planner.optimize import fleetplan
+from nova_pmem_filters.planner.optimize import master as master_mod
+from nova_pmem_filters.planner.optimize import pricing
+
+
+# The node budgets of the last period look for a fleet within each of
+# these multiples of the gap asked for over the LP, in turn.
+GAP_STEPS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0)
+# The gap the steps are multiples of when none is asked for (gap 0).
+_LEAST_GAP = 1e-4
+# Nodes an earlier period may add to its budget before giving up.
+_MORE_NODES = 8
+# Seconds each try (a budget and its packing) may take at most: a budget
+# that packs, packs in well under a second; one that does not would take
+# the time left.
+TRY_SECONDS = 5.0
+# LP node counts below this are none.
+_NONE = 1e-6
+
+
+def applies(problem, master):
+    """Whether this heuristic serves the problem: TCO, not one period alone.
+
+    One period without caps has its own (:mod:`budgets`).
+    """
+    return (problem.objective == 'tco'
+            and not pricing.farley_applies(problem, master))
+
+
+def fleet(problem, master, lp_res, lp_layout, deadline, gap):
+    """A fleet bought in tranches, or None: a :class:`fleetplan.Solution`.
+
+    ``lp_res`` (in ``lp_layout``): the master's LP, whose node counts
+    choose the configurations and the shares of their nodes that run in
+    each period.
+    """
+    nc, nt = master.nc, master.nt
+    lp = master_mod.expand(np.asarray(lp_res.x, dtype=float), lp_layout,
+                           master.layout())
+    counts = np.array([[lp[master._n(ci, t)] for t in range(nt)]
+                       for ci in range(nc)])
+    chosen = [ci for ci in range(nc) if counts[ci, -1] > _NONE]
+    if not chosen:
+        return None
+    whole = np.zeros((nc, nt))
+    runs = []
+    last = _last_period(problem, master, chosen, counts, deadline, gap)
+    if last is None:
+        return None
+    for t in range(nt - 1, -1, -1):
+        if t < nt - 1:
+            found = _earlier_period(problem, master, chosen, t,
+                                    whole[:, t + 1], deadline)
+            if found is None:
+                return None
+        else:
+            found = last
+        for (k, pattern), n in found.items():
+            whole[chosen[k], t] += n
+            runs.append((chosen[k], t, pattern, n))
+    return fleetplan.of_runs(problem, master, whole, runs,
+                             'a fleet bought in tranches')
+
+
+def period_alone(problem, master, t, chosen, capex=None):
+    """Period t alone, on ``chosen`` (at ``capex``): (problem, master).
+
+    TCO without caps; the configurations ``chosen`` (indexes) at their own
+    capex or at ``capex`` (in the same order); its master gets every
+    pattern of the chosen configurations, whatever the period it was found
+    for (patterns are the same in every period).
+    """
+    candidates = tuple(
+        problem.candidates[ci] if capex is None else dataclasses.replace(
+            problem.candidates[ci], capex=capex[k])
+        for k, ci in enumerate(chosen))
+    alone = dataclasses.replace(
+        problem, periods=(problem.periods[t],), candidates=candidates,
+        objective='tco', budget=None, power_kw=None, rack_units=None)
+    sub = master_mod.Master(alone)
+    index = {ci: k for k, ci in enumerate(chosen)}
+    for ci, _t, pattern in master.columns:
+        if ci in index:
+            sub.add(index[ci], 0, pattern)
+    return alone, sub
+
+
+def _last_period(problem, master, chosen, counts, deadline, gap):
+    """{(k, pattern): nodes} of the last period (k: index in ``chosen``).
+
+    Each node costs its capex, its energy in the last period and, in each
+    earlier one, its energy times the LP's share of running nodes then.
+    """
+    last = len(problem.periods) - 1
+    capex = []
+    for ci in chosen:
+        cand = problem.candidates[ci]
+        capex.append(cand.capex + sum(
+            problem.energy(cand, problem.periods[t])
+            * min(1.0, counts[ci, t] / counts[ci, last])
+            for t in range(last)))
+    alone, sub = period_alone(problem, master, last, chosen, capex)
+    res, _layout = sub.solve_lp()
+    step = max(gap, _LEAST_GAP)
+    for share in GAP_STEPS:
+        if time.monotonic() >= deadline:
+            clock.cut('the fleet bought in tranches')
+            return None
+        found = budgets.fleet_within(
+            alone, sub, float(res.fun) / (1 - min(share * step, 0.5)),
+            _try_until(deadline))
+        if found is not None:
+            return found[0]
+    # Few nodes: whole ones cost far more than the LP's; the least budget,
+    # grown until it packs.
+    return _packed(alone, sub, [np.inf] * len(chosen), deadline)
+
+
+def _earlier_period(problem, master, chosen, t, most, deadline):
+    """{(k, pattern): nodes} of period t, at most ``most`` nodes each.
+
+    ``most``: nodes per configuration (all of them) in period t + 1.
+    """
+    alone, sub = period_alone(problem, master, t, chosen,
+                              [0.0] * len(chosen))
+    return _packed(alone, sub, [int(most[ci]) for ci in chosen], deadline)
+
+
+def _packed(alone, sub, limits, deadline):
+    """{(k, pattern): nodes}: the least budget within ``limits``, packed.
+
+    A budget that does not pack gets one node more, of the configuration
+    whose node costs least, while ``limits`` leave room.
+    """
+    budget = budgets.least_budget(alone, sub, limits,
+                                  deadline - time.monotonic())
+    if budget is None:
+        return None
+    cost = [alone.node_cost(cand) for cand in alone.candidates]
+    for _more in range(_MORE_NODES + 1):
+        if time.monotonic() >= deadline:
+            clock.cut('the fleet bought in tranches')
+            return None
+        found = budgets.fleet_of(alone, sub, budget, _try_until(deadline))
+        if found is not None:
+            return found[0]
+        room = [k for k in range(len(limits))
+                if budget.get(k, 0) < limits[k]]
+        if not room:
+            return None
+        k = min(room, key=lambda k: (cost[k], k))
+        budget[k] = budget.get(k, 0) + 1
+    return None
+
+
+def _try_until(deadline):
+    """The deadline of one try: :data:`TRY_SECONDS` at most."""
+    return min(deadline, time.monotonic() + TRY_SECONDS)

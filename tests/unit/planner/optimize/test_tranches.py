@@ -1,0 +1,158 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The fleet bought in tranches, held to the oracle and to its own rows.
+
+Each fleet it returns is checked here from its nodes alone: every node's
+pattern fits (the node model), node counts never fall, every period's
+demand is served, the caps hold, and its TCO, recomputed from the node
+counts, is what it says and no less than the oracle's optimum.
+"""
+
+import time
+
+import numpy as np
+import testtools
+
+from nova_pmem_filters.planner import optimize
+from nova_pmem_filters.planner.optimize import budgets
+from nova_pmem_filters.planner.optimize import colgen
+from nova_pmem_filters.planner.optimize import master as master_mod
+from nova_pmem_filters.planner.optimize import pricing
+from nova_pmem_filters.planner.optimize import tranches
+from nova_pmem_filters.planner import patterns
+from tests.unit.planner.optimize import base
+from tests.unit.planner.optimize import test_nodebound
+from tests.unit.planner.optimize import test_oracle
+
+
+class TranchesTestCase(testtools.TestCase):
+
+    def generated(self, problem):
+        master = master_mod.Master(problem)
+        master.pricing_gap = pricing.pricing_gap(0.0)
+        colgen.seed(problem, master)
+        deadline = time.monotonic() + base.LONG
+        return master, colgen.generate_columns(
+            problem, master, deadline, deadline, 0.0, True, None)
+
+    def problem(self, **caps):
+        scen = base.scenario_of(test_nodebound.WORKLOADS,
+                                test_nodebound.CONFIGS,
+                                demand=test_nodebound.GROWTH)
+        return optimize.build(scen, **caps)
+
+    def check_fleet(self, problem, master, solution):
+        """The fleet's nodes, checked one by one; returns its TCO."""
+        x0, s0, _k0, _nvar = solution.layout
+        nc, nt = master.nc, master.nt
+        nodes = np.array([[solution.x[master._n(ci, t)] for t in range(nt)]
+                          for ci in range(nc)])
+        self.assertTrue(np.all(nodes == np.round(nodes)))
+        self.assertTrue(np.all(np.diff(nodes, axis=1) >= 0))
+        served = np.zeros((nt, len(problem.workloads)))
+        running = np.zeros((nc, nt))
+        for j, (ci, t, counts) in enumerate(master.columns[:s0 - x0]):
+            n = solution.x[x0 + j]
+            if n < 0.5:
+                continue
+            self.assertEqual(n, round(n))
+            self.assertTrue(patterns.fits(problem.candidates[ci].capacity,
+                                          problem.demands, counts))
+            served[t] += n * np.array(counts)
+            running[ci, t] += n
+        self.assertTrue(np.all(running <= nodes))
+        for t, period in enumerate(problem.periods):
+            for w, name in enumerate(problem.workloads):
+                self.assertGreaterEqual(served[t, w], period.vms.get(name, 0))
+        last = nodes[:, -1]
+        cands = problem.candidates
+        if problem.power_kw is not None:
+            for t in range(nt):
+                self.assertLessEqual(
+                    sum(problem.kw(c) * n for c, n in zip(cands, nodes[:, t])),
+                    problem.power_kw * (1 + 1e-9))
+        if problem.rack_units is not None:
+            self.assertLessEqual(
+                sum(c.rack_units * n for c, n in zip(cands, last)),
+                problem.rack_units)
+        tco = sum(c.capex * n for c, n in zip(cands, last)) + sum(
+            problem.energy(c, period) * nodes[ci, t]
+            for ci, c in enumerate(cands)
+            for t, period in enumerate(problem.periods))
+        self.assertAlmostEqual(tco, solution.fun, delta=1e-6 * tco)
+        return tco
+
+    def test_a_fleet_in_two_periods(self):
+        problem = self.problem()
+        master, generated = self.generated(problem)
+        self.assertTrue(tranches.applies(problem, master))
+        solution = tranches.fleet(problem, master, generated.res,
+                                  generated.layout,
+                                  time.monotonic() + base.LONG, 0.0)
+        self.assertIsNotNone(solution)
+        tco = self.check_fleet(problem, master, solution)
+        optimum = test_oracle.Oracle(problem).best().objective
+        self.assertGreaterEqual(tco, optimum * (1 - 1e-9))
+        self.assertGreaterEqual(tco, generated.res.fun * (1 - 1e-9))
+
+    def test_the_caps_hold(self):
+        plain = self.problem()
+        least = test_oracle.Oracle(plain).least()
+        problem = self.problem(power_kw=least['power_kw'],
+                               rack_units=least['rack_units'] + 2)
+        master, generated = self.generated(problem)
+        solution = tranches.fleet(problem, master, generated.res,
+                                  generated.layout,
+                                  time.monotonic() + base.LONG, 0.0)
+        # A fleet that breaks a cap is none; one returned holds them.
+        if solution is not None:
+            self.check_fleet(problem, master, solution)
+
+    def test_what_it_serves(self):
+        scen = base.scenario_of(test_nodebound.WORKLOADS,
+                                test_nodebound.CONFIGS,
+                                demand={'redis': 41, 'mysql': 13})
+        one = optimize.build(scen)
+        self.assertFalse(tranches.applies(one, master_mod.Master(one)))
+        capped = optimize.build(scen, rack_units=10.0)
+        self.assertTrue(tranches.applies(capped,
+                                         master_mod.Master(capped)))
+        scen = base.scenario_of(test_nodebound.WORKLOADS,
+                                test_nodebound.CONFIGS,
+                                demand=test_nodebound.GROWTH)
+        vms = optimize.build(scen, objective='vms', budget=1e6)
+        self.assertFalse(tranches.applies(vms, master_mod.Master(vms)))
+
+    def test_the_least_budget(self):
+        """The cheapest node counts the LP packs onto, by enumeration."""
+        scen = base.scenario_of(test_nodebound.WORKLOADS,
+                                test_nodebound.CONFIGS,
+                                demand={'redis': 41, 'mysql': 13})
+        problem = optimize.build(scen)
+        master = master_mod.Master(problem)
+        colgen.seed(problem, master)
+        at_most = [6, 5, 6]
+        budget = budgets.least_budget(problem, master, at_most, 10.0)
+        self.assertIsNotNone(budget)
+        cost = [problem.node_cost(c) for c in problem.candidates]
+
+        def packs(counts):
+            return budgets.floor_within(problem, master, dict(
+                enumerate(counts))) is not None
+
+        best = min((sum(c * n for c, n in zip(cost, counts)), counts)
+                   for counts in np.ndindex(*(k + 1 for k in at_most))
+                   if packs(counts))
+        got = [budget.get(ci, 0) for ci in range(master.nc)]
+        self.assertAlmostEqual(best[0], sum(c * n
+                                            for c, n in zip(cost, got)))
+        self.assertTrue(all(n <= k for n, k in zip(got, at_most)))
