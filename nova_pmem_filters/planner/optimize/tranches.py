@@ -11,11 +11,10 @@
 #    under the License.
 """A fleet bought in tranches: the last period's nodes first (TCO).
 
-With several periods (or caps) the integer program over the patterns of
-every period is too large to give a fleet close to the LP in the time left
-(20 workloads x 100 configurations, 3 periods: 2-5% over it). Nodes bought
-stay, so the fleet of the last period holds every node ever bought, and
-the nodes running in an earlier period are some of them. So:
+With several periods (or caps) the integer program over the patterns
+stops 2-5% over the LP on large problems. Nodes bought stay, so the last
+period's fleet holds every node ever bought, and an earlier period runs
+some of them. So:
 
 1. the last period alone, on the configurations the LP buys, each node
    costing its capex, its energy in the last period and its energy in
@@ -56,19 +55,15 @@ GAP_STEPS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0)
 _LEAST_GAP = 1e-4
 # Nodes an earlier period may add to its budget before giving up.
 _MORE_NODES = 8
-# Seconds each try (a budget and its packing) may take at most: a budget
-# that packs, packs in well under a second; one that does not would take
-# the time left.
+# Seconds each try (a budget and its packing) may take at most: a packing
+# that fails would take the time left (1-2 s for one that succeeds).
 TRY_SECONDS = 5.0
 # LP node counts below this are none.
 _NONE = 1e-6
 
 
 def applies(problem, master):
-    """Whether this heuristic serves the problem: TCO, not one period alone.
-
-    One period without caps has its own (:mod:`budgets`).
-    """
+    """TCO, but not one period without caps (:mod:`budgets` serves it)."""
     return (problem.objective == 'tco'
             and not pricing.farley_applies(problem, master))
 
