@@ -55,9 +55,6 @@ GAP_STEPS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0)
 _LEAST_GAP = 1e-4
 # Nodes an earlier period may add to its budget before giving up.
 _MORE_NODES = 8
-# Seconds each try (a budget and its packing) may take at most: a packing
-# that fails would take the time left (1-2 s for one that succeeds).
-TRY_SECONDS = 5.0
 # LP node counts below this are none.
 _NONE = 1e-6
 
@@ -149,7 +146,7 @@ def _last_period(problem, master, chosen, counts, deadline, gap):
             return None
         found = budgets.fleet_within(
             alone, sub, float(res.fun) / (1 - min(share * step, 0.5)),
-            _try_until(deadline))
+            deadline)
         if found is not None:
             return found[0]
     # Few nodes: whole ones cost far more than the LP's; the least budget,
@@ -182,7 +179,7 @@ def _packed(alone, sub, limits, deadline):
         if time.monotonic() >= deadline:
             clock.cut('the fleet bought in tranches')
             return None
-        found = budgets.fleet_of(alone, sub, budget, _try_until(deadline))
+        found = budgets.fleet_of(alone, sub, budget, deadline)
         if found is not None:
             return found[0]
         room = [k for k in range(len(limits))
@@ -192,8 +189,3 @@ def _packed(alone, sub, limits, deadline):
         k = min(room, key=lambda k: (cost[k], k))
         budget[k] = budget.get(k, 0) + 1
     return None
-
-
-def _try_until(deadline):
-    """The deadline of one try: :data:`TRY_SECONDS` at most."""
-    return min(deadline, time.monotonic() + TRY_SECONDS)
