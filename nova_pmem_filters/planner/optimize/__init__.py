@@ -56,7 +56,9 @@ the LP value is the bound of the LP relaxation over *all* patterns, a
 valid bound on the optimum. In one period without caps, node budgets
 (``budgets``) give a fleet close to the bound; with several periods or
 caps (TCO), the fleet bought in tranches (``tranches``): the last
-period's nodes first, each earlier period's among them; otherwise, or
+period's nodes first, each earlier period's among them; with ``vms`` and
+``throughput``, whole node counts and the VMs they serve packed onto
+them (``served``); otherwise, or
 when they find none close enough, the integer program over the generated
 patterns gives one; the bound of whole node counts (``nodecuts``) raises the
 bound; then the exact integer stage (``exact``), where
@@ -70,7 +72,8 @@ One module per idea: ``problem`` (the candidates, the demand and the caps),
 (node counts per configuration, the demand packed onto them),
 ``nodecuts`` (the bound of whole node counts), ``nodebound`` (the same
 over every period, under the caps), ``tranches`` (a fleet bought in
-tranches: several periods or caps), ``exact`` (the integer
+tranches: several periods or caps), ``served`` (a fleet of whole node
+counts: ``vms`` and ``throughput``), ``exact`` (the integer
 program with free nodes), ``solver`` (the stages of a solve and the
 caps' least values), ``colgen`` (column generation), ``rounding`` (fleets
 of whole nodes from the LP), ``incumbents`` (the best fleet of the

@@ -28,6 +28,7 @@ from nova_pmem_filters.planner.optimize import master as master_mod
 from nova_pmem_filters.planner.optimize import nodebound
 from nova_pmem_filters.planner.optimize import pricing
 from nova_pmem_filters.planner.optimize import problem as problem_mod
+from nova_pmem_filters.planner.optimize import served
 from nova_pmem_filters.planner.optimize import tranches
 from nova_pmem_filters.planner import tables
 
@@ -98,9 +99,15 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
             time.monotonic() + _TRANCHES_SHARE * max(
                 deadline - time.monotonic(), 0.0), gap)
         tell('fleet bought in tranches', best)
+    elif generate and served.applies(problem):
+        best = served.fleet(
+            problem, master, time.monotonic() + _TRANCHES_SHARE * max(
+                deadline - time.monotonic(), 0.0))
+        tell('fleet of whole node counts', best)
     if best is None:
-        # The fleet in tranches is far closer than the integer program over
-        # the patterns gets on large problems: the time goes to the bound.
+        # The fleet in tranches or of whole node counts is far closer than
+        # the integer program over the patterns gets on large problems:
+        # the time goes to the bound.
         found, bound = incumbents.best_of_patterns(
             problem, master, generated.res, generated.layout, bound,
             deadline, gap, generate, tell)

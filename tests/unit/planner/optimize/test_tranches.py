@@ -9,7 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The fleet bought in tranches, held to the oracle and to its own rows.
+"""The fleets in tranches and of whole node counts, held to the oracle.
 
 Each fleet it returns is checked here from its nodes alone: every node's
 pattern fits (the node model), node counts never fall, every period's
@@ -27,6 +27,7 @@ from nova_pmem_filters.planner.optimize import budgets
 from nova_pmem_filters.planner.optimize import colgen
 from nova_pmem_filters.planner.optimize import master as master_mod
 from nova_pmem_filters.planner.optimize import pricing
+from nova_pmem_filters.planner.optimize import served
 from nova_pmem_filters.planner.optimize import tranches
 from nova_pmem_filters.planner import patterns
 from tests.unit.planner.optimize import base
@@ -34,7 +35,8 @@ from tests.unit.planner.optimize import test_nodebound
 from tests.unit.planner.optimize import test_oracle
 
 
-class TranchesTestCase(testtools.TestCase):
+class FleetTestCase(testtools.TestCase):
+    """What the test cases below share: the problem and its LP."""
 
     def generated(self, problem):
         master = master_mod.Master(problem)
@@ -49,6 +51,9 @@ class TranchesTestCase(testtools.TestCase):
                                 test_nodebound.CONFIGS,
                                 demand=test_nodebound.GROWTH)
         return optimize.build(scen, **caps)
+
+
+class TranchesTestCase(FleetTestCase):
 
     def check_fleet(self, problem, master, solution):
         """The fleet's nodes, checked one by one; returns its TCO."""
@@ -156,3 +161,49 @@ class TranchesTestCase(testtools.TestCase):
         self.assertAlmostEqual(best[0], sum(c * n
                                             for c, n in zip(cost, got)))
         self.assertTrue(all(n <= k for n, k in zip(got, at_most)))
+
+
+class ServedTestCase(FleetTestCase):
+    """The fleet of whole node counts (vms): its nodes, and the oracle."""
+
+    def test_most_vms_under_a_budget(self):
+        least = test_oracle.Oracle(self.problem()).least()['budget']
+        problem = self.problem(objective='vms', budget=0.8 * least)
+        master, generated = self.generated(problem)
+        self.assertTrue(served.applies(problem))
+        solution = served.fleet(problem, master,
+                                time.monotonic() + base.LONG)
+        self.assertIsNotNone(solution)
+        x0, s0, _k0, _nvar = solution.layout
+        nodes = np.array([[solution.x[master._n(ci, t)]
+                           for t in range(master.nt)]
+                          for ci in range(master.nc)])
+        self.assertTrue(np.all(nodes == np.round(nodes)))
+        self.assertTrue(np.all(np.diff(nodes, axis=1) >= 0))
+        slots = {}
+        for j, (ci, t, counts) in enumerate(master.columns[:s0 - x0]):
+            n = solution.x[x0 + j]
+            if n > 0.5:
+                self.assertTrue(patterns.fits(
+                    problem.candidates[ci].capacity, problem.demands,
+                    counts))
+                for w, a in enumerate(counts):
+                    slots[w, ci, t] = slots.get((w, ci, t), 0) + a * n
+        total = 0.0
+        per_period = {}
+        for j, (w, ci, t) in enumerate(master.serve):
+            vms = solution.x[s0 + j]
+            self.assertLessEqual(vms, slots.get((w, ci, t), 0))
+            per_period[w, t] = per_period.get((w, t), 0) + vms
+            total += vms
+        for (w, t), vms in per_period.items():
+            self.assertLessEqual(vms, problem.periods[t].vms.get(
+                problem.workloads[w], 0))
+        capex = sum(c.capex * n
+                    for c, n in zip(problem.candidates, nodes[:, -1]))
+        self.assertLessEqual(capex, problem.budget * (1 + 1e-9))
+        self.assertAlmostEqual(total, -solution.fun)
+        optimum = test_oracle.Oracle(problem).best(
+            budget=problem.budget).objective
+        self.assertLessEqual(total, optimum + 1e-6)
+        self.assertFalse(served.applies(self.problem()))
