@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from nova_pmem_filters.planner.optimize import budgets
+from nova_pmem_filters.planner.optimize import clock
 from nova_pmem_filters.planner.optimize import exact
 from nova_pmem_filters.planner.optimize import fleetplan
 from nova_pmem_filters.planner.optimize import master as master_mod
@@ -169,19 +170,34 @@ def grows_a_cap(master, best):
                for k, (_kind, _t, value) in enumerate(master.caps))
 
 
+# Seconds a stage needs at least to be worth starting past the other ones.
+_LEAST_SECONDS = 0.5
+
+
 def cheapest_serving(problem, master, best, deadline, gap):
-    """As much served, by the cheapest fleet that serves it."""
+    """As much served, by the cheapest fleet that serves it.
+
+    In the time left only: what a fleet serves is what counts, its cost
+    breaks ties, so past the deadline the fleet at hand stays (and the
+    plan says the time limit cut this short).
+    """
+    if deadline - time.monotonic() < _LEAST_SECONDS:
+        clock.cut('the cheapest fleet serving as much')
+        return best
     master.keep_served = -best.fun * (1 - 1e-9)
     cost, _a, _b, layout = master._build()
     tco = float(cost @ best.vector(master))
-    remaining = max(deadline - time.monotonic(), 1.0)
-    second, second_layout = master.solve_mip(remaining / 2, gap)
+    second, second_layout = master.solve_mip(
+        (deadline - time.monotonic()) / 2, gap)
     if second.x is not None and second.fun < tco:
         best = fleetplan.Solution(np.array(second.x), float(second.fun),
                                   second_layout)
         tco = float(second.fun)
-    out = exact.solve(problem, master, tco,
-                      max(deadline - time.monotonic(), 1.0), gap, False,
+    remaining = deadline - time.monotonic()
+    if remaining < _LEAST_SECONDS:
+        clock.cut('the cheapest fleet serving as much')
+        return best
+    out = exact.solve(problem, master, tco, remaining, gap, False,
                       focus=best.configs(master))
     if out.vector is not None and out.value < tco:
         best = fleetplan.Solution(out.vector, out.value, master.layout())
