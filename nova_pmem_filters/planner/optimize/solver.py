@@ -74,8 +74,9 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
         return _solve_complete(problem, scen, master, pool, started,
                                deadline, gap, stage)
     colgen.seed(problem, master)
-    share = (_TRANCHES_CG_SHARE if generate and tranches.applies(
-        problem, master) else colgen.CG_SHARE)
+    share = (_TRANCHES_CG_SHARE if generate and (
+        tranches.applies(problem, master) or served.applies(problem))
+        else colgen.CG_SHARE)
     generated = colgen.generate_columns(
         problem, master, deadline, started + share * time_limit, gap,
         generate, progress)
@@ -170,8 +171,9 @@ def _solve_complete(problem, scen, master, pool, started, deadline, gap,
 
 
 # Share of the time limit column generation may use where the fleet comes
-# in tranches: it takes seconds, where the integer program over the
-# patterns took the rest of the time, and the bound is the LP's.
+# in tranches or from whole node counts: it takes seconds, where the
+# integer program over the patterns took the rest of the time, and the
+# bound is the LP's.
 _TRANCHES_CG_SHARE = 0.75
 
 
