@@ -112,7 +112,9 @@ def _packed(problem, master, t, nodes, want, deadline):
     for _drop in range(MAX_DROPS + 1):
         if not want.any():
             return []
-        if not budget or time.monotonic() >= deadline:
+        if not budget:
+            return None
+        if time.monotonic() >= deadline:
             clock.cut('the fleet of whole node counts')
             return None
         alone = dataclasses.replace(problem, periods=(dataclasses.replace(
