@@ -92,18 +92,10 @@ def least_budget(problem, master, at_most, time_limit):
     The patterns stay fractional (over the master's columns); at most
     ``at_most[ci]`` nodes of each configuration.
     """
-    cost, a_ub, b_ub, layout = master._build()
-    nvar = layout[3]
-    integrality = np.zeros(nvar)
-    upper = np.full(nvar, np.inf)
-    for ci in range(master.nc):
-        integrality[master._n(ci, 0)] = 1
-        upper[master._n(ci, 0)] = at_most[ci]
-    res = clock.milp(
-        'the least node budget', cost, integrality=integrality,
-        bounds=sp_optimize.Bounds(0, upper),
-        constraints=sp_optimize.LinearConstraint(a_ub, -np.inf, b_ub),
-        options={'time_limit': max(time_limit, 0.5), 'mip_rel_gap': 1e-9})
+    res, _layout = master.solve_mip(
+        max(time_limit, 0.5), 1e-9, what='the least node budget',
+        nodes_only=True,
+        node_limits={(ci, 0): at_most[ci] for ci in range(master.nc)})
     if res.x is None:
         return None
     return {ci: int(round(res.x[master._n(ci, 0)]))

@@ -252,19 +252,23 @@ class Master(object):
         return res, layout
 
     def solve_mip(self, time_limit, gap, hold_caps=False,
-                  what='the integer program over the patterns'):
+                  what='the integer program over the patterns',
+                  nodes_only=False, node_limits=None):
         """The integer program over the patterns: (result, layout).
 
         ``hold_caps``: no cap grows (the master lets one grow at a
-        prohibitive price otherwise).
+        prohibitive price otherwise). ``nodes_only``: only the node
+        counts are whole, the patterns stay fractional. ``node_limits``:
+        {(ci, t): the most nodes of ci in period t}.
         """
         cost, a_ub, b_ub, layout = self._build()
         x0, s0, k0, nvar = layout
         integrality = np.zeros(nvar)
-        integrality[:s0] = 1
+        integrality[:x0 if nodes_only else s0] = 1
         upper = np.full(nvar, np.inf)
         if hold_caps:
             upper[k0:] = 0.0
+        self.bound_node_counts(upper, node_limits or {})
         res = clock.milp(
             what, cost, integrality=integrality,
             bounds=sp_optimize.Bounds(np.zeros(nvar), upper),

@@ -20,6 +20,7 @@ from scipy import sparse
 
 from nova_pmem_filters.planner.optimize import clock
 from nova_pmem_filters.planner.optimize import exact
+from nova_pmem_filters.planner.optimize import fleetplan
 from nova_pmem_filters.planner.optimize import master as master_mod
 from nova_pmem_filters.planner.optimize import pricing
 
@@ -78,27 +79,20 @@ def cover_rest(problem, master, vms, time_limit, gap):
 
 
 def pattern_vector(problem, master, x):
-    """The master problem's solution vector of pattern counts x."""
-    cost, a_ub, b_ub, current = master._build()
-    x0, s0, _k0, nvar = current
-    nw = len(problem.workloads)
-    period = problem.periods[0]
-    vec = np.zeros(nvar)
-    vec[x0:s0] = x
-    slots = {}
-    for j, (ci, t, counts) in enumerate(master.columns):
-        vec[master._n(ci, t)] += x[j]
-        for w in range(nw):
-            slots[w, ci, t] = slots.get((w, ci, t), 0.0) + counts[w] * x[j]
-    # Each workload's VMs go to its slots in candidate order.
-    left = [float(period.vms.get(name, 0)) for name in problem.workloads]
-    for j, (w, ci, t) in enumerate(master.serve):
-        take = min(slots.get((w, ci, t), 0.0), left[w])
-        vec[s0 + j] = take
-        left[w] -= take
-    if master_mod.over(a_ub, vec, b_ub):
+    """The master problem's vector (and TCO) of pattern counts x (one period).
+
+    (None, None) where it breaks a row of the master.
+    """
+    runs = [(ci, t, counts, x[j])
+            for j, (ci, t, counts) in enumerate(master.columns) if x[j]]
+    whole = np.zeros((master.nc, master.nt))
+    for ci, t, _counts, n in runs:
+        whole[ci, t] += n
+    found = fleetplan.of_runs(problem, master, whole, runs,
+                              'found from the LP')
+    if found is None:
         return None, None
-    return vec, float(cost @ vec)
+    return found.x, found.fun
 
 
 def round_down(problem, master, lp_res, lp_layout, time_limit, gap,

@@ -33,7 +33,6 @@ import dataclasses
 import time
 
 import numpy as np
-from scipy import optimize as sp_optimize
 
 from nova_pmem_filters.planner.optimize import budgets
 from nova_pmem_filters.planner.optimize import clock
@@ -80,17 +79,9 @@ def _node_counts(master, time_limit):
 
     The master problem with the node counts whole, the caps held.
     """
-    cost, a_ub, b_ub, layout = master._build()
-    x0, s0, k0, nvar = layout
-    integrality = np.zeros(nvar)
-    integrality[:x0] = 1
-    upper = np.full(nvar, np.inf)
-    upper[k0:] = 0.0
-    res = clock.milp(
-        'the whole node counts', cost, integrality=integrality,
-        bounds=sp_optimize.Bounds(np.zeros(nvar), upper),
-        constraints=sp_optimize.LinearConstraint(a_ub, -np.inf, b_ub),
-        options={'time_limit': max(time_limit, 0.5), 'mip_rel_gap': 1e-6})
+    res, (x0, s0, _k0, _nvar) = master.solve_mip(
+        max(time_limit, 0.5), 1e-6, hold_caps=True,
+        what='the whole node counts', nodes_only=True)
     if res.x is None:
         return None, None
     counts = np.round(res.x[:x0]).reshape(master.nc, master.nt)

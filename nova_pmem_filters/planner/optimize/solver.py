@@ -74,7 +74,7 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
         return _solve_complete(problem, scen, master, pool, started,
                                deadline, gap, stage)
     colgen.seed(problem, master)
-    share = (_TRANCHES_CG_SHARE if generate and (
+    share = (_FLEET_CG_SHARE if generate and (
         tranches.applies(problem, master) or served.applies(problem))
         else colgen.CG_SHARE)
     generated = colgen.generate_columns(
@@ -97,26 +97,24 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
     if generate and tranches.applies(problem, master):
         best = tranches.fleet(
             problem, master, generated.res, generated.layout,
-            time.monotonic() + _TRANCHES_SHARE * max(
+            time.monotonic() + _FLEET_SHARE * max(
                 deadline - time.monotonic(), 0.0), gap)
         tell('fleet bought in tranches', best)
     elif generate and served.applies(problem):
         best = served.fleet(
-            problem, master, time.monotonic() + _TRANCHES_SHARE * max(
+            problem, master, time.monotonic() + _FLEET_SHARE * max(
                 deadline - time.monotonic(), 0.0))
         tell('fleet of whole node counts', best)
     if best is None:
         # The fleet in tranches or of whole node counts is far closer than
         # the integer program over the patterns gets on large problems:
         # the time goes to the bound.
-        found, bound = incumbents.best_of_patterns(
+        best, bound = incumbents.best_of_patterns(
             problem, master, generated.res, generated.layout, bound,
             deadline, gap, generate, tell)
-        if (found is not None and hard
-                and incumbents.grows_a_cap(master, found)):
-            found = None
-        if found is not None and (best is None or found.fun < best.fun):
-            best = found
+        if (best is not None and hard
+                and incumbents.grows_a_cap(master, best)):
+            best = None
         tell('fleet from the patterns', best)
     seen = set()
     if generate and _node_bound_applies(problem, master, best, bound, gap):
@@ -174,12 +172,12 @@ def _solve_complete(problem, scen, master, pool, started, deadline, gap,
 # in tranches or from whole node counts: it takes seconds, where the
 # integer program over the patterns took the rest of the time, and the
 # bound is the LP's.
-_TRANCHES_CG_SHARE = 0.75
+_FLEET_CG_SHARE = 0.75
 
 
-# Share of the time left after column generation that the fleet bought in
-# tranches may take (it takes a few seconds where it finds one).
-_TRANCHES_SHARE = 0.5
+# Share of the time left after column generation that the fleet in
+# tranches or of whole node counts may take (seconds, where it finds one).
+_FLEET_SHARE = 0.5
 
 
 # Share of the time left that the bound of whole node counts may take

@@ -82,17 +82,13 @@ def fleet(problem, master, lp_res, lp_layout, deadline, gap):
         return None
     whole = np.zeros((nc, nt))
     runs = []
-    last = _last_period(problem, master, chosen, counts, deadline, gap)
-    if last is None:
-        return None
+    found = _last_period(problem, master, chosen, counts, deadline, gap)
     for t in range(nt - 1, -1, -1):
         if t < nt - 1:
             found = _earlier_period(problem, master, chosen, t,
                                     whole[:, t + 1], deadline)
-            if found is None:
-                return None
-        else:
-            found = last
+        if found is None:
+            return None
         for (k, pattern), n in found.items():
             whole[chosen[k], t] += n
             runs.append((chosen[k], t, pattern, n))
