@@ -25,6 +25,7 @@ import testtools
 from nova_pmem_filters.planner import optimize
 from nova_pmem_filters.planner.optimize import budgets
 from nova_pmem_filters.planner.optimize import colgen
+from nova_pmem_filters.planner.optimize import fleetplan
 from nova_pmem_filters.planner.optimize import master as master_mod
 from nova_pmem_filters.planner.optimize import pricing
 from nova_pmem_filters.planner.optimize import served
@@ -109,18 +110,55 @@ class TranchesTestCase(FleetTestCase):
         self.assertGreaterEqual(tco, optimum * (1 - 1e-9))
         self.assertGreaterEqual(tco, generated.res.fun * (1 - 1e-9))
 
-    def test_the_caps_hold(self):
-        plain = self.problem()
-        least = test_oracle.Oracle(plain).least()
-        problem = self.problem(power_kw=least['power_kw'],
-                               rack_units=least['rack_units'] + 2)
+    def uncapped(self):
+        """(problem, master, fleet in tranches) without caps."""
+        problem = self.problem()
         master, generated = self.generated(problem)
         solution = tranches.fleet(problem, master, generated.res,
                                   generated.layout,
                                   time.monotonic() + base.LONG, 0.0)
-        # A fleet that breaks a cap is none; one returned holds them.
-        if solution is not None:
-            self.check_fleet(problem, master, solution)
+        self.assertIsNotNone(solution)
+        return problem, master, solution
+
+    def usage(self, problem, master, solution):
+        """(peak kW, rack units) of a fleet, from its node counts."""
+        nodes = np.array([[solution.x[master._n(ci, t)]
+                           for t in range(master.nt)]
+                          for ci in range(master.nc)])
+        cands = problem.candidates
+        kw = max(sum(problem.kw(c) * n for c, n in zip(cands, nodes[:, t]))
+                 for t in range(master.nt))
+        return kw, sum(c.rack_units * n for c, n in zip(cands, nodes[:, -1]))
+
+    def test_the_caps_hold(self):
+        plain, master, solution = self.uncapped()
+        kw, units = self.usage(plain, master, solution)
+        # The rack units any fleet needs at least: that cap binds.
+        self.assertEqual(
+            test_oracle.Oracle(plain).least()['rack_units'], units)
+        problem = self.problem(power_kw=kw, rack_units=units)
+        master, generated = self.generated(problem)
+        capped = tranches.fleet(problem, master, generated.res,
+                                generated.layout,
+                                time.monotonic() + base.LONG, 0.0)
+        self.assertIsNotNone(capped)
+        self.check_fleet(problem, master, capped)
+
+    def test_a_fleet_over_a_cap_is_none(self):
+        plain, master, solution = self.uncapped()
+        kw, units = self.usage(plain, master, solution)
+        x0, s0, _k0, _nvar = solution.layout
+        runs = [(ci, t, counts, solution.x[x0 + j])
+                for j, (ci, t, counts) in enumerate(master.columns[:s0 - x0])
+                if solution.x[x0 + j] > 0.5]
+        whole = np.array([[solution.x[master._n(ci, t)]
+                           for t in range(master.nt)]
+                          for ci in range(master.nc)])
+        for power, fits in ((kw, True), (0.99 * kw, False)):
+            problem = self.problem(power_kw=power, rack_units=units)
+            capped = master_mod.Master(problem)
+            found = fleetplan.of_runs(problem, capped, whole, runs, 'test')
+            self.assertEqual(fits, found is not None, power)
 
     def test_what_it_serves(self):
         scen = base.scenario_of(test_nodebound.WORKLOADS,
