@@ -86,16 +86,18 @@ def node_budgets(problem, master, most, time_limit, above=None):
             if res.x[nvar + ci] > 0.5}
 
 
-def least_budget(problem, master, at_most, time_limit):
+def least_budget(problem, master, at_most, time_limit, above=None):
     """The cheapest whole node counts {ci: n} the LP packs onto, or None.
 
     The patterns stay fractional (over the master's columns); at most
-    ``at_most[ci]`` nodes of each configuration.
+    ``at_most[ci]`` nodes of each configuration; costing more than
+    ``above`` (the next budget after one that did not pack).
     """
     res, _layout = master.solve_mip(
         max(time_limit, 0.5), 1e-9, what='the least node budget',
         nodes_only=True,
-        node_limits={(ci, 0): at_most[ci] for ci in range(master.nc)})
+        node_limits={(ci, 0): at_most[ci] for ci in range(master.nc)},
+        above=above)
     if res.x is None:
         return None
     return {ci: int(round(res.x[master._n(ci, 0)]))
@@ -235,7 +237,7 @@ def fleet_within(problem, master, most, deadline):
         fleet = fleet_of(problem, master, budget, deadline)
         if fleet is not None:
             return fleet
-        above = _cost(problem, budget)
+        above = cost_of(problem, budget)
     return None
 
 
@@ -258,10 +260,10 @@ def fleet_of(problem, master, budget, deadline):
     nodes = {}
     for (ci, _counts), n in fixed.items():
         nodes[ci] = nodes.get(ci, 0) + n
-    return fixed, _cost(problem, nodes)
+    return fixed, cost_of(problem, nodes)
 
 
-def _cost(problem, nodes):
+def cost_of(problem, nodes):
     """TCO of ``nodes`` ({ci: nodes})."""
     return sum(problem.node_cost(problem.candidates[ci]) * n
                for ci, n in nodes.items())

@@ -174,6 +174,10 @@ def grows_a_cap(master, best):
 _LEAST_SECONDS = 0.5
 
 
+# The share of the time left the last integer program's own limit gets.
+_BUILT = 0.9
+
+
 def cheapest_serving(problem, master, best, deadline, gap):
     """As much served, by the cheapest fleet that serves it.
 
@@ -197,7 +201,9 @@ def cheapest_serving(problem, master, best, deadline, gap):
     if remaining < _LEAST_SECONDS:
         clock.cut('the cheapest fleet serving as much')
         return best
-    out = exact.solve(problem, master, tco, remaining, gap, False,
+    # HiGHS's time limit counts from its start, after the model is built
+    # (about 0.4 s of 15 on the benchmark of 20 x 100): a tenth is kept.
+    out = exact.solve(problem, master, tco, _BUILT * remaining, gap, False,
                       focus=best.configs(master))
     if out.vector is not None and out.value < tco:
         best = fleetplan.Solution(out.vector, out.value, master.layout())

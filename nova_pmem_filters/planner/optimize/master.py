@@ -239,6 +239,14 @@ class Master(object):
         190 s, in 80 s).
         """
         cost, a_ub, b_ub, layout = self._build()
+        covering = self._covering(a_ub, b_ub, layout)
+        if covering is not None:
+            res = self._solve(cost[covering.columns], covering.matrix,
+                              covering.rhs, interior)
+            return covering.lift(res, a_ub, b_ub, layout), layout
+        return self._solve(cost, a_ub, b_ub, interior), layout
+
+    def _solve(self, cost, a_ub, b_ub, interior):
         res = None
         if interior:
             res = sp_optimize.linprog(cost, A_ub=a_ub, b_ub=b_ub,
@@ -249,17 +257,53 @@ class Master(object):
         if res.status != 0:
             raise errors.PlannerError('the LP relaxation could not be '
                                       'solved: %s' % res.message)
-        return res, layout
+        return res
+
+    def _covering(self, a_ub, b_ub, layout):
+        """The LP without its serve layer (``tco``), or None.
+
+        With ``tco`` a VM served, s[w,c,t], is in its serve row
+        (s <= what the patterns of c hold) and its demand row (the sum over
+        the configurations >= the demand) only, at no cost: summing the
+        serve rows of (w, t) into its demand row takes s out (the patterns
+        of every configuration cover the demand), a tenth of the rows.
+        """
+        if self.p.objective != 'tco' or self.keep_served is not None:
+            return None
+        _x0, s0, k0, nvar = layout
+        nrows = a_ub.shape[0]
+        keep = np.ones(nrows, dtype=bool)
+        keep[list(self.serve_row.values())] = False
+        kept = np.flatnonzero(keep)
+        position = np.full(nrows, -1)
+        position[kept] = np.arange(len(kept))
+        rows = list(range(len(kept)))
+        cols = list(kept)
+        for (w, _ci, t), r in self.serve_row.items():
+            rows.append(position[self.demand_row[w, t]])
+            cols.append(r)
+        summed = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)),
+                                   shape=(len(kept), nrows))
+        columns = np.concatenate([np.arange(s0), np.arange(k0, nvar)])
+        matrix = (summed @ a_ub).tocsc()
+        # What is left of s (nothing, but for rounding) must be nothing.
+        if np.any(np.abs(matrix[:, s0:k0].data) > 1e-12):
+            return None
+        return _Covering(matrix=matrix[:, columns].tocsr(),
+                         rhs=summed @ b_ub, columns=columns, kept=kept,
+                         master=self)
 
     def solve_mip(self, time_limit, gap, hold_caps=False,
                   what='the integer program over the patterns',
-                  nodes_only=False, node_limits=None):
+                  nodes_only=False, node_limits=None, above=None):
         """The integer program over the patterns: (result, layout).
 
         ``hold_caps``: no cap grows (the master lets one grow at a
         prohibitive price otherwise). ``nodes_only``: only the node
         counts are whole, the patterns stay fractional. ``node_limits``:
-        {(ci, t): the most nodes of ci in period t}.
+        {(ci, t): the most nodes of ci in period t}. ``above``: only
+        solutions whose objective is above this (the next cheapest after
+        one that did not do).
         """
         cost, a_ub, b_ub, layout = self._build()
         x0, s0, k0, nvar = layout
@@ -269,12 +313,56 @@ class Master(object):
         if hold_caps:
             upper[k0:] = 0.0
         self.bound_node_counts(upper, node_limits or {})
+        constraints = [sp_optimize.LinearConstraint(a_ub, -np.inf, b_ub)]
+        if above is not None:
+            constraints.append(sp_optimize.LinearConstraint(
+                cost[np.newaxis, :],
+                above + 1e-6 * max(abs(above), 1.0), np.inf))
         res = clock.milp(
             what, cost, integrality=integrality,
             bounds=sp_optimize.Bounds(np.zeros(nvar), upper),
-            constraints=sp_optimize.LinearConstraint(a_ub, -np.inf, b_ub),
+            constraints=constraints,
             options={'time_limit': time_limit, 'mip_rel_gap': gap})
         return res, layout
+
+
+class _Covering(object):
+    """The master's LP without its serve layer, and its way back."""
+
+    def __init__(self, matrix, rhs, columns, kept, master):
+        self.matrix = matrix
+        self.rhs = rhs
+        self.columns = columns
+        self.kept = kept
+        self.master = master
+
+    def lift(self, res, a_ub, b_ub, layout):
+        """The covering LP's optimum as an optimum of the master's LP.
+
+        Each s at what the patterns hold (its serve row tight, within the
+        demand row: the patterns cover the demand); each serve row's dual
+        at its demand row's (s's reduced cost 0, a pattern's the same as
+        in the covering LP).
+        """
+        m = self.master
+        _x0, s0, k0, nvar = layout
+        x = np.zeros(nvar)
+        x[self.columns] = res.x
+        serve_rows = [m.serve_row[key] for key in m.serve]
+        x[s0:k0] = -(a_ub[serve_rows] @ x)
+        marginals = np.zeros(a_ub.shape[0])
+        marginals[self.kept] = res.ineqlin.marginals
+        for key, r in zip(m.serve, serve_rows):
+            marginals[r] = marginals[m.demand_row[key[0], key[2]]]
+        reduced = np.zeros(nvar)
+        reduced[self.columns] = res.lower.marginals
+        return sp_optimize.OptimizeResult(
+            x=x, fun=res.fun, status=res.status, success=res.success,
+            message=res.message, nit=res.nit,
+            slack=b_ub - a_ub @ x,
+            ineqlin=sp_optimize.OptimizeResult(marginals=marginals),
+            lower=sp_optimize.OptimizeResult(marginals=reduced),
+            upper=sp_optimize.OptimizeResult(marginals=np.zeros(nvar)))
 
 
 def expand(vec, old, new):

@@ -70,6 +70,8 @@ _ROUNDS = 30
 # Integer programs over the node counts before the bound settles for what
 # it has (each adds cuts, or ends the search).
 MAX_ROUNDS = 300
+# Seconds one pricing problem of the packing LP may take at most.
+_PRICING_SECONDS = 1.0
 # Slack (VMs) below which a period packs.
 _PACKS = 1e-6
 # The cutoff of the node counts: better than the fleet at hand by this
@@ -247,8 +249,10 @@ def _pack(problem, master, t, counts, want):
     those of a node of each configuration.
     """
     nw = len(problem.workloads)
-    columns = [(j, ci, cnt) for j, (ci, tt, cnt) in enumerate(master.columns)
-               if tt == t and counts[ci] > 0]
+    # A pattern is the same in every period: those found for any.
+    columns = sorted({(ci, cnt) for ci, _t, cnt in master.columns
+                      if counts[ci] > 0})
+    columns = [(j, ci, cnt) for j, (ci, cnt) in enumerate(columns)]
     used = sorted({ci for ci in range(len(counts)) if counts[ci] > 0})
     node_row = {ci: i for i, ci in enumerate(used)}
     n_x = len(columns)
@@ -282,24 +286,32 @@ def separate(problem, master, t, counts, want, deadline):
     """Whether ``want`` packs onto ``counts`` in period t, patterns fractional.
 
     Column generation on the packing LP; the patterns it prices join the
-    master problem. Returns ('packs', None), ('cut', (pi, exact upper
-    bounds)) of a cut ``counts`` breaks, or ('unknown', None).
+    master problem. The packing LP has the patterns found for any period
+    (a pattern is the same in every one); each pricing problem takes
+    :data:`_PRICING_SECONDS` at most (its upper bound holds however it
+    stops). Returns ('packs', None), ('cut', [(pi, upper bounds)]) of the
+    rounds' cuts (each valid, the last one broken by ``counts``), or
+    ('unknown', None).
     """
     want = np.asarray(want, dtype=float)
+    found = []
     for _round in range(_ROUNDS):
         pi, slack, nu = _pack(problem, master, t, counts, want)
         if slack <= _PACKS:
             return 'packs', None
         upper, added = {}, 0
+        until = min(deadline, time.monotonic() + _PRICING_SECONDS)
         answers = clock.each(
-            lambda ci: pricing.best_by(problem, master, ci, pi, deadline),
+            lambda ci: pricing.best_by(problem, master, ci, pi, until),
             nu)
         for ci, (value, best, upper[ci]) in zip(nu, answers):
             if value > nu[ci] + 1e-9 and master.add(ci, t, best):
                 added += 1
+        # Every round's values give a valid cut; the counts break this one.
+        found.append((pi, upper))
         if sum(upper[ci] * counts[ci] for ci in upper) < (
                 pi @ want) * (1 - 1e-9) - 1e-9:
-            return 'cut', (pi, upper)
+            return 'cut', found
         if not added or time.monotonic() > deadline:
             break
     return 'unknown', None
@@ -431,7 +443,8 @@ def raise_bound(problem, master, best, bound, deadline, gap, found=None,
             status, cut = separate(problem, master, t, nodes, want,
                                    deadline)
             if status == 'cut':
-                cuts.add(t, *cut, ci=ci)
+                for values, upper in cut:
+                    cuts.add(t, values, upper, ci=ci)
                 broken += 1
             elif status == 'unknown':
                 unknown = True

@@ -20,14 +20,17 @@ some of them. So:
    costing its capex, its energy in the last period and its energy in
    each earlier one times the share of the LP's nodes of that
    configuration that run then: a one-period problem, whose fleet the node
-   budgets find (:func:`budgets.fleet_within`, a few tenths of a second),
+   budgets find (:func:`budgets.node_budgets` within each of
+   :data:`GAP_STEPS` in turn, each costlier than the last that did not
+   pack, then :func:`budgets.fleet_of`; a few tenths of a second),
    or, where whole nodes cost far more than the LP's (few nodes), the
    least budget grown as below;
 2. then each earlier period, latest first, alone: the nodes that run in
    it cost their energy then, and are at most those of the period after
    (:func:`budgets.least_budget` within those limits, then
-   :func:`budgets.fleet_of`); a budget that does not pack gets one node
-   more, where the limits leave room.
+   :func:`budgets.fleet_of`); a budget that does not pack gives way to
+   the next cheapest one within the limits (another mix of as many
+   nodes, or a node more).
 
 Patterns are the same in every period, so each period's problem gets the
 patterns column generation found for any period. A heuristic: the fleet is
@@ -53,7 +56,7 @@ from nova_pmem_filters.planner.optimize import pricing
 GAP_STEPS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0)
 # The gap the steps are multiples of when none is asked for (gap 0).
 _LEAST_GAP = 1e-4
-# Nodes an earlier period may add to its budget before giving up.
+# Budgets after the least one an earlier period tries before giving up.
 _MORE_NODES = 8
 # LP node counts below this are none.
 _NONE = 1e-6
@@ -136,15 +139,23 @@ def _last_period(problem, master, chosen, counts, deadline, gap):
     alone, sub = period_alone(problem, master, last, chosen, capex)
     res, _layout = sub.solve_lp()
     step = max(gap, _LEAST_GAP)
+    # The budgets within each step in turn, each costlier than the last
+    # that did not pack (a wider step does not try them again).
+    above = None
     for share in GAP_STEPS:
-        if time.monotonic() >= deadline:
-            clock.cut('the fleet bought in tranches')
-            return None
-        found = budgets.fleet_within(
-            alone, sub, float(res.fun) / (1 - min(share * step, 0.5)),
-            deadline)
-        if found is not None:
-            return found[0]
+        most = float(res.fun) / (1 - min(share * step, 0.5))
+        while True:
+            if time.monotonic() >= deadline:
+                clock.cut('the fleet bought in tranches')
+                return None
+            budget = budgets.node_budgets(
+                alone, sub, most, (deadline - time.monotonic()) / 4, above)
+            if budget is None:
+                break
+            found = budgets.fleet_of(alone, sub, budget, deadline)
+            if found is not None:
+                return found[0]
+            above = budgets.cost_of(alone, budget)
     # Few nodes: whole ones cost far more than the LP's; the least budget,
     # grown until it packs.
     return _packed(alone, sub, [np.inf] * len(chosen), deadline)
@@ -163,25 +174,21 @@ def _earlier_period(problem, master, chosen, t, most, deadline):
 def _packed(alone, sub, limits, deadline):
     """{(k, pattern): nodes}: the least budget within ``limits``, packed.
 
-    A budget that does not pack gets one node more, of the configuration
-    whose node costs least, while ``limits`` leave room.
+    A budget that does not pack gives way to the next cheapest one within
+    ``limits`` (another mix of as many nodes, or one node more).
     """
     budget = budgets.least_budget(alone, sub, limits,
                                   deadline - time.monotonic())
-    if budget is None:
-        return None
-    cost = [alone.node_cost(cand) for cand in alone.candidates]
     for _more in range(_MORE_NODES + 1):
+        if budget is None:
+            return None
         if time.monotonic() >= deadline:
             clock.cut('the fleet bought in tranches')
             return None
         found = budgets.fleet_of(alone, sub, budget, deadline)
         if found is not None:
             return found[0]
-        room = [k for k in range(len(limits))
-                if budget.get(k, 0) < limits[k]]
-        if not room:
-            return None
-        k = min(room, key=lambda k: (cost[k], k))
-        budget[k] = budget.get(k, 0) + 1
+        budget = budgets.least_budget(
+            alone, sub, limits, deadline - time.monotonic(),
+            above=budgets.cost_of(alone, budget))
     return None

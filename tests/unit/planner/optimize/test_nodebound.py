@@ -31,6 +31,7 @@ import testtools
 
 from nova_pmem_filters.planner import optimize
 from nova_pmem_filters.planner.optimize import colgen
+from nova_pmem_filters.planner.optimize import complete
 from nova_pmem_filters.planner.optimize import master as master_mod
 from nova_pmem_filters.planner.optimize import nodebound
 from nova_pmem_filters.planner.optimize import pricing
@@ -110,15 +111,19 @@ class NodeBoundTestCase(testtools.TestCase):
         self.assertGreater(bound, lp)
 
     def test_tco_under_a_power_cap(self):
-        _scen, problem, _answer, _optimum = self.problem('tco')
-        least = test_oracle.Oracle(problem).least()
         # The least power any fleet serving the demand draws: it binds.
-        self.check('tco', power_kw=least['power_kw'],
-                   rack_units=least['rack_units'] + 2)
+        self.check('tco', **self.binding_caps())
 
     def least_budget(self):
         _scen, problem, _answer, _optimum = self.problem('tco')
         return test_oracle.Oracle(problem).least()['budget']
+
+    def binding_caps(self):
+        """The least power any fleet serving the demand draws, and room."""
+        _scen, problem, _answer, _optimum = self.problem('tco')
+        least = test_oracle.Oracle(problem).least()
+        return {'power_kw': least['power_kw'],
+                'rack_units': least['rack_units'] + 2}
 
     def test_vms_under_a_budget(self):
         # Less than any fleet serving all of it costs: some is not served.
@@ -218,6 +223,85 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
         self.assertEqual(0.0, lower)
         self.assertEqual({pricing.LOOSE_PRICING_GAP},
                          {each.kwargs['gap'] for each in call.call_args_list})
+
+    def test_the_covering_lp_is_the_lp(self):
+        # TCO: the LP without its serve layer, lifted, is an optimum of
+        # the master's own LP (the same value, feasible in its rows, its
+        # reduced costs those of the duals), by either method; with the
+        # other objectives the serve layer stays.
+        for caps, interior in itertools.product(
+                ({}, self.binding_caps()), (False, True)):
+            problem, master, _optimum = self.master('tco', **caps)
+            deadline = time.monotonic() + base.LONG
+            colgen.generate_columns(problem, master, deadline, deadline,
+                                    0.0, True, None)
+            cost, a_ub, b_ub, _layout = master._build()
+            self.assertIsNotNone(master._covering(a_ub, b_ub, _layout))
+            res, _layout = master.solve_lp(interior=interior)
+            whole = master_mod.sp_optimize.linprog(
+                cost, A_ub=a_ub, b_ub=b_ub, bounds=(0, None),
+                method='highs')
+            slack = 1e-7 * abs(whole.fun)
+            self.assertAlmostEqual(whole.fun, res.fun, delta=slack)
+            self.assertAlmostEqual(res.fun, float(cost @ res.x),
+                                   delta=slack)
+            self.assertFalse(master_mod.over(a_ub, res.x, b_ub))
+            self.assertGreaterEqual(res.x.min(), 0.0)
+            duals = -res.ineqlin.marginals
+            self.assertGreaterEqual(duals.min(), 0.0)
+            reduced = cost + a_ub.T @ duals
+            np.testing.assert_allclose(reduced, res.lower.marginals,
+                                       atol=1e-6 * abs(res.fun))
+            self.assertAlmostEqual(res.fun, float(-b_ub @ duals),
+                                   delta=slack)
+        for objective in ('vms', 'throughput'):
+            problem, master, _optimum = self.master(
+                objective, budget=0.8 * self.least_budget())
+            cost, a_ub, b_ub, layout = master._build()
+            self.assertIsNone(master._covering(a_ub, b_ub, layout))
+
+    def test_the_node_counts_from_the_first_lp(self):
+        # From the LP of the first patterns alone (no pricing, no bound
+        # yet), the bound of whole node counts prices what it needs in
+        # its packing LPs: still a bound, and given the time it proves
+        # the optimum.
+        for objective in ('tco', 'vms'):
+            caps = ({'budget': 0.8 * self.least_budget()}
+                    if objective != 'tco' else self.binding_caps())
+            problem, master, optimum = self.master(objective, **caps)
+            deadline = time.monotonic() + base.LONG
+            generated = colgen.generate_columns(
+                problem, master, deadline, deadline, 0.0, False, None)
+            self.assertEqual(-np.inf, generated.bound)
+            bound = nodebound.raise_bound(
+                problem, master, None, generated.bound, deadline, 0.0,
+                None, generated.res)
+            slack = 1e-6 * max(abs(optimum), 1.0)
+            self.assertLessEqual(bound, optimum + slack)
+            if objective == 'tco':
+                self.assertGreaterEqual(bound, optimum - slack)
+            else:
+                # VMs served are fractional in it: no whole VM more.
+                self.assertGreater(bound, optimum - 1.0)
+
+    def test_every_cut_of_a_packing_holds(self):
+        # Counts too few to pack a period: each round's cut holds for
+        # every pattern (listed), and the counts break the last one.
+        problem, master, _optimum = self.master('tco')
+        listed = complete.listing(problem)
+        counts = np.ones(master.nc)
+        want = np.array([problem.periods[1].vms[name]
+                         for name in problem.workloads], dtype=float)
+        status, cuts = nodebound.separate(problem, master, 1, counts, want,
+                                          time.monotonic() + base.LONG)
+        self.assertEqual('cut', status)
+        for pi, upper in cuts:
+            for ci, top in upper.items():
+                best = max(float(np.dot(pi, a)) for a in listed[ci])
+                self.assertGreaterEqual(top, best * (1 - 1e-9) - 1e-9)
+        pi, upper = cuts[-1]
+        self.assertLess(sum(upper[ci] * counts[ci] for ci in upper),
+                        float(pi @ want))
 
     def test_the_lp_by_interior_point(self):
         # The same LP value; the simplex method where it fails.

@@ -199,6 +199,17 @@ class TranchesTestCase(FleetTestCase):
         self.assertAlmostEqual(best[0], sum(c * n
                                             for c, n in zip(cost, got)))
         self.assertTrue(all(n <= k for n, k in zip(got, at_most)))
+        # The next one (after a budget that did not pack): the cheapest
+        # costing more.
+        following = budgets.least_budget(
+            problem, master, at_most, 10.0,
+            above=budgets.cost_of(problem, budget))
+        self.assertIsNotNone(following)
+        after = min(sum(c * n for c, n in zip(cost, counts))
+                    for counts in np.ndindex(*(k + 1 for k in at_most))
+                    if sum(c * n for c, n in zip(cost, counts))
+                    > best[0] * (1 + 1e-6) and packs(counts))
+        self.assertAlmostEqual(after, budgets.cost_of(problem, following))
 
 
 class ServedTestCase(FleetTestCase):
