@@ -225,20 +225,33 @@ def fleet_within(problem, master, most, deadline):
 
     Returns ({(ci, counts): nodes}, TCO).
     """
-    above = None
-    for _attempt in range(TRIES):
+    return budgets_in_turn(problem, master, most, deadline, tries=TRIES)[0]
+
+
+def budgets_in_turn(problem, master, most, deadline, above=None,
+                    tries=None):
+    """(a fleet or None, above): budgets costing at most ``most``, in turn.
+
+    Each budget (:func:`node_budgets`) costs more than ``above`` and than
+    the last one that did not pack; ``tries``: how many at most (default:
+    while there are). The ``above`` returned is the cost of the last one
+    that did not pack, where a call with a larger ``most`` goes on.
+    """
+    attempt = 0
+    while tries is None or attempt < tries:
+        attempt += 1
         left = deadline - time.monotonic()
         if left <= 0:
             clock.cut('the node budgets')
-            return None
+            return None, above
         budget = node_budgets(problem, master, most, left / 4, above)
         if budget is None:
-            return None
+            return None, above
         fleet = fleet_of(problem, master, budget, deadline)
         if fleet is not None:
-            return fleet
+            return fleet, above
         above = cost_of(problem, budget)
-    return None
+    return None, above
 
 
 def fleet_of(problem, master, budget, deadline):

@@ -20,9 +20,9 @@ some of them. So:
    costing its capex, its energy in the last period and its energy in
    each earlier one times the share of the LP's nodes of that
    configuration that run then: a one-period problem, whose fleet the node
-   budgets find (:func:`budgets.node_budgets` within each of
+   budgets find (:func:`budgets.budgets_in_turn` within each of
    :data:`GAP_STEPS` in turn, each costlier than the last that did not
-   pack, then :func:`budgets.fleet_of`; a few tenths of a second),
+   pack; a few tenths of a second),
    or, where whole nodes cost far more than the LP's (few nodes), the
    least budget grown as below;
 2. then each earlier period, latest first, alone: the nodes that run in
@@ -143,19 +143,14 @@ def _last_period(problem, master, chosen, counts, deadline, gap):
     # that did not pack (a wider step does not try them again).
     above = None
     for share in GAP_STEPS:
-        most = float(res.fun) / (1 - min(share * step, 0.5))
-        while True:
-            if time.monotonic() >= deadline:
-                clock.cut('the fleet bought in tranches')
-                return None
-            budget = budgets.node_budgets(
-                alone, sub, most, (deadline - time.monotonic()) / 4, above)
-            if budget is None:
-                break
-            found = budgets.fleet_of(alone, sub, budget, deadline)
-            if found is not None:
-                return found[0]
-            above = budgets.cost_of(alone, budget)
+        if time.monotonic() >= deadline:
+            clock.cut('the fleet bought in tranches')
+            return None
+        found, above = budgets.budgets_in_turn(
+            alone, sub, float(res.fun) / (1 - min(share * step, 0.5)),
+            deadline, above)
+        if found is not None:
+            return found[0]
     # Few nodes: whole ones cost far more than the LP's; the least budget,
     # grown until it packs.
     return _packed(alone, sub, [np.inf] * len(chosen), deadline)

@@ -53,6 +53,14 @@ GROWTH = [{'name': 'y1', 'years': 2, 'vms': {'redis': 20, 'mysql': 6}},
 
 class NodeBoundTestCase(testtools.TestCase):
 
+    def setUp(self):
+        super().setUp()
+        # A pricing problem of a packing LP is never cut short by time
+        # here (the bound's proofs do not wait on the machine's speed).
+        patcher = mock.patch.object(nodebound, '_PRICING_SECONDS', base.LONG)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
     def problem(self, objective, periods=GROWTH, **caps):
         scen = base.scenario_of(WORKLOADS, CONFIGS, demand=periods)
         problem = optimize.build(scen, objective=objective, **caps)
