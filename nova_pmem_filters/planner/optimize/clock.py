@@ -21,7 +21,9 @@ cut (:func:`watch`), so that its plan can say which of the two it is.
 
 Independent solves (the pricing problems of a round) run side by side
 (:func:`each`); their answers are taken in the order they were asked, so
-the threads change how long a round takes, not what it finds.
+the threads change how long a round takes, not what it finds. A stage may
+also run beside another (:func:`beside`): a fleet sought while the bound
+rises.
 """
 
 from concurrent import futures
@@ -43,6 +45,8 @@ MAX_THREADS = 8
 
 # The lists of the watches open, innermost last.
 _WATCHES = contextvars.ContextVar('planner_optimize_watches', default=())
+# The calls running beside the caller (:func:`beside`): each keeps a CPU.
+_BESIDE = contextvars.ContextVar('planner_optimize_beside', default=())
 
 
 @contextlib.contextmanager
@@ -91,12 +95,17 @@ def timed(what, seconds, call, *args, **kwargs):
 
 
 def threads():
-    """How many solves :func:`each` runs side by side: the CPUs it may use."""
+    """How many solves :func:`each` runs side by side: the CPUs it may use.
+
+    Less one for each call still running beside the caller
+    (:func:`beside`), which keeps a CPU of its own.
+    """
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_THREADS))
+    running = sum(1 for future in _BESIDE.get() if not future.done())
+    return max(1, min(cpus, MAX_THREADS) - running)
 
 
 def each(call, items):
@@ -120,3 +129,25 @@ def each(call, items):
         jobs = [pool.submit(contextvars.copy_context().run, call, item)
                 for item in items]
         return [job.result() for job in jobs]
+
+
+@contextlib.contextmanager
+def beside(call, *args):
+    """``call(*args)`` in another thread while the block runs: its future.
+
+    The call runs in the caller's context (what the time limit cuts short
+    is recorded in the caller's :func:`watch`); while it runs, the block's
+    solves side by side (:func:`each`) leave it a CPU. Leaving the block
+    waits for it, so it must end by a deadline of its own.
+    ``future.result()`` gives its answer, or raises what it raised. It
+    must not touch what the block changes: give it its own copy
+    (``Master.copy``).
+    """
+    with futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix='planner-beside') as pool:
+        future = pool.submit(contextvars.copy_context().run, call, *args)
+        token = _BESIDE.set(_BESIDE.get() + (future,))
+        try:
+            yield future
+        finally:
+            _BESIDE.reset(token)

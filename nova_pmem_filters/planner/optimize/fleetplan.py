@@ -112,6 +112,27 @@ def of_runs(problem, master, whole, runs, message):
     return Solution(vec, float(cost @ vec), layout, message)
 
 
+def rebased(problem, solution, source, master):
+    """``solution``, a fleet of ``source``'s, as one of ``master``'s.
+
+    ``source``: a copy of ``master`` (``Master.copy``) that grew apart
+    from it; the same nodes and patterns, the patterns ``master`` lacks
+    joining it. None where ``solution`` is None.
+    """
+    if solution is None:
+        return None
+    x0, s0, _k0, _nvar = solution.layout
+    whole = np.array([[solution.x[source._n(ci, t)]
+                       for t in range(source.nt)]
+                      for ci in range(source.nc)])
+    runs = []
+    for j, (ci, t, pattern) in enumerate(source.columns[:s0 - x0]):
+        n = int(round(solution.x[x0 + j]))
+        if n:
+            runs.append((ci, t, pattern, n))
+    return of_runs(problem, master, whole, runs, solution.message)
+
+
 def is_proven(best, bound, gap):
     """Whether ``best`` is proven within ``gap`` (or 0) of ``bound``."""
     return best is not None and within(proven_gap(best.fun, bound), gap)

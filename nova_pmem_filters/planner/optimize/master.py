@@ -11,6 +11,8 @@
 #    under the License.
 """The master problem over the patterns: its LP and its integer program."""
 
+import copy
+
 import numpy as np
 from scipy import optimize as sp_optimize
 from scipy import sparse
@@ -70,6 +72,20 @@ class Master(object):
         # How close to their optimum the pricing programs get
         # (pricing.pricing_gap).
         self.pricing_gap = 1e-3
+
+    def copy(self):
+        """A master of the same problem and patterns, to grow apart.
+
+        What one adds (patterns, pricing bounds, caps) the other does not
+        see: a stage in another thread works on its own copy
+        (:func:`clock.beside`).
+        """
+        twin = copy.copy(self)
+        twin.columns = list(self.columns)
+        twin.known = set(self.known)
+        twin.tops = dict(self.tops)
+        twin.caps = list(self.caps)
+        return twin
 
     def add(self, ci, t, counts):
         key = (ci, t, tuple(counts))

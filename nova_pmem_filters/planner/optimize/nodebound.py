@@ -159,11 +159,13 @@ class Bound(object):
         return {w: j for (w, c, tt), j in self.index.items()
                 if tt == t and c == ci}
 
-    def best(self, below, lower, limits, time_limit):
+    def best(self, below, lower, limits, time_limit, gap=1e-9):
         """(N, served, bound): the best node counts meeting the cuts.
 
         ``below``: only those better than this (the master's sense: TCO,
-        or minus what is served); ``lower``: a bound known already.
+        or minus what is served); ``lower``: a bound known already;
+        ``gap``: how close to their optimum the counts may stop (the
+        bound is the integer program's own, whatever it is).
         ``served``: {(ci or None, t): VMs per workload}. N None: none is
         (the bound is then ``below``).
         """
@@ -224,7 +226,7 @@ class Bound(object):
             bounds=sp_optimize.Bounds(lower_bounds, upper_bounds),
             constraints=sp_optimize.LinearConstraint(matrix, lbs, ubs),
             options={'time_limit': max(time_limit, 0.5),
-                     'mip_rel_gap': 1e-9})
+                     'mip_rel_gap': max(gap, 1e-9)})
         known = -np.inf if lower is None else lower
         if res.status == 2:
             return None, None, below
@@ -394,10 +396,15 @@ def _known(problem, master, t, pi):
 # Seconds each integer program over the node counts may take at most: its
 # bound counts when it stops, and the next round adds cuts.
 _ROUND_SECONDS = 10.0
+# How close to its optimum each integer program over the node counts
+# gets, as a share of the gap asked for: its counts need not be the best
+# to give cuts, and its own bound is what counts. Solved exactly, one took
+# 0.5-10 s on the benchmark.
+_IP_SHARE = 0.1
 
 
 def raise_bound(problem, master, best, bound, deadline, gap, found=None,
-                lp_res=None, seen=None):
+                lp_res=None, seen=None, latest=None):
     """The bound of whole node counts; maybe a fleet that meets it.
 
     :param best: the fleet at hand (a :class:`fleetplan.Solution`) or
@@ -407,23 +414,31 @@ def raise_bound(problem, master, best, bound, deadline, gap, found=None,
     :param lp_res: the master's LP, whose duals give the first cuts.
     :param seen: a set that gets the configurations (indexes) of the node
         counts found, where the integer stages may look for a fleet.
+    :param latest: called before each round, the value (the master's
+        sense) of a fleet found since, by a stage beside this one, or
+        None: the fleet the bound must prove.
     :returns: the bound, never below ``bound``.
     """
     cuts = Bound(problem, master)
     first_cuts(problem, master, lp_res, cuts)
-    limits = pricing.node_limits(problem, master,
-                                 None if best is None else best.fun,
-                                 hard_caps=True)
+    at_hand = None if best is None else best.fun
+    limits = None
     for _round in range(MAX_ROUNDS):
         if time.monotonic() >= deadline:
             clock.cut('the bound of whole node counts')
             return bound
+        value = None if latest is None else latest()
+        if value is not None and (at_hand is None or value < at_hand):
+            at_hand, limits = value, None
+        if limits is None:
+            limits = pricing.node_limits(problem, master, at_hand,
+                                         hard_caps=True)
         # A hair inside the gap, so that a proof is one within it.
-        below = (np.inf if best is None else best.fun - _INSIDE * max(
-            gap, 1e-7) * max(abs(best.fun), 1e-3))
+        below = (np.inf if at_hand is None else at_hand - _INSIDE * max(
+            gap, 1e-7) * max(abs(at_hand), 1e-3))
         counts, served, at = cuts.best(
             below, None, limits, min(deadline - time.monotonic(),
-                                     _ROUND_SECONDS))
+                                     _ROUND_SECONDS), _IP_SHARE * gap)
         bound = max(bound, at)
         if counts is None:
             return bound

@@ -94,17 +94,20 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
     # generation always has a fleet); the integer stages hold it.
     hard = master.elastic and bool(master.caps)
     best = None
-    if generate and tranches.applies(problem, master):
-        best = tranches.fleet(
-            problem, master, generated.res, generated.layout,
-            time.monotonic() + _FLEET_SHARE * max(
-                deadline - time.monotonic(), 0.0), gap)
-        tell('fleet bought in tranches', best)
-    elif generate and served.applies(problem):
-        best = served.fleet(
-            problem, master, time.monotonic() + _FLEET_SHARE * max(
-                deadline - time.monotonic(), 0.0))
-        tell('fleet of whole node counts', best)
+    seen = set()
+    heuristic = (_heuristic(problem, master, generated, gap) if generate
+                 else None)
+    beside = (heuristic is not None
+              and _node_bound_applies(problem, master, None, bound, gap))
+    if beside:
+        # The fleet is sought while the bound rises, side by side.
+        best, bound = _fleet_beside_bound(problem, master, heuristic, bound,
+                                          deadline, gap, generated.res, seen,
+                                          tell)
+    elif heuristic is not None:
+        best = heuristic[1](master, time.monotonic() + _FLEET_SHARE * max(
+            deadline - time.monotonic(), 0.0))
+        tell(heuristic[0], best)
     if best is None:
         # The fleet in tranches or of whole node counts is far closer than
         # the integer program over the patterns gets on large problems:
@@ -116,10 +119,12 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
                 and incumbents.grows_a_cap(master, best)):
             best = None
         tell('fleet from the patterns', best)
-    seen = set()
-    if generate and _node_bound_applies(problem, master, best, bound, gap):
-        best, bound = _node_bound(problem, master, best, bound, deadline,
-                                  gap, generated.res, seen)
+    if (generate and not beside
+            and _node_bound_applies(problem, master, best, bound, gap)):
+        best, bound = _node_bound(
+            problem, master, best, bound,
+            _node_bound_until(problem, master, best, deadline), gap,
+            generated.res, seen)
         tell('bound of whole node counts', best)
     if generate:
         best, bound = _exact_stage(problem, master, best, bound, deadline,
@@ -200,22 +205,81 @@ def _node_bound_applies(problem, master, best, bound, gap):
             and not fleetplan.is_proven(best, bound, gap))
 
 
-def _node_bound(problem, master, best, bound, deadline, gap, lp_res, seen):
+def _heuristic(problem, master, generated, gap):
+    """(stage, ``find(master, deadline)``): the fleet heuristic, or None.
+
+    The fleet in tranches (TCO) or of whole node counts (the objectives
+    that count VMs served); ``find`` returns a :class:`fleetplan.Solution`
+    of the master it is given, or None.
+    """
+    if tranches.applies(problem, master):
+        return ('fleet bought in tranches',
+                lambda own, until: tranches.fleet(
+                    problem, own, generated.res, generated.layout, until,
+                    gap))
+    if served.applies(problem):
+        return ('fleet of whole node counts',
+                lambda own, until: served.fleet(problem, own, until))
+    return None
+
+
+def _node_bound(problem, master, best, bound, until, gap, lp_res, seen,
+                latest=None):
     """(best fleet, bound) after the bound of whole node counts.
 
-    ``seen`` gets the configurations of the node counts it found.
+    It stops by ``until`` (:func:`_node_bound_until`); ``seen`` gets the
+    configurations of the node counts it found; ``latest``: as
+    :func:`nodebound.raise_bound`'s.
     """
+    fleets = []
+    bound = nodebound.raise_bound(problem, master, best, bound, until, gap,
+                                  fleets.append, lp_res, seen, latest)
+    for solution in fleets:
+        if best is None or solution.fun < best.fun:
+            best = solution
+    return best, bound
+
+
+def _node_bound_until(problem, master, best, deadline):
+    """When the bound of whole node counts stops (its share of the time)."""
     hard = master.elastic and bool(master.caps)
     proves = exact.free_nodes(problem, master,
                               None if best is None else best.fun, hard)[2]
     share = _NODE_BOUND_SHARE if proves else _NODE_BOUND_SHARE_ALONE
-    until = time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
-    fleets = []
-    bound = nodebound.raise_bound(problem, master, best, bound, until, gap,
-                                  fleets.append, lp_res, seen)
-    for solution in fleets:
-        if best is None or solution.fun < best.fun:
-            best = solution
+    return time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
+
+
+def _fleet_beside_bound(problem, master, heuristic, bound, deadline, gap,
+                        lp_res, seen, tell):
+    """(best fleet, bound): the fleet heuristic beside the node bound.
+
+    The heuristic takes seconds that are random (a packing that HiGHS
+    finds in a tenth of a second or not in several), and the bound of
+    whole node counts needs them: the heuristic runs in another thread,
+    on its own copy of the master (:func:`clock.beside`), until the
+    bound's share of the time ends; the bound takes its fleet as the one
+    to prove as soon as it comes. Its fleet then joins the master
+    (:func:`fleetplan.rebased`). What each finds depends on how far the
+    other got: the time limit decides, as it does for each stage.
+    """
+    what, find = heuristic
+    own = master.copy()
+    until = _node_bound_until(problem, master, None, deadline)
+    with clock.beside(find, own, until) as future:
+
+        def latest():
+            if future.done() and future.exception() is None:
+                found = future.result()
+                return None if found is None else found.fun
+            return None
+
+        best, bound = _node_bound(problem, master, None, bound, until, gap,
+                                  lp_res, seen, latest)
+    found = fleetplan.rebased(problem, future.result(), own, master)
+    tell(what, found, bound)
+    if found is not None and (best is None or found.fun < best.fun):
+        best = found
+    tell('bound of whole node counts', best, bound)
     return best, bound
 
 

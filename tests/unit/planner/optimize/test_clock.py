@@ -72,6 +72,57 @@ class EachTestCase(testtools.TestCase):
             self.assertEqual(1, clock.threads())
 
 
+class BesideTestCase(testtools.TestCase):
+    """A stage beside another: its own thread, the caller's watch."""
+
+    def test_it_runs_while_the_block_runs(self):
+        # The call waits for the block, so it runs in another thread at
+        # the same time; leaving the block waits for the call.
+        started, go = threading.Event(), threading.Event()
+
+        def call(value):
+            started.set()
+            self.assertTrue(go.wait(base.LONG))
+            return value * 2, threading.current_thread().name
+
+        with clock.beside(call, 21) as future:
+            self.assertTrue(started.wait(base.LONG))
+            self.assertFalse(future.done())
+            go.set()
+        self.assertTrue(future.done())
+        value, name = future.result()
+        self.assertEqual(42, value)
+        self.assertTrue(name.startswith('planner-beside'))
+
+    def test_it_keeps_a_cpu_while_it_runs(self):
+        go = threading.Event()
+        with mock.patch('os.sched_getaffinity', return_value={0, 1, 2},
+                        create=True):
+            self.assertEqual(3, clock.threads())
+            with clock.beside(go.wait, base.LONG) as future:
+                self.assertEqual(2, clock.threads())
+                go.set()
+                self.assertTrue(future.result())
+                # Done: its CPU is the block's again.
+                self.assertEqual(3, clock.threads())
+            self.assertEqual(3, clock.threads())
+
+    def test_what_the_limit_cuts_is_the_callers(self):
+        with clock.watch() as cut:
+            with clock.beside(clock.cut, 'the fleet') as future:
+                pass
+        self.assertIsNone(future.result())
+        self.assertEqual(['the fleet'], cut)
+
+    def test_its_error_is_raised_by_its_result(self):
+        def call():
+            raise ValueError('the fleet')
+
+        with clock.beside(call) as future:
+            pass
+        self.assertRaisesRegex(ValueError, 'the fleet', future.result)
+
+
 class PricingSideBySideTestCase(testtools.TestCase):
     """Column generation finds the same patterns on 1 thread as on 3."""
 

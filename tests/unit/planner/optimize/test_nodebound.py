@@ -30,6 +30,7 @@ import numpy as np
 import testtools
 
 from nova_pmem_filters.planner import optimize
+from nova_pmem_filters.planner.optimize import clock
 from nova_pmem_filters.planner.optimize import colgen
 from nova_pmem_filters.planner.optimize import complete
 from nova_pmem_filters.planner.optimize import master as master_mod
@@ -145,6 +146,17 @@ class NodeBoundTestCase(testtools.TestCase):
     def test_one_period_under_a_cap(self):
         self.check('tco', periods={'redis': 41, 'mysql': 13},
                    rack_units=10.0)
+
+    def test_the_fleet_is_sought_beside_the_bound(self):
+        # Several periods (tco), and the most VMs for a budget: the fleet
+        # heuristic runs in its own thread while the bound rises, and the
+        # answer is still the oracle's, proven.
+        for objective, caps in (('tco', {}), ('vms', {
+                'budget': 0.8 * self.least_budget()})):
+            with mock.patch.object(clock, 'beside',
+                                   wraps=clock.beside) as beside:
+                self.check(objective, **caps)
+            self.assertEqual(1, beside.call_count)
 
 
 class PricingInPeriodsTestCase(NodeBoundTestCase):
@@ -291,6 +303,49 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
             else:
                 # VMs served are fractional in it: no whole VM more.
                 self.assertGreater(bound, optimum - 1.0)
+
+    def test_a_fleet_that_comes_beside(self):
+        # The fleet sought beside the bound comes while it rises: it is
+        # asked for before each round, and once there the bound proves it
+        # within the gap (from the first LP, far from it), never passing
+        # the optimum.
+        problem, master, optimum = self.master('tco', **self.binding_caps())
+        deadline = time.monotonic() + base.LONG
+        generated = colgen.generate_columns(
+            problem, master, deadline, deadline, 0.0, False, None)
+        asked, rounds = [], []
+        real = nodebound.Bound.best
+
+        def best(bound, *args, **kwargs):
+            rounds.append(len(asked))
+            return real(bound, *args, **kwargs)
+
+        def latest():
+            asked.append(None)
+            return None if len(asked) < 2 else optimum
+
+        gap = 0.05
+        with mock.patch.object(nodebound.Bound, 'best', best):
+            bound = nodebound.raise_bound(
+                problem, master, None, generated.bound, deadline, gap,
+                None, generated.res, latest=latest)
+        self.assertEqual(list(range(1, len(rounds) + 1)), rounds)
+        slack = 1e-6 * optimum
+        self.assertLessEqual(bound, optimum + slack)
+        self.assertGreaterEqual(bound, optimum * (1 - gap) - slack)
+
+    def test_the_last_round_prices_to_the_bound_gap(self):
+        # Every configuration priced for the bound: each to the bound's
+        # gap, looser than the rounds' own; the bound still holds
+        # (test_every_period_priced_bounds).
+        master, call, _added, lower = self.price(0.0, True)
+        self.assertTrue(np.isfinite(lower))
+        self.assertEqual({pricing.bound_gap(master)},
+                         {each.kwargs['gap'] for each in call.call_args_list})
+        self.assertEqual(10 * master.pricing_gap, pricing.bound_gap(master))
+        master.pricing_gap = pricing.pricing_gap(1e-2)
+        self.assertEqual(pricing.LOOSEST_PRICING_GAP,
+                         pricing.bound_gap(master))
 
     def test_every_cut_of_a_packing_holds(self):
         # Counts too few to pack a period: each round's cut holds for

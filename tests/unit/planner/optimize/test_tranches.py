@@ -110,6 +110,42 @@ class TranchesTestCase(FleetTestCase):
         self.assertGreaterEqual(tco, optimum * (1 - 1e-9))
         self.assertGreaterEqual(tco, generated.res.fun * (1 - 1e-9))
 
+    def test_a_fleet_found_on_a_copy(self):
+        # The fleet sought beside the bound works on a copy of the master,
+        # while the master grows apart: each keeps its own patterns, and
+        # the fleet, rebased, is the same one in the master's layout.
+        problem = self.problem()
+        master, generated = self.generated(problem)
+        own = master.copy()
+        self.assertEqual(master.layout(), own.layout())
+        lone = [0] * len(problem.workloads)
+        lone[0] = 1
+        self.assertTrue(master.add(0, 0, lone))
+        self.assertNotIn((0, 0, tuple(lone)), own.known)
+        solution = tranches.fleet(problem, own, generated.res,
+                                  generated.layout,
+                                  time.monotonic() + base.LONG, 0.0)
+        self.assertIsNotNone(solution)
+        before = len(master.columns)
+        rebased = fleetplan.rebased(problem, solution, own, master)
+        self.assertIsNone(fleetplan.rebased(problem, None, own, master))
+        self.assertEqual(tuple(master.layout()), tuple(rebased.layout))
+        self.assertAlmostEqual(solution.fun, rebased.fun,
+                               delta=1e-9 * solution.fun)
+        self.assertEqual(self.check_fleet(problem, own, solution),
+                         self.check_fleet(problem, master, rebased))
+
+        def runs(sol, of):
+            x0, s0, _k0, _nvar = sol.layout
+            return sorted((key, sol.x[x0 + j])
+                          for j, key in enumerate(of.columns[:s0 - x0])
+                          if sol.x[x0 + j] > 0.5)
+
+        self.assertEqual(runs(solution, own), runs(rebased, master))
+        # Only the fleet's own patterns joined the master.
+        used = {key for key, _n in runs(rebased, master)}
+        self.assertLessEqual(set(master.columns[before:]), used)
+
     def uncapped(self):
         """(problem, master, fleet in tranches) without caps."""
         problem = self.problem()
