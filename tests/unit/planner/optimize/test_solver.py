@@ -13,12 +13,19 @@
 
 import itertools
 import math
+import time
+from unittest import mock
 
 import testtools
 
 from nova_pmem_filters.planner import errors
 from nova_pmem_filters.planner import optimize
+from nova_pmem_filters.planner.optimize import clock
+from nova_pmem_filters.planner.optimize import colgen
+from nova_pmem_filters.planner.optimize import exact
 from nova_pmem_filters.planner.optimize import fleetplan
+from nova_pmem_filters.planner.optimize import master as master_mod
+from nova_pmem_filters.planner.optimize import solver
 from nova_pmem_filters.planner import patterns
 from tests.unit.planner.optimize import base
 
@@ -203,6 +210,48 @@ class NumaOptimizeTestCase(testtools.TestCase):
             self.assertEqual(0, vms.get('split', 0))
         self.assertEqual(30, sum(sum(v.values())
                                  for v in plan.vms.values()))
+
+
+class ExactStageTestCase(testtools.TestCase):
+    """The integer program with free nodes in the last seconds."""
+
+    def stage(self, best, left):
+        """(exact.solve's calls, what the clock cut) with ``left`` s left."""
+        problem = optimize.build(base.BUILTIN)
+        master = master_mod.Master(problem)
+        colgen.seed(problem, master)
+        out = exact.Outcome(exact=False)
+        with mock.patch.object(exact, 'solve', return_value=out) as call:
+            with clock.watch() as cut:
+                try:
+                    solver._exact_stage(problem, master, best, 0.0,
+                                        time.monotonic() + left, 1e-3,
+                                        False, None)
+                except errors.Infeasible:
+                    # No fleet at hand, and none found.
+                    cut.append('infeasible')
+        return call, cut
+
+    def test_a_fleet_at_hand_is_not_held_past_the_limit(self):
+        # Too little time left to be worth the start: the fleet at hand
+        # stays, and the plan says the time limit cut the stage short.
+        best = mock.Mock(fun=100.0)
+        best.configs.return_value = set()
+        call, cut = self.stage(best, 0.5 * solver._EXACT_LEAST_SECONDS)
+        self.assertEqual(0, call.call_count)
+        self.assertEqual(['the integer program with free nodes'], cut)
+        # Time enough: it runs, within the time left.
+        call, cut = self.stage(best, 2 * solver._EXACT_LEAST_SECONDS)
+        self.assertEqual(1, call.call_count)
+        self.assertLessEqual(call.call_args[0][3],
+                             2 * solver._EXACT_LEAST_SECONDS)
+
+    def test_without_a_fleet_it_runs_in_the_last_second(self):
+        # No fleet yet: it is the last chance of one, given a second.
+        call, cut = self.stage(None, 0.5)
+        self.assertEqual(1, call.call_count)
+        self.assertEqual(1.0, call.call_args[0][3])
+        self.assertEqual(['infeasible'], cut)
 
 
 class ProvenGapTestCase(testtools.TestCase):
