@@ -23,6 +23,7 @@
 #   deploy.sh restart-compute H   kill -9 nova-compute H and start it again
 #   deploy.sh kill-scheduler-worker   kill -9 one nova-scheduler worker
 #   deploy.sh restart-rabbit      stop RabbitMQ and start it again
+#   deploy.sh rpc-queues          "QUEUE CONSUMERS" of each consumed queue
 #   deploy.sh scheduler PROFILE   restart nova-scheduler, PROFILE pmem|plain
 #   deploy.sh placement N         restart Placement with N allocation retries
 #   deploy.sh keystone stop|start stop Keystone, or start it and wait for it
@@ -698,6 +699,13 @@ cmd_restart_rabbit() {
     wait_rabbit
 }
 
+cmd_rpc_queues() {
+    # Every queue a service consumes (RPC servers, fanouts, reply queues)
+    # and its consumers: a service that reconnects after a broker restart
+    # declares its queues again under the same names.
+    rabbitmqctl -s list_queues name consumers | awk '$2 > 0 {print $1, $2}'
+}
+
 cmd_placement() {
     # restart Placement with [placement] allocation_conflict_retry_count=$1
     sed -i "s/^allocation_conflict_retry_count = .*/allocation_conflict_retry_count = $1/" \
@@ -924,6 +932,7 @@ case ${1:-} in
     restart-compute) cmd_restart_compute "$2" ;;
     kill-scheduler-worker) cmd_kill_scheduler_worker ;;
     restart-rabbit) cmd_restart_rabbit ;;
+    rpc-queues) cmd_rpc_queues ;;
     scheduler) cmd_scheduler "$2" ;;
     placement) cmd_placement "$2" ;;
     keystone) cmd_keystone "${2:-}" ;;
@@ -933,5 +942,5 @@ case ${1:-} in
     scheduler-workers) cmd_scheduler_workers ;;
     rss) cmd_rss ;;
     nova-status) cmd_nova_status ;;
-    *) die "usage: $0 packages|up|down|leftovers|restart-compute H|kill-scheduler-worker|scheduler-workers|restart-rabbit|scheduler pmem|plain|placement N|keystone stop|start|watcher start|stop|rss|nova-status" ;;
+    *) die "usage: $0 packages|up|down|leftovers|restart-compute H|kill-scheduler-worker|scheduler-workers|restart-rabbit|rpc-queues|scheduler pmem|plain|placement N|keystone stop|start|watcher start|stop|rss|nova-status" ;;
 esac

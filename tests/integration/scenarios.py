@@ -409,10 +409,53 @@ class Results(object):
 
 
 def describe(records, errors):
-    parts = ['%s %s%s' % (r['id'][:8], r['status'],
-                          ' on %s' % r['host'] if r['host'] else '')
+    parts = ['%s %s%s%s' % (r['id'][:8], r['status'],
+                            ' on %s' % r['host'] if r['host'] else '',
+                            ' (%s)' % _short_fault(r['fault'])
+                            if r['status'] == 'ERROR' else '')
              for r in records]
     return ', '.join(parts + ['API: %s' % e[:100] for e in errors])
+
+
+def parse_queues(text):
+    """``deploy.sh rpc-queues`` as {queue: consumers}."""
+    queues = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[1].isdigit():
+            queues[fields[0]] = int(fields[1])
+    return queues
+
+
+def rpc_queues():
+    """The consumed queues now; none while the broker does not answer."""
+    try:
+        return parse_queues(deploy('rpc-queues'))
+    except subprocess.CalledProcessError:
+        return {}
+
+
+def missing_consumers(before, now):
+    """The queues of ``before`` that have fewer consumers ``now``."""
+    return sorted(q for q, n in before.items() if now.get(q, 0) < n)
+
+
+def wait_consumed(before, limit=180, read=rpc_queues, sleep=time.sleep,
+                  clock=time.time):
+    """Wait until every queue of ``before`` has its consumers again.
+
+    Each service declares its queues again when it has reconnected to the
+    broker; a request sent before its queue is back is dropped by the
+    broker and times out (MessagingTimeout). Returns the seconds waited
+    and the queues still missing consumers at ``limit``.
+    """
+    start = clock()
+    while True:
+        missing = missing_consumers(before, read())
+        waited = clock() - start
+        if not missing or waited >= limit:
+            return waited, missing
+        sleep(1)
 
 
 def probe(cloud, label, flavor, count=2, host=None, settle=120):
@@ -545,6 +588,8 @@ def scenario_faults(cloud, results, count, logs):
         deploy('restart-rabbit')
         log('restarted RabbitMQ')
 
+    # Every service's queues with their consumers before the broker goes.
+    queues = rpc_queues()
     # Calls lost with the broker time out after long_rpc_timeout (60 s);
     # what is still BUILD 100 s after the last POST is reported stuck.
     records, errors = cloud.boot('f-rabbit', 'it.small', count,
@@ -553,6 +598,13 @@ def scenario_faults(cloud, results, count, logs):
     row = results.row(summarize('fault: RabbitMQ restart', records, errors,
                                 cloud.over_admission()))
     results.check_bound(row)
+    # The boots may all have ended before the services reconnected; a
+    # server requested then is lost with its message (Nova's, not ours).
+    waited, missing = wait_consumed(queues)
+    results.check('after a RabbitMQ restart: every service consumes its '
+                  'queues again', queues and not missing,
+                  '%d queues, %.0f s after the boots; missing consumers: %s'
+                  % (len(queues), waited, ', '.join(missing) or 'none'))
     check_serves(results, cloud, 'a RabbitMQ restart')
     cloud.delete_all()
 

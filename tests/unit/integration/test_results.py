@@ -157,3 +157,70 @@ class ScenarioJudgementTestCase(testtools.TestCase):
                                                        active=0)))
         self.assertEqual([True] * 3 + [False] * 4,
                          [c['passed'] for c in results.checks])
+
+    def test_describe_names_the_fault(self):
+        text = scenarios.describe(
+            [record('ERROR', 'MessagingTimeout: Timed out waiting for a '
+                    'reply to message ID 4468'),
+             record('ACTIVE', host='mm1')], ['HTTP 500'])
+        self.assertIn('ERROR (MessagingTimeout: Timed out', text)
+        self.assertIn('ACTIVE on mm1,', text)
+        self.assertIn('API: HTTP 500', text)
+
+
+class ConsumedQueuesTestCase(testtools.TestCase):
+    """After a broker restart: until every service consumes its queues."""
+
+    # Part of what deploy.sh rpc-queues printed in a run of the
+    # deployment (rabbitmqctl -s list_queues name consumers, RabbitMQ
+    # 3.10), after a scheduler worker had been killed and replaced.
+    LISTED = ('compute.mm2 1\n'
+              'reply_5f59e119279f46aba964dba0e34433a1 1\n'
+              'scheduler_fanout_8abb390aa1cf46719f4301fcb8ca1d02 1\n'
+              'compute 4\n'
+              'conductor 1\n'
+              'scheduler 2\n'
+              'scheduler.vm 2\n')
+
+    def test_parse(self):
+        self.assertEqual(
+            {'compute.mm2': 1,
+             'reply_5f59e119279f46aba964dba0e34433a1': 1,
+             'scheduler_fanout_8abb390aa1cf46719f4301fcb8ca1d02': 1,
+             'compute': 4, 'conductor': 1, 'scheduler': 2,
+             'scheduler.vm': 2},
+            scenarios.parse_queues(self.LISTED + 'garbage\n\nx y z\n'))
+        self.assertEqual({}, scenarios.parse_queues(''))
+
+    def test_waits_until_every_consumer_is_back(self):
+        before = scenarios.parse_queues(self.LISTED)
+        # The broker down, then back with the services reconnecting one
+        # by one: the wait ends at the first listing with all of them.
+        listings = [{}, {'conductor': 1},
+                    dict(before, scheduler=1),
+                    dict(before, extra=3),
+                    before]
+        now = [0.0]
+
+        def sleep(seconds):
+            now[0] += seconds
+
+        waited, missing = scenarios.wait_consumed(
+            before, limit=60, read=lambda: listings.pop(0), sleep=sleep,
+            clock=lambda: now[0])
+        self.assertEqual((3.0, []), (waited, missing))
+        self.assertEqual([before], listings)
+
+    def test_names_what_never_came_back(self):
+        before = scenarios.parse_queues(self.LISTED)
+        now = [0.0]
+
+        def sleep(seconds):
+            now[0] += seconds
+
+        waited, missing = scenarios.wait_consumed(
+            before, limit=5, read=lambda: dict(before, scheduler=1,
+                                               conductor=0),
+            sleep=sleep, clock=lambda: now[0])
+        self.assertEqual((5.0, ['conductor', 'scheduler']),
+                         (waited, missing))
