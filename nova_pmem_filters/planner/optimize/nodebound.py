@@ -70,8 +70,11 @@ _ROUNDS = 30
 # Integer programs over the node counts before the bound settles for what
 # it has (each adds cuts, or ends the search).
 MAX_ROUNDS = 300
-# Seconds one pricing problem of the packing LP may take at most.
+# Seconds one pricing problem of the packing LP may take at most, at
+# first; this many times longer each time pricing cut short by it leaves
+# the packing LP without a cut or a new pattern.
 _PRICING_SECONDS = 1.0
+_LONGER = 4.0
 # Slack (VMs) below which a period packs.
 _PACKS = 1e-6
 # The cutoff of the node counts: better than the fleet at hand by this
@@ -235,6 +238,8 @@ class Bound(object):
                  else known)
         bound = max(bound, known)
         if res.x is None:
+            # Stopped by its time limit before any counts (status 1), or
+            # failed: not a proof that none are better than ``below``.
             return None, None, bound
         counts = np.round(res.x[:n_n]).reshape(self.nc, self.nt)
         served = {}
@@ -290,33 +295,43 @@ def separate(problem, master, t, counts, want, deadline):
     Column generation on the packing LP; the patterns it prices join the
     master problem. The packing LP has the patterns found for any period
     (a pattern is the same in every one); each pricing problem takes
-    :data:`_PRICING_SECONDS` at most (its upper bound holds however it
-    stops). Returns ('packs', None), ('cut', [(pi, upper bounds)]) of the
-    rounds' cuts (each valid, the last one broken by ``counts``), or
-    ('unknown', None).
+    :data:`_PRICING_SECONDS` at first (its upper bound holds however it
+    stops), :data:`_LONGER` times longer each time one cut short by it
+    leaves the round without a pattern or a cut. Returns ('packs', None),
+    ('cut', [(pi, upper bounds)]) of the rounds' cuts (each valid, the
+    last one broken by ``counts``), or ('unknown', those cuts) when the
+    deadline comes first or pricing to its gap finds neither.
     """
     want = np.asarray(want, dtype=float)
     found = []
+    seconds = _PRICING_SECONDS
     for _round in range(_ROUNDS):
         pi, slack, nu = _pack(problem, master, t, counts, want)
         if slack <= _PACKS:
             return 'packs', None
-        upper, added = {}, 0
-        until = min(deadline, time.monotonic() + _PRICING_SECONDS)
+        upper, added, short = {}, 0, False
+        until = min(deadline, time.monotonic() + seconds)
         answers = clock.each(
             lambda ci: pricing.best_by(problem, master, ci, pi, until),
             nu)
         for ci, (value, best, upper[ci]) in zip(nu, answers):
             if value > nu[ci] + 1e-9 and master.add(ci, t, best):
                 added += 1
+            # Stopped by its time, not its gap, above the node's value.
+            short |= upper[ci] > nu[ci] + 1e-9 and upper[ci] - value > (
+                2 * master.pricing_gap * max(abs(upper[ci]), 1.0))
         # Every round's values give a valid cut; the counts break this one.
         found.append((pi, upper))
         if sum(upper[ci] * counts[ci] for ci in upper) < (
                 pi @ want) * (1 - 1e-9) - 1e-9:
             return 'cut', found
-        if not added or time.monotonic() > deadline:
+        if time.monotonic() > deadline:
             break
-    return 'unknown', None
+        if not added:
+            if not short:
+                break
+            seconds *= _LONGER
+    return 'unknown', found
 
 
 def fleet(problem, master, counts, deadline):
@@ -423,6 +438,7 @@ def raise_bound(problem, master, best, bound, deadline, gap, found=None,
     first_cuts(problem, master, lp_res, cuts)
     at_hand = None if best is None else best.fun
     limits = None
+    seconds = _ROUND_SECONDS
     for _round in range(MAX_ROUNDS):
         if time.monotonic() >= deadline:
             clock.cut('the bound of whole node counts')
@@ -438,10 +454,15 @@ def raise_bound(problem, master, best, bound, deadline, gap, found=None,
             gap, 1e-7) * max(abs(at_hand), 1e-3))
         counts, served, at = cuts.best(
             below, None, limits, min(deadline - time.monotonic(),
-                                     _ROUND_SECONDS), _IP_SHARE * gap)
+                                     seconds), _IP_SHARE * gap)
         bound = max(bound, at)
         if counts is None:
-            return bound
+            if at >= below:
+                return bound
+            # No counts within its seconds, and none proven beyond the
+            # fleet: the next one gets twice as long.
+            seconds *= 2
+            continue
         if seen is not None:
             seen.update(int(ci) for ci in np.nonzero(counts.sum(axis=1))[0])
         broken = 0
@@ -455,14 +476,17 @@ def raise_bound(problem, master, best, bound, deadline, gap, found=None,
                     continue
                 nodes = np.zeros(len(nodes))
                 nodes[ci] = counts[ci, t]
+            if time.monotonic() >= deadline:
+                # A separation takes half a second at least.
+                clock.cut('the bound of whole node counts')
+                return bound
             status, cut = separate(problem, master, t, nodes, want,
                                    deadline)
-            if status == 'cut':
-                for values, upper in cut:
-                    cuts.add(t, values, upper, ci=ci)
-                broken += 1
-            elif status == 'unknown':
-                unknown = True
+            for values, upper in cut or ():
+                # Each valid; the counts break the last one of a 'cut'.
+                cuts.add(t, values, upper, ci=ci)
+            broken += status == 'cut'
+            unknown |= status == 'unknown'
         if broken:
             continue
         if unknown:

@@ -366,6 +366,101 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
         self.assertLess(sum(upper[ci] * counts[ci] for ci in upper),
                         float(pi @ want))
 
+    def test_a_pricing_cut_short_is_priced_longer(self):
+        # The packing LP of counts too few: every pricing problem given
+        # the first seconds stops by its time with a loose upper bound,
+        # so no round has a cut or a pattern. Priced longer, the cut
+        # comes, and it holds for every pattern (listed).
+        problem, master, _optimum = self.master('tco')
+        listed = complete.listing(problem)
+        counts = np.ones(master.nc)
+        want = np.array([problem.periods[1].vms[name]
+                         for name in problem.workloads], dtype=float)
+        real = pricing.best_by
+        given = []
+
+        def best_by(problem, master, ci, values, deadline):
+            seconds = deadline - time.monotonic()
+            given.append(seconds)
+            value, best, top = real(problem, master, ci, values, deadline)
+            if seconds <= 10.0:
+                # Cut short: no better pattern, an upper bound far off.
+                return 0.0, best, 10 * top + 10
+            return value, best, top
+
+        with mock.patch.object(nodebound, '_PRICING_SECONDS', 10.0), \
+                mock.patch.object(pricing, 'best_by', best_by):
+            status, cuts = nodebound.separate(
+                problem, master, 1, counts, want,
+                time.monotonic() + base.LONG)
+        self.assertEqual('cut', status)
+        self.assertGreater(max(given), 4 * 10.0 - 1.0)
+        for pi, upper in cuts:
+            for ci, top in upper.items():
+                best = max(float(np.dot(pi, a)) for a in listed[ci])
+                self.assertGreaterEqual(top, best * (1 - 1e-9) - 1e-9)
+        pi, upper = cuts[-1]
+        self.assertLess(sum(upper[ci] * counts[ci] for ci in upper),
+                        float(pi @ want))
+
+    def test_node_counts_not_found_in_time_are_sought_longer(self):
+        # The first integer program over the node counts stops by its time
+        # with no counts: that proves nothing, and the next one gets twice
+        # as long. The bound still proves the optimum (tco).
+        problem, master, optimum = self.master('tco', **self.binding_caps())
+        deadline = time.monotonic() + base.LONG
+        generated = colgen.generate_columns(
+            problem, master, deadline, deadline, 0.0, True, None)
+        real = clock.milp
+        limits = []
+
+        def milp(what, *args, **kwargs):
+            if what != 'the node counts':
+                return real(what, *args, **kwargs)
+            limits.append(kwargs['options']['time_limit'])
+            if len(limits) == 1:
+                return mock.Mock(status=1, x=None, mip_dual_bound=np.nan)
+            return real(what, *args, **kwargs)
+
+        with mock.patch.object(clock, 'milp', milp):
+            bound = nodebound.raise_bound(
+                problem, master, None, generated.bound, deadline, 0.0,
+                None, generated.res)
+        self.assertEqual([nodebound._ROUND_SECONDS,
+                          2 * nodebound._ROUND_SECONDS], limits[:2])
+        slack = 1e-6 * optimum
+        self.assertLessEqual(bound, optimum + slack)
+        self.assertGreaterEqual(bound, optimum - slack)
+
+    def test_no_separation_past_the_deadline(self):
+        # The deadline passes during the first period's packing LP: the
+        # next period's is not started (each takes half a second at
+        # least), and the time limit is recorded as having cut the bound.
+        problem, master, _optimum = self.master('tco')
+        deadline = time.monotonic() + base.LONG
+        generated = colgen.generate_columns(
+            problem, master, deadline, deadline, 0.0, False, None)
+        real = nodebound.separate
+        late = [0.0]
+        periods = []
+
+        def separate(problem, master, t, *args):
+            periods.append(t)
+            out = real(problem, master, t, *args)
+            late[0] = 2 * base.LONG
+            return out
+
+        shifted = mock.Mock(monotonic=lambda: time.monotonic() + late[0])
+        with mock.patch.object(nodebound, 'separate', separate), \
+                mock.patch.object(nodebound, 'time', shifted), \
+                clock.watch() as cut:
+            bound = nodebound.raise_bound(
+                problem, master, None, generated.bound, deadline, 0.0,
+                None, generated.res)
+        self.assertEqual([0], periods)
+        self.assertEqual(['the bound of whole node counts'], cut)
+        self.assertGreaterEqual(bound, generated.bound)
+
     def test_the_lp_by_interior_point(self):
         # The same LP value; the simplex method where it fails.
         _problem, master, _optimum = self.master('tco')
