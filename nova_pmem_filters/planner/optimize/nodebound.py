@@ -28,7 +28,10 @@ problem's upper bound, or Dantzig's), so a fleet needs, in each period,
 
 and by Farkas's lemma v[t] packs onto N[.,t] exactly when every such cut
 holds. The periods are independent once N is chosen: a node's pattern may
-change from one period to the next. So: the integer program over N and v
+change from one period to the next. A pattern is the same in every period,
+so U[c](pi) is too, and a cut found in one period holds in every other (on
+that period's VMs): each cut joins every period. So: the integer program
+over N and v
 (a few hundred integer variables) with the cuts found so far, the caps and
 the growth rows gives a bound (the least TCO, or the most VMs served) and
 counts N*; per period, the LP that packs v*[t] onto N*[.,t] (column
@@ -124,17 +127,19 @@ class Bound(object):
                            for w in range(self.nw)]
         self.index = {key: self.nc * self.nt + j
                       for j, key in enumerate(self.served)}
-        # Each cut: (period, configuration or None, U per configuration,
-        # pi per workload).
+        # Each cut, in every period: (configuration or None, U per
+        # configuration, pi per workload).
         self.cuts = []
 
     def _n(self, ci, t):
         return ci * self.nt + t
 
-    def add(self, t, pi, exact_upper=None, ci=None):
-        """The cut of values ``pi`` in period t (upper bounds where known).
+    def add(self, pi, exact_upper=None, ci=None):
+        """The cut of values ``pi`` (upper bounds where known).
 
-        ``ci``: the cut of one configuration's VMs (``throughput``).
+        It holds in every period: a node's best pattern at ``pi`` is the
+        same in each. ``ci``: the cut of one configuration's VMs (``vms``,
+        ``throughput``).
         """
         upper = np.array([
             pricing.pricing_bound(cand, self.p.demands, list(pi))
@@ -142,7 +147,7 @@ class Bound(object):
             for c, cand in enumerate(self.p.candidates)])
         for c, top in (exact_upper or {}).items():
             upper[c] = min(upper[c], top)
-        self.cuts.append((t, ci, upper, np.asarray(pi, dtype=float)))
+        self.cuts.append((ci, upper, np.asarray(pi, dtype=float)))
 
     def objective(self):
         """The integer program's cost vector (the master's sense)."""
@@ -200,12 +205,14 @@ class Bound(object):
                                in self.index.items() if ww == w and tt == t]
                     if entries:
                         row(entries, -np.inf, self.demand[t, w])
-        for t, ci, upper, pi in self.cuts:
-            entries = [(self._n(c, t), upper[c])
-                       for c in range(self.nc) if upper[c]]
-            entries += [(j, -pi[w]) for w, j in self._served_of(t, ci).items()
-                        if pi[w]]
-            row(entries, 0.0, np.inf)
+        for ci, upper, pi in self.cuts:
+            for t in range(self.nt):
+                entries = [(self._n(c, t), upper[c])
+                           for c in range(self.nc) if upper[c]]
+                entries += [(j, -pi[w])
+                            for w, j in self._served_of(t, ci).items()
+                            if pi[w]]
+                row(entries, 0.0, np.inf)
         row([(j, cost[j]) for j in np.nonzero(cost)[0]],
             -np.inf if lower is None else lower, below)
         r, c, v = [], [], []
@@ -377,7 +384,7 @@ def first_cuts(problem, master, lp_res, cuts):
                 pi = np.array([max(0.0, duals[master.demand_row[w, t]])
                                for w in range(nw)])
                 if pi.any():
-                    cuts.add(t, pi, _known(problem, master, t, pi))
+                    cuts.add(pi, _known(problem, master, t, pi))
                 continue
             for ci in range(len(problem.candidates)):
                 pi = np.array([
@@ -386,16 +393,15 @@ def first_cuts(problem, master, lp_res, cuts):
                     for w in range(nw)])
                 if pi.any():
                     known = _known(problem, master, t, pi)
-                    cuts.add(t, pi, {ci: known[ci]} if ci in known else None,
+                    cuts.add(pi, {ci: known[ci]} if ci in known else None,
                              ci=ci)
     ones = np.ones(len(problem.workloads))
-    for t in range(len(problem.periods)):
-        if not cuts.per_config:
-            cuts.add(t, ones)
-            continue
-        for ci, cand in enumerate(problem.candidates):
-            cuts.add(t, ones, ci=ci)
-            cuts.add(t, np.asarray(cand.throughput, dtype=float), ci=ci)
+    if not cuts.per_config:
+        cuts.add(ones)
+        return
+    for ci, cand in enumerate(problem.candidates):
+        cuts.add(ones, ci=ci)
+        cuts.add(np.asarray(cand.throughput, dtype=float), ci=ci)
 
 
 def _known(problem, master, t, pi):
@@ -483,8 +489,9 @@ def raise_bound(problem, master, best, bound, deadline, gap, found=None,
             status, cut = separate(problem, master, t, nodes, want,
                                    deadline)
             for values, upper in cut or ():
-                # Each valid; the counts break the last one of a 'cut'.
-                cuts.add(t, values, upper, ci=ci)
+                # Each valid, in every period; the counts break the last
+                # one of a 'cut' in period t.
+                cuts.add(values, upper, ci=ci)
             broken += status == 'cut'
             unknown |= status == 'unknown'
         if broken:

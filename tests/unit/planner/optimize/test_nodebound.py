@@ -147,6 +147,56 @@ class NodeBoundTestCase(testtools.TestCase):
         self.check('tco', periods={'redis': 41, 'mysql': 13},
                    rack_units=10.0)
 
+    def test_a_cut_holds_in_every_period(self):
+        # A node's best pattern is the same in every period, so each cut
+        # the bound finds, in whichever period, joins every period. Every
+        # fleet the oracle enumerates that serves a period's demand meets
+        # every cut in that period.
+        _scen, problem, _answer, _optimum = self.problem('tco')
+        oracle = test_oracle.Oracle(problem)
+        made = []
+        real = nodebound.Bound
+
+        def bound(*args, **kwargs):
+            made.append(real(*args, **kwargs))
+            return made[-1]
+
+        master = master_mod.Master(problem)
+        master.pricing_gap = pricing.pricing_gap(0.0)
+        colgen.seed(problem, master)
+        deadline = time.monotonic() + base.LONG
+        generated = colgen.generate_columns(problem, master, deadline,
+                                            deadline, 0.0, False, None)
+        separated = []
+        real_separate = nodebound.separate
+
+        def separate(problem, master, t, *args):
+            separated.append(t)
+            return real_separate(problem, master, t, *args)
+
+        with mock.patch.object(nodebound, 'Bound', bound), \
+                mock.patch.object(nodebound, 'separate', separate):
+            nodebound.raise_bound(problem, master, None, generated.bound,
+                                  deadline, 0.0, None, generated.res)
+        cuts = made[0].cuts
+        # Cuts from the packing LPs of both periods, beyond the first.
+        self.assertEqual({0, 1}, set(separated))
+        self.assertGreater(len(cuts), 2)
+        checked = 0
+        for t, demand in enumerate(oracle.demand):
+            fleets = [f for f in oracle.box
+                      if oracle.served[t][f] == sum(demand)]
+            self.assertTrue(fleets)
+            for ci, upper, pi in cuts:
+                self.assertIsNone(ci)
+                need = float(np.dot(pi, demand))
+                for fleet in fleets:
+                    self.assertGreaterEqual(
+                        float(np.dot(upper, fleet)),
+                        need * (1 - 1e-9) - 1e-9, (t, fleet, pi))
+                    checked += 1
+        self.assertGreater(checked, 0)
+
     def test_the_fleet_is_sought_beside_the_bound(self):
         # Several periods (tco), and the most VMs for a budget: the fleet
         # heuristic runs in its own thread while the bound rises, and the
