@@ -30,8 +30,9 @@ and by Farkas's lemma v[t] packs onto N[.,t] exactly when every such cut
 holds. The periods are independent once N is chosen: a node's pattern may
 change from one period to the next. A pattern is the same in every period,
 so U[c](pi) is too, and a cut found in one period holds in every other (on
-that period's VMs): each cut joins every period. So: the integer program
-over N and v
+that period's VMs): each cut joins every period (but the many first ones
+of the LP's values per configuration, :func:`first_cuts`). So: the
+integer program over N and v
 (a few hundred integer variables) with the cuts found so far, the caps and
 the growth rows gives a bound (the least TCO, or the most VMs served) and
 counts N*; per period, the LP that packs v*[t] onto N*[.,t] (column
@@ -127,19 +128,19 @@ class Bound(object):
                            for w in range(self.nw)]
         self.index = {key: self.nc * self.nt + j
                       for j, key in enumerate(self.served)}
-        # Each cut, in every period: (configuration or None, U per
-        # configuration, pi per workload).
+        # Each cut: (its period, or None in every one; configuration or
+        # None; U per configuration; pi per workload).
         self.cuts = []
 
     def _n(self, ci, t):
         return ci * self.nt + t
 
-    def add(self, pi, exact_upper=None, ci=None):
+    def add(self, pi, exact_upper=None, ci=None, t=None):
         """The cut of values ``pi`` (upper bounds where known).
 
-        It holds in every period: a node's best pattern at ``pi`` is the
-        same in each. ``ci``: the cut of one configuration's VMs (``vms``,
-        ``throughput``).
+        It holds in every period (a node's best pattern at ``pi`` is the
+        same in each), and joins every one, or only period ``t``. ``ci``:
+        the cut of one configuration's VMs (``vms``, ``throughput``).
         """
         upper = np.array([
             pricing.pricing_bound(cand, self.p.demands, list(pi))
@@ -147,7 +148,7 @@ class Bound(object):
             for c, cand in enumerate(self.p.candidates)])
         for c, top in (exact_upper or {}).items():
             upper[c] = min(upper[c], top)
-        self.cuts.append((ci, upper, np.asarray(pi, dtype=float)))
+        self.cuts.append((t, ci, upper, np.asarray(pi, dtype=float)))
 
     def objective(self):
         """The integer program's cost vector (the master's sense)."""
@@ -205,8 +206,8 @@ class Bound(object):
                                in self.index.items() if ww == w and tt == t]
                     if entries:
                         row(entries, -np.inf, self.demand[t, w])
-        for ci, upper, pi in self.cuts:
-            for t in range(self.nt):
+        for period, ci, upper, pi in self.cuts:
+            for t in range(self.nt) if period is None else (period,):
                 entries = [(self._n(c, t), upper[c])
                            for c in range(self.nc) if upper[c]]
                 entries += [(j, -pi[w])
@@ -392,9 +393,12 @@ def first_cuts(problem, master, lp_res, cuts):
                     if (w, ci, t) in master.serve_row else 0.0
                     for w in range(nw)])
                 if pi.any():
+                    # One per configuration and period: in every period,
+                    # they made each integer program slower than they
+                    # made it stronger.
                     known = _known(problem, master, t, pi)
                     cuts.add(pi, {ci: known[ci]} if ci in known else None,
-                             ci=ci)
+                             ci=ci, t=t)
     ones = np.ones(len(problem.workloads))
     if not cuts.per_config:
         cuts.add(ones)

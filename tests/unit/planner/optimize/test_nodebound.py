@@ -187,8 +187,9 @@ class NodeBoundTestCase(testtools.TestCase):
             fleets = [f for f in oracle.box
                       if oracle.served[t][f] == sum(demand)]
             self.assertTrue(fleets)
-            for ci, upper, pi in cuts:
-                self.assertIsNone(ci)
+            for period, ci, upper, pi in cuts:
+                # With tco, every cut joins every period.
+                self.assertEqual((None, None), (period, ci))
                 need = float(np.dot(pi, demand))
                 for fleet in fleets:
                     self.assertGreaterEqual(
