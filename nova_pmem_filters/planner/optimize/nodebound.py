@@ -418,8 +418,9 @@ def _known(problem, master, t, pi):
     return known
 
 
-# Seconds each integer program over the node counts may take at most: its
-# bound counts when it stops, and the next round adds cuts.
+# Seconds each integer program over the node counts may take at most, at
+# first: its bound counts when it stops, and the next round adds cuts;
+# after one that stopped without any counts, twice as long.
 _ROUND_SECONDS = 10.0
 # How close to its optimum each integer program over the node counts
 # gets, as a share of the gap asked for: its counts need not be the best
