@@ -17,6 +17,7 @@ demand is served, the caps hold, and its TCO, recomputed from the node
 counts, is what it says and no less than the oracle's optimum.
 """
 
+import dataclasses
 import time
 
 import numpy as np
@@ -24,6 +25,7 @@ import testtools
 
 from nova_pmem_filters.planner import optimize
 from nova_pmem_filters.planner.optimize import budgets
+from nova_pmem_filters.planner.optimize import clock
 from nova_pmem_filters.planner.optimize import colgen
 from nova_pmem_filters.planner.optimize import fleetplan
 from nova_pmem_filters.planner.optimize import master as master_mod
@@ -109,6 +111,78 @@ class TranchesTestCase(FleetTestCase):
         optimum = test_oracle.Oracle(problem).best().objective
         self.assertGreaterEqual(tco, optimum * (1 - 1e-9))
         self.assertGreaterEqual(tco, generated.res.fun * (1 - 1e-9))
+
+    def seeded(self, problem):
+        """A master of the seed patterns only: column generation not run."""
+        master = master_mod.Master(problem)
+        master.pricing_gap = pricing.pricing_gap(0.0)
+        colgen.seed(problem, master)
+        return master
+
+    def test_the_chosen_configurations_priced_alone(self):
+        # Column generation over all the configurations cut short (here,
+        # not run); the chosen ones, priced alone, get every pattern their
+        # LP needs: its value is that of their LP over every pattern their
+        # nodes hold, which the oracle lists.
+        problem = self.problem(rack_units=12.0)
+        master = self.seeded(problem)
+        before = set(master.columns)
+        chosen = [0, 2]
+        with clock.watch() as cut:
+            tranches.price_chosen(problem, master, chosen,
+                                  time.monotonic() + base.LONG, 0.0)
+        self.assertEqual([], cut)
+        new = set(master.columns) - before
+        self.assertTrue(new)
+        for ci, _t, counts in new:
+            self.assertIn(ci, chosen)
+            self.assertTrue(patterns.fits(problem.candidates[ci].capacity,
+                                          problem.demands, counts))
+        alone = dataclasses.replace(problem, candidates=tuple(
+            problem.candidates[ci] for ci in chosen))
+
+        def lp(columns):
+            sub = master_mod.Master(alone)
+            for column in columns:
+                sub.add(*column)
+            return float(sub.solve_lp()[0].fun)
+
+        index = {ci: k for k, ci in enumerate(chosen)}
+        got = lp((index[ci], t, counts) for ci, t, counts in master.columns
+                 if ci in index)
+        every = lp((k, t, counts) for k, cand in enumerate(alone.candidates)
+                   for counts in test_oracle.node_patterns(
+                       cand, problem.demands, cand.limits)
+                   for t in range(len(problem.periods)))
+        self.assertAlmostEqual(every, got, delta=1e-6 * every)
+        # Before, the seed patterns were not enough.
+        seed = lp((index[ci], t, counts) for ci, t, counts in before
+                  if ci in index)
+        self.assertGreater(seed, every * (1 + 1e-3))
+
+    def test_pricing_the_chosen_is_cut_short_by_its_time(self):
+        problem = self.problem()
+        master = self.seeded(problem)
+        seed = len(master.columns)
+        with clock.watch() as cut:
+            tranches.price_chosen(problem, master, [1],
+                                  time.monotonic() - 1.0, 0.0)
+        self.assertIn('column generation', cut)
+        self.assertLessEqual({ci for ci, _t, _c in master.columns[seed:]},
+                             {1})
+
+    def test_a_fleet_after_column_generation_cut_short(self):
+        # The LP of the seed patterns alone: the fleet's configurations
+        # are priced before it is sought, and it holds.
+        problem = self.problem(rack_units=12.0)
+        master = self.seeded(problem)
+        res, layout = master.solve_lp()
+        solution = tranches.fleet(problem, master, res, layout,
+                                  time.monotonic() + base.LONG, 0.0)
+        self.assertIsNotNone(solution)
+        tco = self.check_fleet(problem, master, solution)
+        optimum = test_oracle.Oracle(problem).best(rack_units=12.0)
+        self.assertGreaterEqual(tco, optimum.objective * (1 - 1e-9))
 
     def test_a_fleet_found_on_a_copy(self):
         # The fleet sought beside the bound works on a copy of the master,
