@@ -68,12 +68,15 @@ class _Generated:
 
 
 def generate_columns(problem, master, deadline, cg_deadline, gap,
-                     generate, progress):
+                     generate, progress, time_up=None):
     """Column generation: solve the LP, add the patterns worth adding.
 
     It stops when the LP is within its share of ``gap`` of the bound, when
     no pattern is worth adding, after :data:`MAX_ROUNDS` rounds, or past
-    ``cg_deadline`` once pricing is exact.
+    ``cg_deadline`` once pricing is exact. ``time_up``: called once as
+    ``time_up(res, layout)`` with the LP of the round that finds
+    ``cg_deadline`` passed, before that round prices every configuration
+    exactly (for the bound), which takes seconds.
 
     Where Farley's bound applies the duals are stabilised (Wentges
     smoothing): pricing works at a point between the LP's duals and the
@@ -100,6 +103,9 @@ def generate_columns(problem, master, deadline, cg_deadline, gap,
             clock.cut('column generation')
         if not generate:
             break
+        if out_of_time and time_up is not None:
+            time_up(res, layout)
+            time_up = None
         duals = pricing.lp_duals(master, res)
         if pricing.farley_applies(problem, master):
             duals = pricing.cover_duals(problem, master, duals)

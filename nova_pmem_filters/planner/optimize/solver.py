@@ -12,6 +12,7 @@
 """Solving: column generation, whole nodes, and the plan with its proven gap.
 """
 
+import contextlib
 import dataclasses
 import time
 
@@ -77,9 +78,18 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
     share = (_FLEET_CG_SHARE if generate and (
         tranches.applies(problem, master) or served.applies(problem))
         else colgen.CG_SHARE)
-    generated = colgen.generate_columns(
-        problem, master, deadline, started + share * time_limit, gap,
-        generate, progress)
+    with contextlib.ExitStack() as stack:
+        sought = _Sought(problem, master, deadline, gap, stack)
+        generated = colgen.generate_columns(
+            problem, master, deadline, started + share * time_limit, gap,
+            generate, progress, time_up=sought.start if generate else None)
+        return _after_columns(problem, scen, master, generated, sought,
+                              started, deadline, gap, generate, stage)
+
+
+def _after_columns(problem, scen, master, generated, sought, started,
+                   deadline, gap, generate, stage):
+    """The stages after column generation: the plan."""
     bound = generated.bound
 
     def tell(what, best=None, at=None):
@@ -95,18 +105,19 @@ def _solve(problem, scen, time_limit, gap, progress, generate, stage,
     hard = master.elastic and bool(master.caps)
     best = None
     seen = set()
-    heuristic = (_heuristic(problem, master, generated, gap) if generate
-                 else None)
-    if heuristic is not None and _node_bound_applies(problem, master,
-                                                     bound):
+    if generate and sought.running is None:
+        # Column generation ended before its time.
+        sought.start(generated.res, generated.layout)
+    if sought.running is not None and _node_bound_applies(problem, master,
+                                                          bound):
         # The fleet is sought while the bound rises, side by side.
-        best, bound = _fleet_beside_bound(problem, master, heuristic, bound,
-                                          deadline, gap, generated.res, seen,
-                                          tell)
-    elif heuristic is not None:
-        best = heuristic[1](master, time.monotonic() + _FLEET_SHARE * max(
-            deadline - time.monotonic(), 0.0))
-        tell(heuristic[0], best)
+        best, bound = _fleet_beside_bound(problem, master, sought.running,
+                                          bound, deadline, gap,
+                                          generated.res, seen, tell)
+    elif sought.running is not None:
+        what, own, future = sought.running
+        best = fleetplan.rebased(problem, future.result(), own, master)
+        tell(what, best)
     if best is None:
         # The fleet in tranches or of whole node counts is far closer than
         # the integer program over the patterns gets on large problems:
@@ -199,22 +210,60 @@ def _node_bound_applies(problem, master, bound):
             and bool(np.isfinite(bound)))
 
 
-def _heuristic(problem, master, generated, gap):
+def _heuristic(problem, master, res, layout, gap):
     """(stage, ``find(master, deadline)``): the fleet heuristic, or None.
 
     The fleet in tranches (TCO) or of whole node counts (the objectives
     that count VMs served); ``find`` returns a :class:`fleetplan.Solution`
-    of the master it is given, or None.
+    of the master it is given, or None. ``res`` (in ``layout``): the
+    master's LP.
     """
     if tranches.applies(problem, master):
         return ('fleet bought in tranches',
                 lambda own, until: tranches.fleet(
-                    problem, own, generated.res, generated.layout, until,
-                    gap))
+                    problem, own, res, layout, until, gap))
     if served.applies(problem):
         return ('fleet of whole node counts',
                 lambda own, until: served.fleet(problem, own, until))
     return None
+
+
+class _Sought(object):
+    """The fleet heuristic, sought beside the stages that follow it.
+
+    It starts (:meth:`start`) as soon as column generation's time is up,
+    beside its last round (every configuration priced exactly, for the
+    bound: seconds, and more on a loaded machine), or when column
+    generation ends before its time; it runs on its own copy of the
+    master (:func:`clock.beside`), until its share of the time ends.
+    ``running``: (stage, its master, its future), or None.
+    """
+
+    def __init__(self, problem, master, deadline, gap, stack):
+        self.problem = problem
+        self.master = master
+        self.deadline = deadline
+        self.gap = gap
+        self.stack = stack
+        self.running = None
+
+    def start(self, res, layout):
+        """Seek the fleet from the LP ``res`` (in ``layout``), if any."""
+        problem, master = self.problem, self.master
+        heuristic = _heuristic(problem, master, res, layout, self.gap)
+        if heuristic is None:
+            return
+        if (nodebound.applies(problem)
+                and not pricing.farley_applies(problem, master)):
+            # Beside the bound of whole node counts: its share.
+            until = _node_bound_until(problem, master, self.deadline)
+        else:
+            until = time.monotonic() + _FLEET_SHARE * max(
+                self.deadline - time.monotonic(), 0.0)
+        own = master.copy()
+        future = self.stack.enter_context(clock.beside(heuristic[1], own,
+                                                       until))
+        self.running = (heuristic[0], own, future)
 
 
 def _node_bound_until(problem, master, deadline):
@@ -225,34 +274,31 @@ def _node_bound_until(problem, master, deadline):
     return time.monotonic() + share * max(deadline - time.monotonic(), 0.0)
 
 
-def _fleet_beside_bound(problem, master, heuristic, bound, deadline, gap,
+def _fleet_beside_bound(problem, master, running, bound, deadline, gap,
                         lp_res, seen, tell):
     """(best fleet, bound): the fleet heuristic beside the node bound.
 
     The heuristic takes seconds that are random (a packing that HiGHS
     finds in a tenth of a second or not in several), and the bound of
-    whole node counts needs them: the heuristic runs in another thread,
-    on its own copy of the master (:func:`clock.beside`), until the
-    bound's share of the time ends; the bound takes its fleet as the one
-    to prove as soon as it comes. Its fleet then joins the master
+    whole node counts needs them: the heuristic runs in another thread
+    (``running``: :attr:`_Sought.running`), until the bound's share of
+    the time ends; the bound takes its fleet as the one to prove as soon
+    as it comes. Its fleet then joins the master
     (:func:`fleetplan.rebased`). What each finds depends on how far the
     other got: the time limit decides, as it does for each stage.
     """
-    what, find = heuristic
-    own = master.copy()
+    what, own, future = running
     until = _node_bound_until(problem, master, deadline)
     fleets = []
-    with clock.beside(find, own, until) as future:
 
-        def latest():
-            if future.done() and future.exception() is None:
-                found = future.result()
-                return None if found is None else found.fun
-            return None
+    def latest():
+        if future.done() and future.exception() is None:
+            found = future.result()
+            return None if found is None else found.fun
+        return None
 
-        bound = nodebound.raise_bound(problem, master, None, bound, until,
-                                      gap, fleets.append, lp_res, seen,
-                                      latest)
+    bound = nodebound.raise_bound(problem, master, None, bound, until, gap,
+                                  fleets.append, lp_res, seen, latest)
     found = fleetplan.rebased(problem, future.result(), own, master)
     tell(what, found, bound)
     best = None

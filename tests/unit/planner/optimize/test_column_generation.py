@@ -12,6 +12,7 @@
 """Column generation: stabilised duals, pricing once, the anytime fleet."""
 
 import dataclasses
+import time
 from unittest import mock
 
 import hypothesis
@@ -23,8 +24,11 @@ from nova_pmem_filters.planner import optimize
 from nova_pmem_filters.planner.optimize import colgen
 from nova_pmem_filters.planner.optimize import master as master_mod
 from nova_pmem_filters.planner.optimize import pricing
+from nova_pmem_filters.planner.optimize import solver
+from nova_pmem_filters.planner.optimize import tranches
 from nova_pmem_filters.planner import patterns
 from tests.unit.planner.optimize import base
+from tests.unit.planner.optimize import test_nodebound
 
 
 _CACHE = []
@@ -180,6 +184,88 @@ class AnytimeTestCase(testtools.TestCase):
         self.assertLessEqual(generated.bound, plan.objective * (1 + 1e-9))
         self.assertLessEqual(generated.bound,
                              generated.res.fun * (1 + 1e-9))
+
+
+class TimeUpTestCase(testtools.TestCase):
+    """The fleet heuristic starts when column generation's time is up."""
+
+    def problem(self):
+        scen = base.scenario_of(test_nodebound.WORKLOADS,
+                                test_nodebound.CONFIGS,
+                                demand=test_nodebound.GROWTH)
+        return scen, optimize.build(scen, rack_units=12.0)
+
+    def generate(self, cg_deadline):
+        _scen, problem = self.problem()
+        master = master_mod.Master(problem)
+        colgen.seed(problem, master)
+        calls = []
+        real = colgen._price
+
+        def price(*args):
+            calls.append('price')
+            return real(*args)
+
+        def time_up(res, layout):
+            calls.append(('time up', float(res.fun), layout))
+
+        now = time.monotonic()
+        with mock.patch.object(colgen, '_price', price):
+            generated = colgen.generate_columns(
+                problem, master, now + base.LONG, now + cg_deadline, 0.0,
+                True, None, time_up=time_up)
+        return generated, calls
+
+    def test_told_once_before_the_last_round_prices(self):
+        generated, calls = self.generate(-1.0)
+        told = [call for call in calls if call != 'price']
+        self.assertEqual(1, len(told))
+        # The first round found the time up: told its LP, then priced.
+        self.assertEqual(told[0], calls[0])
+        self.assertEqual('price', calls[1])
+        self.assertTrue(np.isfinite(told[0][1]))
+        self.assertEqual(1, generated.rounds)
+
+    def test_not_told_when_column_generation_ends_in_time(self):
+        generated, calls = self.generate(base.LONG)
+        self.assertEqual({'price'}, set(calls))
+        self.assertGreater(generated.rounds, 1)
+
+    def test_the_fleet_is_sought_beside_the_last_round(self):
+        # Column generation's time is up at once: the fleet in tranches
+        # starts from the first LP before that round prices, and the plan
+        # holds the fleet it found (or a better one).
+        scen, problem = self.problem()
+        calls = []
+        real_price, real_start = colgen._price, solver._Sought.start
+        real_fleet = tranches.fleet
+
+        def price(*args):
+            calls.append('price')
+            return real_price(*args)
+
+        def start(sought, res, layout):
+            calls.append('start')
+            return real_start(sought, res, layout)
+
+        def fleet(*args):
+            found = real_fleet(*args)
+            calls.append(('fleet', None if found is None else found.fun))
+            return found
+
+        with mock.patch.object(colgen, '_price', price), \
+                mock.patch.object(solver._Sought, 'start', start), \
+                mock.patch.object(tranches, 'fleet', fleet), \
+                mock.patch.object(solver, '_FLEET_CG_SHARE', 0.0):
+            plan = optimize.solve(problem, scen=scen,
+                                  time_limit=base.LONG, gap=0.0,
+                                  every_pattern=False)
+        self.assertEqual(['start', 'price'], calls[:2])
+        self.assertEqual(1, calls.count('start'))
+        fleets = [call[1] for call in calls if isinstance(call, tuple)]
+        self.assertEqual(1, len(fleets))
+        self.assertIsNotNone(fleets[0])
+        self.assertLessEqual(plan.objective, fleets[0] * (1 + 1e-9))
 
 
 class CoverDualsTestCase(testtools.TestCase):
