@@ -287,7 +287,7 @@ def main(argv=None):
             else ': fleet %.0f, bound %.0f, gap %.4f%%'
             % (abs(incumbent), abs(bound),
                100 * (incumbent - bound) / abs(incumbent))))
-    print('column generation converged in %.1f s'
+    print('column generation ended at %.1f s'
           % (stages[0][0] if stages else float('nan')))
     print('%s %.0f, LP bound %.0f, proven gap %s (%s); %d nodes of %d '
           'configurations' % (what, plan.objective, plan.lp_bound,
