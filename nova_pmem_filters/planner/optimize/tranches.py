@@ -33,11 +33,9 @@ some of them. So:
    nodes, or a node more).
 
 Patterns are the same in every period, so each period's problem gets the
-patterns column generation found for any period. Before step 1 the
-configurations the LP buys are priced further, alone
-(:func:`price_chosen`): where column generation over all of them was cut
-short by its time, the patterns of these few are not all found yet, and
-their fleet costs more. A heuristic: the fleet is
+patterns column generation found for any period; first, those the LP buys
+are priced further, alone (:func:`colgen.price_alone`). A heuristic: the
+fleet is
 checked against every row of the master problem (the caps included, held),
 so its TCO is an upper bound and its gap to the bound is proven; finding
 none proves nothing, and the integer program over the patterns follows.
@@ -65,12 +63,8 @@ _LEAST_GAP = 1e-4
 _MORE_NODES = 8
 # LP node counts below this are none.
 _NONE = 1e-6
-# Seconds of column generation over the configurations the LP buys before
-# their fleet is sought, at most, and at most this share of the time left.
-# A few configurations take a fraction of a second a round, where all of
-# them took seconds: on the benchmark (3 periods, caps), 2 s of it after
-# 32 rounds over all gave the fleet of a column generation run to its end
-# (93 rounds), or a cheaper one.
+# Seconds (at most, and this share of the time left) of column generation
+# over the configurations the LP buys alone, before their fleet is sought.
 _CHOSEN_SECONDS = 3.0
 _CHOSEN_SHARE = 0.25
 
@@ -96,7 +90,7 @@ def fleet(problem, master, lp_res, lp_layout, deadline, gap):
     chosen = [ci for ci in range(nc) if counts[ci, -1] > _NONE]
     if not chosen:
         return None
-    price_chosen(problem, master, chosen, time.monotonic() + min(
+    colgen.price_alone(problem, master, chosen, time.monotonic() + min(
         _CHOSEN_SECONDS, _CHOSEN_SHARE * max(deadline - time.monotonic(),
                                              0.0)), gap)
     whole = np.zeros((nc, nt))
@@ -113,27 +107,6 @@ def fleet(problem, master, lp_res, lp_layout, deadline, gap):
             runs.append((chosen[k], t, pattern, n))
     return fleetplan.of_runs(problem, master, whole, runs,
                              'a fleet bought in tranches')
-
-
-def price_chosen(problem, master, chosen, until, gap):
-    """Column generation over the configurations ``chosen`` alone.
-
-    Every period, the caps as the master has them; it starts from the
-    master's patterns of those configurations and ends by ``until`` (then
-    it is cut short, as column generation is), and the patterns it finds
-    join the master.
-    """
-    sub = dataclasses.replace(problem, candidates=tuple(
-        problem.candidates[ci] for ci in chosen))
-    own = master_mod.Master(sub)
-    own.pricing_gap = master.pricing_gap
-    index = {ci: k for k, ci in enumerate(chosen)}
-    for ci, t, pattern in master.columns:
-        if ci in index:
-            own.add(index[ci], t, pattern)
-    colgen.generate_columns(sub, own, until, until, gap, True, None)
-    for k, t, pattern in own.columns:
-        master.add(chosen[k], t, pattern)
 
 
 def period_alone(problem, master, t, chosen, capex=None):

@@ -129,8 +129,8 @@ class TranchesTestCase(FleetTestCase):
         before = set(master.columns)
         chosen = [0, 2]
         with clock.watch() as cut:
-            tranches.price_chosen(problem, master, chosen,
-                                  time.monotonic() + base.LONG, 0.0)
+            colgen.price_alone(problem, master, chosen,
+                               time.monotonic() + base.LONG, 0.0)
         self.assertEqual([], cut)
         new = set(master.columns) - before
         self.assertTrue(new)
@@ -165,8 +165,8 @@ class TranchesTestCase(FleetTestCase):
         master = self.seeded(problem)
         seed = len(master.columns)
         with clock.watch() as cut:
-            tranches.price_chosen(problem, master, [1],
-                                  time.monotonic() - 1.0, 0.0)
+            colgen.price_alone(problem, master, [1],
+                               time.monotonic() - 1.0, 0.0)
         self.assertIn('column generation', cut)
         self.assertLessEqual({ci for ci, _t, _c in master.columns[seed:]},
                              {1})
