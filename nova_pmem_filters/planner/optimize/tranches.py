@@ -33,12 +33,12 @@ some of them. So:
    nodes, or a node more).
 
 Patterns are the same in every period, so each period's problem gets the
-patterns column generation found for any period; first, those the LP buys
-are priced further, alone (:func:`colgen.price_alone`). A heuristic: the
-fleet is
-checked against every row of the master problem (the caps included, held),
-so its TCO is an upper bound and its gap to the bound is proven; finding
-none proves nothing, and the integer program over the patterns follows.
+patterns column generation found for any period; first, the configurations
+the LP buys are priced further, alone (:func:`colgen.price_alone`). A
+heuristic: the fleet is checked against every row of the master problem
+(the caps included, held), so its TCO is an upper bound and its gap to the
+bound is proven; finding none proves nothing, and the integer program over
+the patterns follows.
 """
 
 import dataclasses
