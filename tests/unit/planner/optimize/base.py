@@ -12,11 +12,15 @@
 """What the optimiser's tests share: scenarios small enough to prove."""
 
 import sys
+import time
 
 import hypothesis
 import yaml
 
 from nova_pmem_filters.planner import optimize
+from nova_pmem_filters.planner.optimize import colgen
+from nova_pmem_filters.planner.optimize import master as master_mod
+from nova_pmem_filters.planner.optimize import pricing
 from nova_pmem_filters.planner import scenario
 from tests.unit import paths
 
@@ -33,6 +37,22 @@ BUILTIN = scenario.load()
 # its speed: a time limit a busy machine reaches would make it fail by
 # timing (a solve ends as soon as it has its proof).
 LONG = 3600.0
+
+
+def seeded(problem):
+    """A master of the seed patterns only, priced exactly (gap 0)."""
+    master = master_mod.Master(problem)
+    master.pricing_gap = pricing.pricing_gap(0.0)
+    colgen.seed(problem, master)
+    return master
+
+
+def generated(problem, generate=True):
+    """(master, column generation run to its end, gap 0) of ``problem``."""
+    master = seeded(problem)
+    deadline = time.monotonic() + LONG
+    return master, colgen.generate_columns(problem, master, deadline,
+                                           deadline, 0.0, generate, None)
 
 
 def scenario_of(workloads, configs=None, demand=None, economics=None):

@@ -80,12 +80,8 @@ class NodeBoundTestCase(testtools.TestCase):
         # The bound alone, from the LP of column generation: never past
         # the optimum, never below the LP's; a fleet it finds on its
         # nodes (tco) is no better than the optimum.
-        master = master_mod.Master(problem)
-        master.pricing_gap = pricing.pricing_gap(0.0)
-        colgen.seed(problem, master)
+        master, generated = base.generated(problem)
         deadline = time.monotonic() + base.LONG
-        generated = colgen.generate_columns(problem, master, deadline,
-                                            deadline, 0.0, True, None)
         found = []
         bound = nodebound.raise_bound(problem, master, None,
                                       generated.bound, deadline, 0.0,
@@ -161,12 +157,8 @@ class NodeBoundTestCase(testtools.TestCase):
             made.append(real(*args, **kwargs))
             return made[-1]
 
-        master = master_mod.Master(problem)
-        master.pricing_gap = pricing.pricing_gap(0.0)
-        colgen.seed(problem, master)
+        master, generated = base.generated(problem, generate=False)
         deadline = time.monotonic() + base.LONG
-        generated = colgen.generate_columns(problem, master, deadline,
-                                            deadline, 0.0, False, None)
         separated = []
         real_separate = nodebound.separate
 
@@ -215,10 +207,7 @@ class PricingInPeriodsTestCase(NodeBoundTestCase):
 
     def master(self, objective, **caps):
         _scen, problem, _answer, optimum = self.problem(objective, **caps)
-        master = master_mod.Master(problem)
-        master.pricing_gap = pricing.pricing_gap(0.0)
-        colgen.seed(problem, master)
-        return problem, master, optimum
+        return problem, base.seeded(problem), optimum
 
     def test_lp_duals_are_optimal_duals(self):
         # The serve rows' duals lowered by their VMs' reduced costs: as

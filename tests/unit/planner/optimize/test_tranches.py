@@ -29,7 +29,6 @@ from nova_pmem_filters.planner.optimize import clock
 from nova_pmem_filters.planner.optimize import colgen
 from nova_pmem_filters.planner.optimize import fleetplan
 from nova_pmem_filters.planner.optimize import master as master_mod
-from nova_pmem_filters.planner.optimize import pricing
 from nova_pmem_filters.planner.optimize import served
 from nova_pmem_filters.planner.optimize import tranches
 from nova_pmem_filters.planner import patterns
@@ -42,12 +41,7 @@ class FleetTestCase(testtools.TestCase):
     """What the test cases below share: the problem and its LP."""
 
     def generated(self, problem):
-        master = master_mod.Master(problem)
-        master.pricing_gap = pricing.pricing_gap(0.0)
-        colgen.seed(problem, master)
-        deadline = time.monotonic() + base.LONG
-        return master, colgen.generate_columns(
-            problem, master, deadline, deadline, 0.0, True, None)
+        return base.generated(problem)
 
     def problem(self, **caps):
         scen = base.scenario_of(test_nodebound.WORKLOADS,
@@ -112,20 +106,13 @@ class TranchesTestCase(FleetTestCase):
         self.assertGreaterEqual(tco, optimum * (1 - 1e-9))
         self.assertGreaterEqual(tco, generated.res.fun * (1 - 1e-9))
 
-    def seeded(self, problem):
-        """A master of the seed patterns only: column generation not run."""
-        master = master_mod.Master(problem)
-        master.pricing_gap = pricing.pricing_gap(0.0)
-        colgen.seed(problem, master)
-        return master
-
     def test_the_chosen_configurations_priced_alone(self):
         # Column generation over all the configurations cut short (here,
         # not run); the chosen ones, priced alone, get every pattern their
         # LP needs: its value is that of their LP over every pattern their
         # nodes hold, which the oracle lists.
         problem = self.problem(rack_units=12.0)
-        master = self.seeded(problem)
+        master = base.seeded(problem)
         before = set(master.columns)
         chosen = [0, 2]
         with clock.watch() as cut:
@@ -162,7 +149,7 @@ class TranchesTestCase(FleetTestCase):
 
     def test_pricing_the_chosen_is_cut_short_by_its_time(self):
         problem = self.problem()
-        master = self.seeded(problem)
+        master = base.seeded(problem)
         seed = len(master.columns)
         with clock.watch() as cut:
             colgen.price_alone(problem, master, [1],
@@ -175,7 +162,7 @@ class TranchesTestCase(FleetTestCase):
         # The LP of the seed patterns alone: the fleet's configurations
         # are priced before it is sought, and it holds.
         problem = self.problem(rack_units=12.0)
-        master = self.seeded(problem)
+        master = base.seeded(problem)
         res, layout = master.solve_lp()
         solution = tranches.fleet(problem, master, res, layout,
                                   time.monotonic() + base.LONG, 0.0)
