@@ -205,9 +205,13 @@ def _node_bound_applies(problem, master, bound):
     One period without caps (TCO) has its own (:mod:`nodecuts`, in
     :func:`incumbents.best_of_patterns`).
     """
+    return _node_bound_serves(problem, master) and bool(np.isfinite(bound))
+
+
+def _node_bound_serves(problem, master):
+    """Whether the problem is one the bound of whole node counts serves."""
     return (nodebound.applies(problem)
-            and not pricing.farley_applies(problem, master)
-            and bool(np.isfinite(bound)))
+            and not pricing.farley_applies(problem, master))
 
 
 def _heuristic(problem, master, res, layout, gap):
@@ -253,8 +257,7 @@ class _Sought(object):
         heuristic = _heuristic(problem, master, res, layout, self.gap)
         if heuristic is None:
             return
-        if (nodebound.applies(problem)
-                and not pricing.farley_applies(problem, master)):
+        if _node_bound_serves(problem, master):
             # Beside the bound of whole node counts: its share.
             until = _node_bound_until(problem, master, self.deadline)
         else:
